@@ -1,0 +1,174 @@
+"""One executor node: its launcher, its warm pool, its heartbeat, and the life of a run on it.
+
+A run's events go two ways as they happen: into the run's Redis stream (the live feed and
+replay log that websockets read) and, batched, to the recorder queue, which writes them to the
+database. The executor never touches the database.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from . import events as ev
+from . import registry, settings
+from .pool import RunnerPool
+from .sandbox import get_launcher
+from .supervisor import supervise
+
+log = logging.getLogger("executor")
+
+RECORD_TASK = "recorder.record_events"
+# Events reach the database in batches: at most this old.
+RECORD_EVERY_S = 0.5
+CLAIM_TTL_S = 7 * 24 * 3600
+
+
+class RunRelay:
+    """Appends a run's events to its log and batches them to the recorder."""
+
+    def __init__(self, executor: "Executor", run_id: str):
+        self.executor = executor
+        self.run_id = run_id
+        self.pending: list[dict] = []
+        self.last_flush = 0.0
+
+    def emit(self, type_: str, **fields) -> None:
+        stored = self.executor.log.append(self.run_id, ev.make_event(type_, **fields))
+        if stored is not None:
+            self.pending.append(stored)
+        if type_ in (ev.STARTED, ev.FINISHED) or time.monotonic() - self.last_flush >= RECORD_EVERY_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            self.executor.app.send_task(RECORD_TASK, args=[self.run_id, batch],
+                                        queue=settings.RECORD_QUEUE)
+        self.last_flush = time.monotonic()
+
+
+class Executor:
+    def __init__(self, *, app, redis, name: str):
+        self.app = app
+        self.redis = redis
+        self.name = name
+        self.log = ev.EventLog(redis)
+        self.launcher = get_launcher(
+            settings.SANDBOX,
+            limits=settings.LIMITS,
+            cpu_devices=settings.CPU_DEVICES,
+            devices=settings.DEVICES,
+        )
+        if not self.launcher.sandboxed:
+            log.warning(
+                "!!! executor %s runs snippets WITHOUT A SANDBOX (EXECUTOR_SANDBOX=%s): any "
+                "snippet can read this machine's files and reach its network. Development only.",
+                name, settings.SANDBOX,
+            )
+        self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY)
+        self.busy = 0
+        self._busy_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._info: dict = {}
+
+    # Lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.pool.start()
+        if not self.pool.size:
+            # Learn what this node runs (platform, devices) from one runner, once.
+            runner = self.pool.acquire()
+            self._info = dict(runner.info)
+            self.pool.release(runner)
+        threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        registry.leave(self.redis, self.name, settings.KIND)
+        self.pool.stop()
+
+    def _heartbeat_loop(self) -> None:
+        # The first beat waits for a warm runner so /api/devices can say what the node runs;
+        # a worker is not "online" before it could take a run.
+        while not self._stop.is_set():
+            info = self.pool.last_info or self._info
+            if info:
+                try:
+                    registry.beat(self.redis, self.name, settings.KIND, {
+                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version")},
+                        "slots": settings.CONCURRENCY,
+                        "busy": self.busy,
+                        "warm": self.pool.idle_count(),
+                        "sandboxed": self.launcher.sandboxed,
+                        "pool_size": self.pool.size,
+                    })
+                except Exception:  # noqa: BLE001 - Redis may be restarting; beat again later
+                    log.exception("heartbeat failed")
+                self._stop.wait(settings.HEARTBEAT_S)
+            else:
+                self._stop.wait(0.2)
+
+    # A run -------------------------------------------------------------------------------------
+
+    def execute(self, run_id: str, code: str, options: dict, requested_limits: dict) -> None:
+        # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
+        alive = ev.alive_key(run_id)
+        self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+        # Compare-and-set: a cancel of the queued run may have claimed it first.
+        if not self.redis.set(ev.claim_key(run_id), self.name, nx=True, ex=CLAIM_TTL_S):
+            log.info("run %s was claimed before it started (cancelled); skipping", run_id)
+            self.redis.delete(alive)
+            return
+        with self._busy_lock:
+            self.busy += 1
+        relay = RunRelay(self, run_id)
+        try:
+            self._execute(run_id, code, options, requested_limits, relay, alive)
+        finally:
+            relay.flush()
+            self.redis.delete(alive)
+            with self._busy_lock:
+                self.busy -= 1
+
+    def _execute(self, run_id, code, options, requested_limits, relay, alive) -> None:
+        try:
+            runner = self.pool.acquire()
+        except Exception as exc:  # noqa: BLE001 - the run must still end
+            log.exception("could not start a runner for run %s", run_id)
+            relay.emit(ev.FINISHED, status=ev.LOST, message=f"the executor could not start a runner: {exc}",
+                       wall_ms=0, cpu_ms=None, peak_memory_kb=None, truncated=False)
+            return
+        relay.emit(
+            ev.STARTED,
+            worker=self.name,
+            kind=settings.KIND,
+            sandboxed=self.launcher.sandboxed,
+            **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version")},
+        )
+        limits = self.launcher.limits.clamp(requested_limits)
+        last_alive = [time.monotonic()]
+
+        def tick() -> None:
+            now = time.monotonic()
+            if now - last_alive[0] >= ev.ALIVE_EVERY_S:
+                self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+                last_alive[0] = now
+            if now - relay.last_flush >= RECORD_EVERY_S:
+                relay.flush()
+
+        try:
+            finished = supervise(
+                runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
+                should_cancel=lambda: bool(self.redis.exists(ev.cancel_key(run_id))),
+                tick=tick,
+            )
+        except Exception as exc:  # noqa: BLE001 - an executor fault is not the snippet's
+            log.exception("supervising run %s failed", run_id)
+            finished = {"status": ev.LOST, "message": f"the executor failed: {exc}", "wall_ms": None,
+                        "cpu_ms": None, "peak_memory_kb": None, "truncated": False}
+        finally:
+            self.pool.release(runner)
+        relay.emit(ev.FINISHED, **finished)
+

@@ -1,0 +1,171 @@
+"""Warm up, wait for one snippet, run it, report, exit.
+
+A runner never runs two snippets: it leaves with ``os._exit`` so that nothing the snippet did
+(threads, atexit hooks, monkey-patched modules, a jax cache) can reach the next run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import ctypes
+import io
+import json
+import linecache
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+
+SNIPPET_FILENAME = "<snippet>"
+
+
+class EventChannel:
+    """JSON lines on a private pipe to the supervisor. Thread-safe: jax may report compilations
+    from other threads."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lock = threading.Lock()
+
+    def send(self, type_: str, **fields) -> None:
+        line = (json.dumps({"type": type_, **fields}, default=str) + "\n").encode()
+        with self.lock:
+            view = memoryview(line)
+            while view:
+                try:
+                    n = os.write(self.fd, view)
+                except OSError:
+                    return  # the snippet closed our pipe; the supervisor judges by exit code
+                view = view[n:]
+
+
+def _die_with_parent() -> None:
+    # Outside bubblewrap (whose --die-with-parent does this) a runner must not outlive the
+    # worker that launched it.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def warm_up(cpu_devices: int | None) -> dict:
+    """Import numpy and jax and initialise the backend: the second this takes is paid while the
+    runner waits in the pool, not by the user."""
+    import numpy  # noqa: F401
+
+    import jax
+
+    if cpu_devices:
+        jax.config.update("jax_num_cpu_devices", cpu_devices)
+    devices = jax.devices()
+    jax.numpy.zeros(1).block_until_ready()
+    return {
+        "platform": jax.default_backend(),
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "jax_version": jax.__version__,
+    }
+
+
+def _user_stream(fd: int) -> io.TextIOWrapper:
+    # write_through: every write reaches the pipe at once, so output streams as it is produced.
+    return io.TextIOWrapper(
+        io.FileIO(fd, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        write_through=True,
+        line_buffering=True,
+    )
+
+
+def user_frames(tb) -> list[traceback.FrameSummary]:
+    return [f for f in traceback.extract_tb(tb) if f.filename == SNIPPET_FILENAME]
+
+
+def describe_exception(exc: BaseException) -> dict:
+    """The error event for an exception raised by the snippet: its type, message, the user's
+    line and a traceback trimmed to the user's own frames."""
+    if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        return {
+            "exc_type": type(exc).__name__,
+            "message": exc.msg,
+            "line": exc.lineno,
+            "traceback": text,
+        }
+    frames = user_frames(exc.__traceback__)
+    all_frames = traceback.extract_tb(exc.__traceback__)
+    hidden = len(all_frames) - len(frames) - 1  # the runner's own exec() frame
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(frames)
+    if hidden > 0:
+        lines.append(f"  [{hidden} frame{'s' if hidden != 1 else ''} inside libraries hidden]\n")
+    lines += traceback.format_exception_only(type(exc), exc)
+    return {
+        "exc_type": type(exc).__name__,
+        "message": str(exc),
+        "line": frames[-1].lineno if frames else None,
+        "traceback": "".join(lines),
+    }
+
+
+def run_snippet(source: str, channel: EventChannel) -> str:
+    """Run the snippet as ``__main__``; return "succeeded" or "failed". A crash in user code is
+    a result, never an exception out of here."""
+    linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
+    status = "succeeded"
+    try:
+        code = compile(source, SNIPPET_FILENAME, "exec")
+        exec(code, {"__name__": "__main__", "__builtins__": builtins})
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            status = "failed"
+            _flush_user_streams()
+            channel.send(
+                "error", exc_type="SystemExit", message=f"exited with code {exc.code}",
+                line=None, traceback="",
+            )
+    except BaseException as exc:  # noqa: BLE001 - the snippet's failure is the result
+        status = "failed"
+        _flush_user_streams()
+        channel.send("error", **describe_exception(exc))
+    return status
+
+
+def _flush_user_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the snippet may have closed or replaced it
+            pass
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="runner")
+    parser.add_argument("--event-fd", type=int, required=True)
+    parser.add_argument("--cpu-devices", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    _die_with_parent()
+    channel = EventChannel(args.event_fd)
+    os.set_inheritable(args.event_fd, False)
+    t0 = time.perf_counter()
+    info = warm_up(args.cpu_devices or None)
+    channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
+
+    line = sys.stdin.buffer.readline()
+    if not line:
+        os._exit(0)  # the pool is shutting down
+    request = json.loads(line)
+    sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
+    sys.stdout = _user_stream(1)
+    sys.stderr = _user_stream(2)
+
+    status = run_snippet(request["code"], channel)
+    _flush_user_streams()
+    channel.send("exit", status=status)
+    os._exit(0 if status == "succeeded" else 1)

@@ -1,0 +1,131 @@
+"""Where a runner process is started: the sandbox backends.
+
+A backend ("launcher") starts one runner process with its limits and, after the run, tells the
+supervisor whether a limit it enforces (memory cgroup, pids cgroup) ended it. Backends are chosen
+by name from ``LAUNCHERS``; an unknown name is an error at start-up, not at the first run.
+
+    executor worker (Celery, threads pool)
+      └─ launcher.start()  ──▶  [bwrap pid 1 ──▶] python -m runner   (one per run)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+RUNNER_PARENT = Path(__file__).resolve().parent.parent  # the folder holding runner/
+PROJECT_ROOT = RUNNER_PARENT.parent
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Everything that bounds one run. Defined once, here; the worker's settings give the
+    maximums and a run's message may only lower them."""
+
+    wall_s: float = 30.0
+    cpu_s: int = 30
+    memory_bytes: int = 2 * 1024**3
+    output_bytes: int = 1024**2
+    tmp_bytes: int = 64 * 1024**2
+    pids: int = 128
+
+    def clamp(self, requested: dict | None) -> "Limits":
+        """The stricter of these limits and those a run asked for."""
+        if not requested:
+            return self
+        values = asdict(self)
+        for f in fields(self):
+            if f.name in requested and requested[f.name] is not None:
+                values[f.name] = min(values[f.name], type(values[f.name])(requested[f.name]))
+        return Limits(**values)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class Launcher:
+    """Starts runner processes. Subclasses set ``name`` and ``sandboxed``."""
+
+    name = "base"
+    sandboxed = False
+
+    def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = ()):
+        self.limits = limits
+        self.cpu_devices = cpu_devices
+        self.devices = devices
+
+    def check(self) -> None:
+        """Raise RuntimeError with a fix if this backend cannot run on this host."""
+
+    def start(self, slot: int) -> subprocess.Popen:
+        """Start a runner. Its stdin, stdout and stderr are pipes; its event pipe's read end is
+        returned as ``proc.event_fd`` (an int the caller owns and closes)."""
+        raise NotImplementedError
+
+    def exit_reason(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+        """After the runner exited: ``(status, message)`` when a limit enforced by the sandbox
+        (not the supervisor) ended it, e.g. the memory cgroup's OOM killer."""
+        return None
+
+    def cleanup(self, proc: subprocess.Popen) -> None:
+        """Kill whatever the runner left behind and release per-run resources."""
+
+    def runner_args(self, event_fd: int) -> list[str]:
+        args = ["--event-fd", str(event_fd)]
+        if self.cpu_devices:
+            args += ["--cpu-devices", str(self.cpu_devices)]
+        return args
+
+
+class DirectLauncher(Launcher):
+    """A plain child process: no isolation at all. Only for development on a machine without
+    bubblewrap, and only when settings allow it explicitly."""
+
+    name = "none"
+    sandboxed = False
+
+    def start(self, slot: int) -> subprocess.Popen:
+        event_r, event_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "executor.runner", *self.runner_args(event_w)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(event_w,),
+                close_fds=True,
+                start_new_session=True,
+                cwd=PROJECT_ROOT,
+                env={"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"},
+            )
+        except BaseException:
+            os.close(event_r)
+            raise
+        finally:
+            os.close(event_w)
+        proc.event_fd = event_r
+        return proc
+
+    def cleanup(self, proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, 9)  # the runner's session: children it forked too
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+LAUNCHERS: dict[str, type[Launcher]] = {"none": DirectLauncher}
+
+
+def get_launcher(name: str, **kwargs) -> Launcher:
+    try:
+        cls = LAUNCHERS[name]
+    except KeyError:
+        raise RuntimeError(
+            f"unknown sandbox backend {name!r}; choose one of {', '.join(sorted(LAUNCHERS))}"
+        ) from None
+    launcher = cls(**kwargs)
+    launcher.check()
+    return launcher

@@ -1,0 +1,50 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from executor import events as ev
+
+
+class Run(models.Model):
+    """One execution of some code on one device kind. Public id: a UUID."""
+
+    STATUS_CHOICES = [(s, s) for s in ev.STATUSES]
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    code = models.TextField()
+    device = models.CharField(max_length=16)
+    status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=ev.STATUS_QUEUED, db_index=True)
+    options = models.JSONField(default=dict, blank=True)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    worker = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    wall_ms = models.FloatField(null=True, blank=True)
+    cpu_ms = models.FloatField(null=True, blank=True)
+    peak_memory_kb = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self):
+        return f"run {self.id} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in ev.TERMINAL_STATUSES
+
+
+class RunEvent(models.Model):
+    """An event of a run, exactly as browsers receive it (``data`` includes seq and type)."""
+
+    run = models.ForeignKey(Run, related_name="events", on_delete=models.CASCADE)
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=16)
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique")]
+        ordering = ["seq"]

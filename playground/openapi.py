@@ -1,0 +1,131 @@
+"""The OpenAPI 3.1 description of the public HTTP API, served at /api/openapi.json. Tests check
+that every path here is routed and that responses match these shapes."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from executor import events as ev
+
+
+def _error(description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _json(ref: str, description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+
+
+def schema() -> dict:
+    kinds = list(settings.RUN_DEVICE_KINDS)
+    nullable_num = {"type": ["number", "null"]}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "JAX Playground API",
+            "version": "1",
+            "description": "Run NumPy/JAX snippets on remote executors. Live events of a run stream "
+                           "over the websocket /ws/runs/{id}/?after={seq}.",
+        },
+        "paths": {
+            "/api/devices": {"get": {
+                "summary": "Device kinds and their live availability",
+                "operationId": "listDevices",
+                "responses": {"200": _json("DeviceList", "Every known device kind")},
+            }},
+            "/api/runs": {"post": {
+                "summary": "Start a run",
+                "operationId": "startRun",
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
+                "responses": {
+                    "201": _json("RunSummary", "The run was queued"),
+                    "400": _error("Bad input: malformed JSON, missing or non-string code, code too large, unknown device"),
+                    "415": _error("The body is not JSON"),
+                    "429": _error("Too many runs from this client; see Retry-After"),
+                    "503": _error("No executor of that kind is online"),
+                },
+            }},
+            "/api/runs/{run_id}": {"get": {
+                "summary": "A run's status and every event so far",
+                "operationId": "getRun",
+                "parameters": [RUN_ID],
+                "responses": {"200": _json("RunDetail", "The run"), "404": _error("No such run")},
+            }},
+            "/api/runs/{run_id}/cancel": {"post": {
+                "summary": "Cancel a queued or running run",
+                "operationId": "cancelRun",
+                "parameters": [RUN_ID],
+                "responses": {
+                    "202": _json("CancelResult", "Cancelled, or cancelling within a second"),
+                    "404": _error("No such run"),
+                    "409": _error("The run already finished"),
+                },
+            }},
+            "/api/openapi.json": {"get": {
+                "summary": "This document",
+                "operationId": "getOpenApi",
+                "responses": {"200": {"description": "OpenAPI 3.1",
+                                      "content": {"application/json": {"schema": {"type": "object"}}}}},
+            }},
+        },
+        "components": {"schemas": {
+            "Error": {"type": "object", "required": ["error"],
+                      "properties": {"error": {"type": "string"}}},
+            "RunRequest": {"type": "object", "required": ["code"], "properties": {
+                "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES,
+                         "description": f"At most {settings.RUN_MAX_CODE_BYTES} bytes of UTF-8"},
+                "device": {"type": "string", "enum": kinds, "default": settings.RUN_DEFAULT_DEVICE},
+            }},
+            "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "status": {"type": "string", "enum": list(ev.STATUSES)},
+                "device": {"type": "string", "enum": kinds},
+                "ws": {"type": "string", "description": "Websocket path of the run's events"},
+            }},
+            "RunDetail": {"allOf": [{"$ref": "#/components/schemas/RunSummary"}, {
+                "type": "object",
+                "required": ["created_at", "events"],
+                "properties": {
+                    "message": {"type": "string"},
+                    "worker": {"type": "string"},
+                    "code": {"type": "string"},
+                    "created_at": {"type": "string", "format": "date-time"},
+                    "started_at": {"type": ["string", "null"], "format": "date-time"},
+                    "finished_at": {"type": ["string", "null"], "format": "date-time"},
+                    "wall_ms": nullable_num, "cpu_ms": nullable_num,
+                    "peak_memory_kb": {"type": ["integer", "null"]},
+                    "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                },
+            }]},
+            "CancelResult": {"type": "object", "required": ["id", "status"], "properties": {
+                "id": {"type": "string", "format": "uuid"},
+                "status": {"type": "string", "enum": list(ev.STATUSES)},
+            }},
+            "Event": {"type": "object", "required": ["seq", "type"], "properties": {
+                "seq": {"type": "integer", "minimum": 1},
+                "type": {"type": "string", "enum": list(ev.EVENT_TYPES)},
+            }, "additionalProperties": True},
+            "Device": {"type": "object", "required": ["kind", "online", "workers", "queue_depth"], "properties": {
+                "kind": {"type": "string", "enum": kinds},
+                "online": {"type": "boolean"},
+                "workers": {"type": "integer"},
+                "slots": {"type": "integer"},
+                "busy": {"type": "integer"},
+                "warm_runners": {"type": "integer"},
+                "platform": {"type": ["string", "null"]},
+                "device_kind": {"type": ["string", "null"]},
+                "device_count": {"type": ["integer", "null"]},
+                "jax_version": {"type": ["string", "null"]},
+                "sandboxed": {"type": ["boolean", "null"]},
+                "queue_depth": {"type": "integer"},
+            }},
+            "DeviceList": {"type": "object", "required": ["devices"], "properties": {
+                "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}}}},
+        }},
+    }

@@ -1,0 +1,24 @@
+"""Redis clients of the web side. One connection pool per process for synchronous code; async
+code (websockets) opens a client per connection, since an asyncio pool belongs to one loop."""
+
+from functools import lru_cache
+
+import redis
+import redis.asyncio
+from django.conf import settings
+
+from executor.events import EventLog
+
+
+@lru_cache(maxsize=1)
+def get_redis() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+@lru_cache(maxsize=1)
+def get_event_log() -> EventLog:
+    return EventLog(get_redis())
+
+
+def async_redis() -> redis.asyncio.Redis:
+    return redis.asyncio.Redis.from_url(settings.REDIS_URL)

@@ -1,0 +1,38 @@
+"""Recorder tasks: the web side's Celery tasks, on queue "record". Each takes plain JSON, calls
+one action and returns; the executor sends them by name and never imports this module."""
+
+from __future__ import annotations
+
+from functools import wraps
+
+from web.celery import app
+
+from .actions.runs import do_reap_lost_runs, do_record_events
+
+
+def recorder_task(name: str, **options):
+    """Every recorder task: an explicit name, the record queue, no result, a bounded retry on
+    database hiccups (recording is idempotent, so a retry is safe)."""
+
+    def decorate(fn):
+        settings = {"queue": "record", "ignore_result": True, "autoretry_for": (Exception,),
+                    "retry_backoff": 1, "retry_backoff_max": 30, "max_retries": 5, **options}
+
+        @app.task(name=name, **settings)
+        @wraps(fn)
+        def task(*args, **kwargs):
+            return fn(*args, **kwargs)
+
+        return task
+
+    return decorate
+
+
+@recorder_task("recorder.record_events")
+def record_events(run_id: str, events: list[dict]) -> None:
+    do_record_events(run_id, events)
+
+
+@recorder_task("recorder.reap_lost_runs", max_retries=0)
+def reap_lost_runs() -> None:
+    do_reap_lost_runs()

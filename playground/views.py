@@ -1,0 +1,104 @@
+"""Pages and the JSON API. A view parses, checks access, calls one action and responds."""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.conf import settings
+from django.http import Http404, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+
+from executor import registry
+
+from .access import access_run_for_user
+from .actions.runs import ActionError, check_cancel_run, check_start_run
+from .openapi import schema
+from .redis import get_redis
+from .serializers import run_detail, run_summary
+
+
+def error(message: str, status: int, headers: dict | None = None) -> JsonResponse:
+    response = JsonResponse({"error": message}, status=status)
+    for k, v in (headers or {}).items():
+        response[k] = v
+    return response
+
+
+def api(*methods: str):
+    """A JSON endpoint: only these methods, no CSRF token (no cookie-authenticated state is
+    changed by these calls yet), ActionError and 404 become JSON errors."""
+
+    def decorate(view):
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if request.method not in methods:
+                return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405,
+                             {"Allow": ", ".join(methods)})
+            try:
+                return view(request, *args, **kwargs)
+            except ActionError as exc:
+                return error(exc.message, exc.status, exc.headers)
+            except Http404 as exc:
+                return error(str(exc) or "not found", 404)
+
+        return wrapper
+
+    return decorate
+
+
+def parse_json(request):
+    if request.content_type not in ("application/json", ""):
+        raise ActionError("send the body as JSON (Content-Type: application/json)", status=415)
+    try:
+        return json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ActionError(f"the body is not valid JSON: {exc}") from None
+
+
+def client_address(request) -> str:
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+@require_GET
+def index(request):
+    devices = [registry.describe_kind(get_redis(), kind) for kind in settings.RUN_DEVICE_KINDS]
+    unsandboxed = any(d["online"] and d["sandboxed"] is False for d in devices)
+    return render(request, "playground/index.html", {"unsandboxed": unsandboxed})
+
+
+@api("GET")
+def api_devices(request):
+    redis = get_redis()
+    return JsonResponse({"devices": [registry.describe_kind(redis, k) for k in settings.RUN_DEVICE_KINDS]})
+
+
+@api("POST")
+def api_runs(request):
+    run = check_start_run(parse_json(request), client=client_address(request))
+    return JsonResponse(run_summary(run), status=201)
+
+
+@api("GET")
+def api_run(request, run_id):
+    run = access_run_for_user(run_id, request.user)
+    if run is None:
+        raise Http404("no such run")
+    return JsonResponse(run_detail(run))
+
+
+@api("POST")
+def api_run_cancel(request, run_id):
+    run = access_run_for_user(run_id, request.user)
+    if run is None:
+        raise Http404("no such run")
+    status = check_cancel_run(run)
+    return JsonResponse({"id": str(run.id), "status": status}, status=202)
+
+
+@api("GET")
+def api_openapi(request):
+    return JsonResponse(schema())

@@ -1,0 +1,28 @@
+"""The web side's Celery app: sends executor.run to exec.<kind> queues and runs the recorder
+(queue "record") and its watchdog (beat)."""
+
+import os
+
+from celery import Celery
+
+from executor.celeryconf import COMMON
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
+
+app = Celery("web")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(COMMON)
+app.autodiscover_tasks(["playground"])
+
+
+@app.on_after_finalize.connect
+def _schedule(sender, **_):
+    from django.conf import settings
+
+    sender.conf.beat_schedule = {
+        "reap-lost-runs": {
+            "task": "recorder.reap_lost_runs",
+            "schedule": float(settings.WATCHDOG_EVERY_S),
+            "options": {"queue": "record", "expires": float(settings.WATCHDOG_EVERY_S)},
+        }
+    }
