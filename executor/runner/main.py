@@ -144,10 +144,34 @@ def _flush_user_streams() -> None:
             pass
 
 
+def _confine(args) -> None:
+    """What the sandbox must set from inside, after warm-up and before "ready"."""
+    if args.cpu_s:
+        # RLIMIT_CPU counts from the process's start; the launcher's hard limit leaves room for
+        # the warm-up, and this gives the snippet its own cpu_s from here on.
+        import resource
+
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        spent = int(used.ru_utime + used.ru_stime) + 1
+        _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+        soft = spent + args.cpu_s
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        # SIGXCPU at soft ends the runner; one that ignores it gets SIGKILL a second later.
+        hard = soft + 1 if hard == resource.RLIM_INFINITY else min(hard, soft + 1)
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    if args.seccomp:
+        from . import seccomp
+
+        seccomp.install()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="runner")
     parser.add_argument("--event-fd", type=int, required=True)
     parser.add_argument("--cpu-devices", type=int, default=0)
+    parser.add_argument("--seccomp", action="store_true", help="confine the snippet's syscalls")
+    parser.add_argument("--cpu-s", type=int, default=0, help="CPU seconds for the snippet")
     args = parser.parse_args(argv)
 
     _die_with_parent()
@@ -155,6 +179,7 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(args.event_fd, False)
     t0 = time.perf_counter()
     info = warm_up(args.cpu_devices or None)
+    _confine(args)
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
 
     line = sys.stdin.buffer.readline()

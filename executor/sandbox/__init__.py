@@ -118,6 +118,10 @@ class DirectLauncher(Launcher):
 
 LAUNCHERS: dict[str, type[Launcher]] = {"none": DirectLauncher}
 
+from .bwrap import BwrapLauncher  # noqa: E402 - it subclasses Launcher, defined above
+
+LAUNCHERS[BwrapLauncher.name] = BwrapLauncher
+
 
 def get_launcher(name: str, **kwargs) -> Launcher:
     try:

@@ -1,0 +1,350 @@
+"""The production sandbox: bubblewrap, a cgroup per run, rlimits, and seccomp in the runner.
+
+    executor worker (root)
+      └─ python -I -S enter.py          root, ~15 ms: joins the run's cgroup, sets rlimits,
+         │                              stages the read-only sources, drops to uid 60000+slot
+         └═ bwrap (exec, same pid)       uid 60000+slot: new user, pid, net, ipc, uts, mount and
+            │                            cgroup namespaces; this pid is ``proc.pid``
+            └─ bwrap, pid 1 inside       reaps; when it dies the kernel kills the namespace
+               └─ python -m runner       pid 2: warms up, installs seccomp, says "ready"
+
+What the snippet sees: a read-only root holding only the Python installation, the runner's
+virtualenv, the runner package (alone, at /opt/playground/runner), the system's shared
+libraries, a fresh /proc and a minimal /dev (both with nothing of the host's processes or
+devices), and a size-capped tmpfs /tmp, the only writable place. No network namespace but its
+own empty one: not even loopback reaches Redis or PostgreSQL. Its environment holds PATH, LANG,
+HOME and TMPDIR, nothing of the worker's, and no descriptor but its stdio and the event pipe.
+
+Limits: a memory cgroup is the hard cap (the OOM killer ends the run, reported as
+limit_exceeded), RLIMIT_DATA a little below it is the soft cap (an allocation fails first, so
+user code gets a MemoryError); a pids cgroup bounds processes and threads; RLIMIT_CPU,
+RLIMIT_FSIZE and RLIMIT_CORE=0 as usual. Never RLIMIT_AS: XLA reserves ~1.5 GB of address space
+at start-up and crashes under it. The supervisor enforces the wall clock and the output cap and
+calls ``cleanup``, which kills everything in the run's cgroup.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from . import RUNNER_PARENT, Launcher, Limits
+from .cgroups import RUN_PREFIX, CgroupError, Cgroups, RunCgroup
+
+ENTER = Path(__file__).resolve().parent / "enter.py"
+BWRAP = "/usr/bin/bwrap"
+# Where the wrapper stages bind sources, inside a private mount namespace of its own. Must be an
+# existing directory that only root can write to; nothing is ever mounted on it in the host's
+# namespace.
+STAGE_DIR = Path("/run/jax-playground/stage")
+# Inside the sandbox.
+WORKDIR = "/opt/playground"
+UID_BASE = 60000
+# The runner lowers RLIMIT_CPU to (what warm-up used + cpu_s) once it is warm; until then it
+# may use this much more. Measured: warm-up takes ~2 CPU seconds here; a GPU backend's more.
+WARMUP_CPU_S = 60
+# RLIMIT_DATA sits this far below the memory cgroup's limit, so that a growing allocation fails
+# with MemoryError before the OOM killer fires: the cgroup also counts the /tmp tmpfs, page
+# tables and the libraries' file pages, which RLIMIT_DATA does not.
+DATA_HEADROOM = 0.125
+
+
+def human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            value = n / size
+            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
+class BwrapLauncher(Launcher):
+    name = "bwrap"
+    sandboxed = True
+
+    def __init__(
+        self,
+        *,
+        limits: Limits,
+        cpu_devices: int = 0,
+        devices: tuple[str, ...] = (),
+        ro_binds: tuple[str, ...] = (),
+        python_prefix: str | None = None,
+        venv: str | None = None,
+        uid_base: int = UID_BASE,
+        cgroup_parent: str | None = None,
+    ):
+        """``devices``: device nodes bound with --dev-bind (e.g. /dev/nvidia0, /dev/nvidiactl,
+        /dev/nvidia-uvm). ``ro_binds``: further host paths bound read-only at the same place,
+        e.g. a GPU driver's files outside /usr/lib. ``python_prefix``/``venv``: the Python
+        installation and virtualenv the runner uses (default: this interpreter's), bound
+        read-only at their own paths because a venv's files name them absolutely."""
+        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=tuple(devices))
+        self.ro_binds = tuple(ro_binds)
+        self.python_prefix = python_prefix or sys.base_prefix
+        self.venv = venv or sys.prefix
+        self.uid_base = uid_base
+        self.cgroups = Cgroups(cgroup_parent)
+
+    # -- the sandbox's layout ---------------------------------------------------------------
+
+    @functools.cached_property
+    def python(self) -> str:
+        return os.path.join(self.venv, "bin", "python")
+
+    def staged_binds(self) -> list[tuple[str, str]]:
+        """(host source, sandbox path) of the binds that go through the wrapper's staging."""
+        binds = [(self.python_prefix, self.python_prefix)]
+        if os.path.realpath(self.venv) != os.path.realpath(self.python_prefix):
+            binds.append((self.venv, self.venv))
+        binds.append((str(RUNNER_PARENT / "runner"), f"{WORKDIR}/runner"))
+        return binds
+
+    def system_args(self) -> list[str]:
+        """The shared libraries the interpreter, numpy and jaxlib load: the dynamic loader
+        and the system's library folders, bound read-only; nothing else of /usr or /etc."""
+        args = []
+        for path in ("/lib", "/lib64", "/lib32"):
+            if os.path.islink(path):  # merged /usr: /lib -> usr/lib
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        multiarch = getattr(sys.implementation, "_multiarch", "")
+        for path in (f"/usr/lib/{multiarch}" if multiarch else "/usr/lib", "/usr/lib64"):
+            if os.path.isdir(path) and not os.path.islink(path):
+                args += ["--ro-bind", path, path]
+        if os.path.exists("/etc/ld.so.cache"):
+            args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        for path in self.ro_binds:
+            args += ["--ro-bind", path, path]
+        return args
+
+    def bwrap_argv(self, event_fd: int) -> list[str]:
+        limits = self.limits
+        argv = [
+            BWRAP,
+            "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network, not even loopback
+            "--unshare-user",
+            "--disable-userns",  # and the snippet cannot make namespaces of its own
+            "--die-with-parent",
+            "--new-session",  # no TIOCSTI into a terminal the worker may have
+            "--hostname", "sandbox",
+        ]
+        for i, (_source, dest) in enumerate(self.staged_binds()):
+            argv += ["--ro-bind", f"{STAGE_DIR}/{i}", dest]
+        argv += self.system_args()
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        for device in self.devices:
+            argv += ["--dev-bind", device, device]
+        argv += ["--remount-ro", "/dev"]  # bwrap's /dev is a writable tmpfs: /dev/shm
+        argv += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
+        argv += ["--chdir", WORKDIR, "--remount-ro", "/"]
+        argv += ["--", self.python, "-u", "-E", "-s", "-B", "-m", "runner"]
+        argv += self.runner_args(event_fd) + ["--seccomp", "--cpu-s", str(limits.cpu_s)]
+        return argv
+
+    def rlimits(self) -> list[tuple[str, int, int]]:
+        limits = self.limits
+        data = int(limits.memory_bytes * (1 - DATA_HEADROOM))
+        cpu = limits.cpu_s + WARMUP_CPU_S
+        return [
+            ("RLIMIT_DATA", data, data),
+            ("RLIMIT_CPU", cpu, cpu),
+            ("RLIMIT_FSIZE", limits.tmp_bytes, limits.tmp_bytes),
+            ("RLIMIT_CORE", 0, 0),
+        ]
+
+    def uid(self, slot: int) -> int:
+        uid = self.uid_base + slot
+        _check_uid_unused(uid)
+        return uid
+
+    def environment(self) -> dict[str, str]:
+        # bwrap's own environment, so also that of pid 1 in the sandbox (/proc/1/environ) and
+        # of the runner: nothing of the worker's.
+        return {"PATH": f"{self.venv}/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
+
+    # -- Launcher ---------------------------------------------------------------------------
+
+    def check(self) -> None:
+        if not (os.path.exists(BWRAP) or shutil.which("bwrap")):
+            raise RuntimeError(
+                "bubblewrap is not installed: `apt-get install bubblewrap` (Debian/Ubuntu) or "
+                "`dnf install bubblewrap`; or run with EXECUTOR_SANDBOX=none on a development "
+                "machine only"
+            )
+        if os.geteuid() != 0:
+            raise RuntimeError(
+                "the bwrap sandbox needs the worker to run as root: it places each runner in "
+                "its own cgroup and drops it to an unprivileged uid per slot "
+                f"({self.uid_base}+slot) before bubblewrap starts"
+            )
+        for path in self.devices:
+            if not os.path.exists(path):
+                raise RuntimeError(f"device {path} (EXECUTOR_DEVICES) does not exist on this host")
+        try:
+            STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)
+        except OSError as exc:
+            raise RuntimeError(f"cannot create {STAGE_DIR}: {exc}") from exc
+        try:
+            self.cgroups.bases()
+            self.cgroups.sweep()
+            probe = self.cgroups.create(f"{RUN_PREFIX}{os.getpid()}-check-{secrets.token_hex(4)}",
+                                        memory_bytes=self.limits.memory_bytes, pids=self.limits.pids)
+            probe.remove()
+        except CgroupError as exc:
+            raise RuntimeError(str(exc)) from None
+        self._probe()
+
+    def _probe(self) -> None:
+        """Start a real sandbox that runs `python -c pass`: namespaces, staging, uid."""
+        argv = self.bwrap_argv(0)
+        argv = argv[: argv.index("--") + 1] + [self.python, "-I", "-c", "pass"]
+        result = subprocess.run(
+            self._wrapper_argv(argv, slot=0, cgroup=None), env={}, close_fds=True,
+            capture_output=True, timeout=60, cwd="/",
+        )
+        if result.returncode != 0:
+            err = result.stderr.decode(errors="replace").strip()
+            hint = ""
+            if "namespace" in err or "uid map" in err or "Permission denied" in err:
+                hint = (
+                    " Unprivileged user namespaces must be allowed: sysctl "
+                    "user.max_user_namespaces > 0 (and on Debian 11 or older "
+                    "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 "
+                    "kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile "
+                    "for /usr/bin/bwrap)."
+                )
+            raise RuntimeError(f"bubblewrap cannot create its sandbox here: {err}.{hint}")
+
+    def _wrapper_argv(self, bwrap_argv: list[str], *, slot: int, cgroup: RunCgroup | None) -> list[str]:
+        uid = self.uid(slot)
+        spec = {
+            "cgroup_procs": cgroup.procs_files if cgroup else [],
+            "rlimits": self.rlimits(),
+            "stage": str(STAGE_DIR),
+            "binds": [[source, str(i)] for i, (source, _dest) in enumerate(self.staged_binds())],
+            "uid": uid,
+            "gid": uid,
+            "argv": bwrap_argv,
+            "env": self.environment(),
+        }
+        return [sys.executable, "-I", "-S", "-B", str(ENTER), json.dumps(spec)]
+
+    def start(self, slot: int) -> subprocess.Popen:
+        cgroup = self.cgroups.create(
+            f"{RUN_PREFIX}{os.getpid()}-{slot}-{secrets.token_hex(4)}",
+            memory_bytes=self.limits.memory_bytes, pids=self.limits.pids,
+        )
+        event_r, event_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                self._wrapper_argv(self.bwrap_argv(event_w), slot=slot, cgroup=cgroup),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                # bwrap hands every inherited descriptor to the sandbox: only the event pipe.
+                pass_fds=(event_w,),
+                close_fds=True,
+                start_new_session=True,
+                cwd="/",
+                env={},
+            )
+        except BaseException:
+            os.close(event_r)
+            cgroup.remove()
+            raise
+        finally:
+            os.close(event_w)
+        proc.event_fd = event_r
+        proc.sandbox_cgroup = cgroup
+        proc.sandbox_report = None
+        return proc
+
+    def _report(self, proc: subprocess.Popen) -> dict:
+        """What the cgroup knows about the run, read once, before cleanup removes it."""
+        if getattr(proc, "sandbox_report", None) is None:
+            cgroup: RunCgroup = proc.sandbox_cgroup
+            proc.sandbox_report = {
+                "oom_killed": cgroup.oom_killed(),
+                "pids_limit_hit": cgroup.pids_limit_hit(),
+                "cpu_s": cgroup.cpu_seconds(),
+                "peak_memory_bytes": cgroup.peak_memory_bytes(),
+            }
+        return proc.sandbox_report
+
+    def limit_hit(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+        """While the runner runs: a limit that should end the run now. A fork bomb only gets
+        EAGAIN at pids.max, which it may ignore forever; the supervisor can poll this."""
+        cgroup: RunCgroup = proc.sandbox_cgroup
+        if cgroup.pids_limit_hit():
+            return "limit_exceeded", f"process limit of {self.limits.pids} exceeded"
+        if cgroup.oom_killed():
+            return "limit_exceeded", f"memory limit of {human_bytes(self.limits.memory_bytes)} exceeded"
+        return None
+
+    def exit_reason(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+        report = self._report(proc)
+        if report["oom_killed"]:
+            return "limit_exceeded", f"memory limit of {human_bytes(self.limits.memory_bytes)} exceeded"
+        # bwrap exits with 128+n when the runner died of signal n.
+        code = proc.returncode
+        if code == 128 + signal.SIGXCPU or (
+            code == 128 + signal.SIGKILL
+            and report["cpu_s"] is not None
+            and report["cpu_s"] >= self.limits.cpu_s
+        ):
+            return "limit_exceeded", f"CPU time limit of {self.limits.cpu_s} s exceeded"
+        if report["pids_limit_hit"] and code not in (0, None):
+            return "limit_exceeded", f"process limit of {self.limits.pids} exceeded"
+        return None
+
+    def usage(self, proc: subprocess.Popen) -> dict:
+        """CPU time and peak memory of the whole sandbox (all its processes, warm-up
+        included), from its cgroup; None where this kernel does not say."""
+        report = self._report(proc)
+        cpu = report["cpu_s"]
+        return {
+            "cpu_ms": None if cpu is None else round(cpu * 1000, 1),
+            "peak_memory_bytes": report["peak_memory_bytes"],
+        }
+
+    def cleanup(self, proc: subprocess.Popen) -> None:
+        """Kill everything the runner left, then remove its cgroup. Idempotent. Does not reap
+        ``proc`` itself: the supervisor waits for it (for its rusage)."""
+        cgroup: RunCgroup | None = getattr(proc, "sandbox_cgroup", None)
+        if cgroup is None:
+            return
+        self._report(proc)
+        # Everything is in the cgroup, bwrap itself included (the wrapper joined it before it
+        # became bwrap), so killing the cgroup's members kills the sandbox: its pid 1 dies and
+        # the kernel kills the rest of its pid namespace. Not proc.kill(): Popen.send_signal
+        # polls, and reaping here would take the exit status from the supervisor's wait4().
+        try:
+            cgroup.remove()
+        except CgroupError:
+            # Something unkillable (a process in uninterruptible sleep): leave it for the next
+            # worker's sweep rather than fail the run.
+            return
+        proc.sandbox_cgroup = None
+
+
+@functools.lru_cache(maxsize=None)
+def _check_uid_unused(uid: int) -> None:
+    """A slot's uid must belong to no account: its processes would share files, signals and
+    rlimits with that account's."""
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return
+    raise RuntimeError(
+        f"uid {uid} belongs to the account {name!r}; choose a sandbox uid range that no account "
+        "uses (BwrapLauncher uid_base)"
+    )
