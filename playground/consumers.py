@@ -22,7 +22,7 @@ from .redis import async_redis
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
-XREAD_BLOCK_MS = 5000
+XREAD_BLOCK_MS = 2000  # under redis-py's default 5 s socket timeout
 XREAD_COUNT = 500
 
 
