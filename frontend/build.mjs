@@ -1,0 +1,59 @@
+// Bundles the page into dist/, which Django serves at /static/ (WhiteNoise).
+//
+//   dist/app.js             the page (ESM, loaded with <script type="module">)
+//   dist/app.css            our styles + Monaco's, with the codicon font next to it
+//   dist/editor.worker.js   Monaco's editor worker (a classic worker: see src/editor.ts)
+//
+// `node build.mjs --watch` rebuilds on change; `--dev` skips minification.
+import * as esbuild from "esbuild";
+import { rm, stat, readdir } from "node:fs/promises";
+import path from "node:path";
+
+const args = new Set(process.argv.slice(2));
+const watch = args.has("--watch");
+const minify = !args.has("--dev") && !watch;
+const outdir = "dist";
+
+const common = {
+  bundle: true,
+  minify,
+  sourcemap: minify ? false : "linked",
+  target: ["es2022"],
+  logLevel: "warning",
+  legalComments: "none",
+};
+
+const builds = [
+  {
+    ...common,
+    entryPoints: { app: "src/app.ts" },
+    outdir,
+    format: "esm",
+    // The codicon font is referenced from Monaco's CSS; copied next to app.css with a content
+    // hash so a long cache lifetime on /static/ stays correct.
+    loader: { ".ttf": "file" },
+    assetNames: "[name]-[hash]",
+  },
+  {
+    ...common,
+    entryPoints: { "editor.worker": "monaco-editor/editor/editor.worker" },
+    outdir,
+    format: "iife",
+  },
+];
+
+await rm(outdir, { recursive: true, force: true });
+
+if (watch) {
+  for (const options of builds) {
+    const ctx = await esbuild.context(options);
+    await ctx.watch();
+  }
+  console.log(`watching src/ -> ${outdir}/`);
+} else {
+  await Promise.all(builds.map((options) => esbuild.build(options)));
+  for (const name of (await readdir(outdir)).sort()) {
+    const { size } = await stat(path.join(outdir, name));
+    console.log(`${name.padEnd(28)} ${(size / 1024).toFixed(1).padStart(8)} KiB`);
+  }
+}

@@ -1,0 +1,100 @@
+// A result view in the right-hand panel. Each pane gets every event of the run it shows, in
+// order, and renders the ones it cares about. To add a view (compiled code, timings, figures):
+// write a class implementing Pane and add it to the list in app.ts.
+import type { RunEvent } from "../events";
+
+export interface Pane {
+  /** Stable id: the tab is #tab-<id>, the panel #panel-<id>. */
+  readonly id: string;
+  readonly title: string;
+  /** The panel's content; the tab bar owns the wrapper around it. */
+  readonly element: HTMLElement;
+  /** A new run is about to be shown: forget the previous one. */
+  reset(): void;
+  handle(event: RunEvent): void;
+  /** No run to show any more. */
+  idle?(): void;
+  /** Called whenever the pane's content changes; a tab shows a count when it returns one. */
+  onChange?: (count: number | null) => void;
+}
+
+export class Tabs {
+  private readonly tabs = new Map<string, HTMLButtonElement>();
+  private readonly panels = new Map<string, HTMLElement>();
+  private active: string | null = null;
+
+  constructor(
+    private readonly bar: HTMLElement,
+    private readonly container: HTMLElement,
+    readonly panes: readonly Pane[],
+  ) {
+    for (const pane of panes) this.add(pane);
+    if (panes.length > 0) this.select(panes[0].id);
+    bar.addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  select(id: string): void {
+    if (!this.tabs.has(id)) return;
+    this.active = id;
+    for (const [paneId, tab] of this.tabs) {
+      const selected = paneId === id;
+      tab.setAttribute("aria-selected", String(selected));
+      tab.tabIndex = selected ? 0 : -1;
+      this.panels.get(paneId)!.hidden = !selected;
+    }
+  }
+
+  reset(): void {
+    for (const pane of this.panes) pane.reset();
+  }
+
+  handle(event: RunEvent): void {
+    for (const pane of this.panes) pane.handle(event);
+  }
+
+  idle(): void {
+    for (const pane of this.panes) pane.idle?.();
+  }
+
+  private add(pane: Pane): void {
+    const tab = document.createElement("button");
+    tab.type = "button";
+    tab.className = "tab";
+    tab.id = `tab-${pane.id}`;
+    tab.setAttribute("role", "tab");
+    tab.setAttribute("aria-controls", `panel-${pane.id}`);
+    const label = document.createElement("span");
+    label.textContent = pane.title;
+    const count = document.createElement("span");
+    count.className = "tab-count";
+    count.hidden = true;
+    tab.append(label, count);
+    tab.addEventListener("click", () => this.select(pane.id));
+    pane.onChange = (n) => {
+      count.hidden = n === null || n === 0;
+      count.textContent = n === null ? "" : String(n);
+    };
+
+    const panel = document.createElement("div");
+    panel.className = "tab-panel";
+    panel.id = `panel-${pane.id}`;
+    panel.setAttribute("role", "tabpanel");
+    panel.setAttribute("aria-labelledby", tab.id);
+    panel.append(pane.element);
+
+    this.bar.append(tab);
+    this.container.append(panel);
+    this.tabs.set(pane.id, tab);
+    this.panels.set(pane.id, panel);
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
+    const ids = [...this.tabs.keys()];
+    const i = ids.indexOf(this.active ?? ids[0]);
+    const next = ids[(i + (e.key === "ArrowRight" ? 1 : ids.length - 1)) % ids.length];
+    this.select(next);
+    this.tabs.get(next)!.focus();
+    e.preventDefault();
+  }
+}

@@ -1,0 +1,134 @@
+// One run at a time: start it, follow its events, cancel it, and pick it up again after a
+// reload (the run id lives in sessionStorage, so a reload replays the run from seq 0).
+import { ApiError, cancelRun, getRun, startRun } from "./api";
+import { isTerminal, RunStream, type RunEvent } from "./events";
+import type { StatusLine } from "./status";
+import { KEYS, session } from "./storage";
+
+export interface RunView {
+  /** A run is about to be shown. */
+  reset(): void;
+  handle(event: RunEvent): void;
+  /** No run to show any more. */
+  idle?(): void;
+}
+
+export type RunPhase = "idle" | "submitting" | "active" | "cancelling";
+
+export class RunSession {
+  private stream: RunStream | null = null;
+  private phase: RunPhase = "idle";
+  private runId: string | null = null;
+
+  constructor(
+    private readonly views: readonly RunView[],
+    private readonly status: StatusLine,
+    private readonly onPhase: (phase: RunPhase) => void,
+  ) {}
+
+  get busy(): boolean {
+    return this.phase !== "idle";
+  }
+
+  get id(): string | null {
+    return this.runId;
+  }
+
+  async start(code: string, device: string): Promise<void> {
+    if (this.busy) return;
+    this.stream?.stop();
+    this.stream = null;
+    this.setPhase("submitting");
+    this.status.starting();
+    try {
+      const run = await startRun(code, device);
+      this.runId = run.id;
+      session.set(KEYS.run, run.id);
+      this.follow(run.id, run.ws);
+      this.status.following(run.status || "queued");
+    } catch (error) {
+      // Nothing runs: the previous run's output would now be misleading next to the message.
+      this.forget();
+      this.status.refused(error instanceof ApiError ? error.message : String(error));
+      this.setPhase("idle");
+    }
+  }
+
+  /** After a reload: show the run this tab was watching, from its first event. */
+  resume(): boolean {
+    const id = session.get(KEYS.run);
+    if (!id) return false;
+    this.runId = id;
+    this.status.say("Loading the last run…");
+    this.follow(id);
+    return true;
+  }
+
+  async cancel(): Promise<void> {
+    if (this.phase !== "active" || !this.runId) return;
+    this.setPhase("cancelling");
+    try {
+      await cancelRun(this.runId);
+      // The "finished" event (status cancelled) arrives on the socket and ends the run.
+    } catch (error) {
+      if (this.stream && !this.stream.done) this.setPhase("active");
+      // 409: it finished on its own meanwhile; its "finished" event says how.
+      if (!(error instanceof ApiError && error.status === 409)) {
+        this.status.say(`Could not cancel: ${(error as Error).message}`, "error");
+      }
+    }
+  }
+
+  /** No run to show. */
+  private forget(): void {
+    this.stream?.stop();
+    this.stream = null;
+    this.runId = null;
+    session.set(KEYS.run, null);
+    for (const view of this.views) view.idle?.();
+  }
+
+  private follow(id: string, path?: string): void {
+    this.stream?.stop();
+    for (const view of this.views) view.reset();
+    this.setPhase("active");
+    const stream: RunStream = new RunStream(
+      id,
+      {
+        onEvent: (event) => {
+          for (const view of this.views) view.handle(event);
+          this.status.handle(event);
+          if (event.type === "finished") this.setPhase("idle");
+        },
+        onConnection: (state) => this.status.connection(state),
+        onUnknownRun: () => void this.fromRecord(stream),
+      },
+      { path },
+    );
+    this.stream = stream;
+  }
+
+  /** The socket does not know the run (its live log expired): fall back to the stored run. */
+  private async fromRecord(stream: RunStream): Promise<void> {
+    try {
+      const record = await getRun(stream.runId);
+      if (stream !== this.stream) return;
+      stream.deliver(record.events ?? []);
+      if (!stream.done) {
+        this.status.following(record.status);
+        if (isTerminal(record.status)) this.status.say("This run's full event log has expired.");
+      }
+    } catch {
+      if (stream !== this.stream) return;
+      this.forget();
+      this.status.clear();
+      this.status.say("The previous run is no longer available.");
+    }
+    if (stream === this.stream) this.setPhase("idle");
+  }
+
+  private setPhase(phase: RunPhase): void {
+    this.phase = phase;
+    this.onPhase(phase);
+  }
+}

@@ -1,0 +1,144 @@
+// The run's status line: a coloured badge (#run-status), the wall time (#wall-time), where it ran
+// (#run-info) and one message (#run-message) for queue position, connection trouble, the
+// server's answer to a refused run and how a run ended.
+import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent } from "./events";
+
+type Tone = "muted" | "info" | "warning" | "error";
+
+const ENDINGS: Record<string, string> = {
+  timed_out: "The run hit its time limit and was stopped.",
+  cancelled: "The run was cancelled.",
+  limit_exceeded: "The run exceeded a resource limit (memory or output) and was stopped.",
+  lost: "The executor running this snippet stopped responding; the run is lost.",
+};
+
+export class StatusLine {
+  private messageSource: "connection" | "other" | null = null;
+  private started: StartedEvent | null = null;
+
+  constructor(
+    private readonly badge: HTMLElement,
+    private readonly wallTime: HTMLElement,
+    private readonly info: HTMLElement,
+    private readonly message: HTMLElement,
+  ) {}
+
+  /** Nothing to show: no run yet, or a run that is gone. */
+  clear(): void {
+    this.setStatus(null);
+    this.wallTime.textContent = "";
+    this.info.textContent = "";
+    this.started = null;
+    this.setMessage(null);
+  }
+
+  starting(): void {
+    this.clear();
+    this.setMessage("Submitting…", "muted");
+  }
+
+  refused(error: string): void {
+    this.clear();
+    this.setMessage(error, "error");
+  }
+
+  following(status: string): void {
+    this.setStatus(status);
+    this.setMessage(null);
+  }
+
+  say(text: string, tone: Tone = "muted"): void {
+    this.setMessage(text, tone);
+  }
+
+  handle(event: RunEvent): void {
+    switch (event.type) {
+      case "queued":
+        this.setStatus("queued");
+        this.setMessage(
+          typeof event.position === "number" && event.position > 0
+            ? `Waiting for an executor: position ${event.position} in the queue.`
+            : "Waiting for an executor…",
+          "muted",
+        );
+        break;
+      case "started":
+        this.started = event;
+        this.setStatus("running");
+        this.info.textContent = describeWorker(event);
+        if (this.messageSource !== "connection") this.setMessage(null);
+        break;
+      case "finished":
+        this.finish(event);
+        break;
+      default:
+        if (this.badge.textContent === "queued") this.setStatus("running");
+        break;
+    }
+  }
+
+  connection(state: ConnectionState): void {
+    if (state === "reconnecting") {
+      this.setMessage("Connection lost: reconnecting…", "warning", "connection");
+    } else if (this.messageSource === "connection") {
+      this.setMessage(null);
+    }
+  }
+
+  private finish(event: FinishedEvent): void {
+    this.setStatus(event.status);
+    this.wallTime.textContent = typeof event.wall_ms === "number" ? formatMs(event.wall_ms) : "";
+    this.wallTime.title = "Wall-clock time of the run";
+    const extra: string[] = [];
+    if (typeof event.cpu_ms === "number") extra.push(`CPU ${formatMs(event.cpu_ms)}`);
+    if (typeof event.peak_memory_kb === "number" && event.peak_memory_kb > 0) {
+      extra.push(`peak ${formatKb(event.peak_memory_kb)}`);
+    }
+    const where = this.started ? describeWorker(this.started) : "";
+    this.info.textContent = [where, ...extra].filter(Boolean).join(" · ");
+    const text = event.message || ENDINGS[event.status] || null;
+    const tone: Tone = event.status === "succeeded" || event.status === "failed" ? "muted" : "warning";
+    this.setMessage(text, tone);
+  }
+
+  private setStatus(status: string | null): void {
+    this.badge.hidden = status === null;
+    this.badge.textContent = status ?? "";
+    this.badge.dataset.status = status ?? "";
+    this.badge.title = status ? `Run status: ${status.replace("_", " ")}` : "";
+  }
+
+  private setMessage(
+    text: string | null,
+    tone: Tone = "muted",
+    source: "connection" | "other" = "other",
+  ): void {
+    this.message.textContent = text ?? "";
+    this.message.dataset.tone = text ? tone : "";
+    this.messageSource = text ? source : null;
+  }
+}
+
+function describeWorker(event: StartedEvent): string {
+  const parts: string[] = [];
+  if (event.worker) parts.push(event.worker);
+  const count = event.device_count ?? 0;
+  const kind = event.device_kind || event.platform || "";
+  if (count > 0 && kind) parts.push(`${count} × ${kind}`);
+  else if (kind) parts.push(kind);
+  if (event.jax_version) parts.push(`JAX ${event.jax_version}`);
+  return parts.join(" · ");
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+function formatKb(kb: number): string {
+  if (kb < 1024) return `${kb} KiB`;
+  if (kb < 1024 * 1024) return `${(kb / 1024).toFixed(0)} MiB`;
+  return `${(kb / 1024 / 1024).toFixed(1)} GiB`;
+}

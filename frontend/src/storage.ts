@@ -1,0 +1,42 @@
+// Browser storage that never throws: private windows and full quotas only lose persistence.
+
+function safe(kind: "localStorage" | "sessionStorage"): Storage | null {
+  try {
+    return window[kind];
+  } catch {
+    return null;
+  }
+}
+
+function wrap(kind: "localStorage" | "sessionStorage") {
+  return {
+    get(key: string): string | null {
+      try {
+        return safe(kind)?.getItem(key) ?? null;
+      } catch {
+        return null;
+      }
+    },
+    set(key: string, value: string | null): void {
+      try {
+        if (value === null) safe(kind)?.removeItem(key);
+        else safe(kind)?.setItem(key, value);
+      } catch {
+        // Quota exceeded or storage disabled: keep working without it.
+      }
+    },
+  };
+}
+
+/** Survives reloads and new tabs: the code, the theme, the device, the split. */
+export const local = wrap("localStorage");
+/** Survives reloads of this tab only: the run being watched. */
+export const session = wrap("sessionStorage");
+
+export const KEYS = {
+  code: "playground.code",
+  theme: "playground.theme",
+  device: "playground.device",
+  split: "playground.split",
+  run: "playground.run",
+} as const;

@@ -1,0 +1,36 @@
+// Light or dark. The page's CSS follows prefers-color-scheme until the person picks one; the
+// choice is stored and wins from then on.
+import { KEYS, local } from "./storage";
+
+export type Theme = "light" | "dark";
+
+const media = window.matchMedia("(prefers-color-scheme: dark)");
+
+function stored(): Theme | null {
+  const value = local.get(KEYS.theme);
+  return value === "light" || value === "dark" ? value : null;
+}
+
+export function currentTheme(): Theme {
+  return stored() ?? (media.matches ? "dark" : "light");
+}
+
+export function bindThemeToggle(button: HTMLButtonElement, apply: (theme: Theme) => void): void {
+  const render = (theme: Theme) => {
+    document.documentElement.dataset.theme = theme;
+    const next = theme === "dark" ? "light" : "dark";
+    button.setAttribute("aria-label", `Switch to ${next} theme`);
+    button.title = `Switch to ${next} theme`;
+    button.setAttribute("aria-pressed", String(theme === "dark"));
+    apply(theme);
+  };
+  render(currentTheme());
+  button.addEventListener("click", () => {
+    const theme: Theme = currentTheme() === "dark" ? "light" : "dark";
+    local.set(KEYS.theme, theme);
+    render(theme);
+  });
+  media.addEventListener("change", () => {
+    if (stored() === null) render(currentTheme());
+  });
+}

@@ -1,0 +1,307 @@
+"""The playground page in a real Chromium against the whole stack (daphne, recorder, a CPU
+executor, Redis): what a person sees when they write code and run it.
+
+The page is built from frontend/ (`npm ci && npm run build`); these tests fail, rather than
+skip, when frontend/dist is missing, because then the page is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENS = Path("/tmp/screens")
+# A run's first event can wait for a runner to warm up (about a second, more on a loaded box).
+RUN_TIMEOUT_MS = 60_000
+TERMINAL = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost")
+
+STREAMING = "import time\nfor i in range(5):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n"
+FAILING = "x = 1\nraise ValueError('boom')\n"
+LINES = [f"line {i}" for i in range(5)]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Browser:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, live_stack) -> Page:
+    """A fresh profile (empty localStorage) on the playground, with the editor ready. Fails the
+    test on any uncaught script error."""
+    context = browser.new_context(
+        base_url=live_stack.url, viewport={"width": 1280, "height": 800}, color_scheme="light"
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    open_playground(page)
+    yield page
+    context.close()
+    assert errors == [], f"uncaught errors on the page: {errors}"
+
+
+def open_playground(page: Page, reload: bool = False) -> None:
+    if reload:
+        page.reload()
+    else:
+        page.goto("/")
+    page.wait_for_function("() => window.playground && document.querySelector('#editor .monaco-editor')")
+    expect(page.locator("#device-select")).to_be_enabled()
+
+
+def set_code(page: Page, code: str) -> None:
+    page.evaluate("code => window.playground.setCode(code)", code)
+
+
+def run_status(page: Page) -> str:
+    return page.inner_text("#run-status")
+
+
+def wait_until_finished(page: Page) -> str:
+    page.wait_for_function(
+        "terminal => terminal.includes(document.querySelector('#run-status').textContent)",
+        arg=list(TERMINAL),
+        timeout=RUN_TIMEOUT_MS,
+    )
+    return run_status(page)
+
+
+def output(page: Page) -> str:
+    return page.locator("#output").text_content()
+
+
+def test_it_lists_the_online_devices(page: Page):
+    label = page.locator("#device-select option:checked").inner_text()
+    assert re.fullmatch(r"CPU · \d+ devices? · JAX \d+\.\d+\S*", label), label
+    assert page.locator("#device-select option[value=gpu]").is_disabled()
+
+
+def test_it_streams_output_while_the_run_is_running(page: Page):
+    set_code(page, STREAMING)
+    page.keyboard.press("Control+Enter")
+
+    # Take the page's state in one go the moment the first line shows: output and status
+    # together, so the check cannot be fooled by the run finishing between two reads.
+    first = page.wait_for_function(
+        """() => {
+            const out = document.querySelector('#output').textContent;
+            if (!out.includes('line 0')) return null;
+            return {out, status: document.querySelector('#run-status').textContent};
+        }""",
+        timeout=RUN_TIMEOUT_MS,
+        polling="raf",
+    ).json_value()
+    assert first["status"] == "running"
+    assert "line 4" not in first["out"]
+
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "".join(f"{line}\n" for line in LINES)
+    assert re.fullmatch(r"\d+(\.\d+)? (ms|s)", page.inner_text("#wall-time"))
+    expect(page.locator("#error-box")).to_be_hidden()
+    expect(page.locator("#cancel-button")).to_be_hidden()
+    expect(page.locator("#run-button")).to_be_enabled()
+
+
+def test_it_runs_what_was_typed_into_the_editor_with_ctrl_enter(page: Page):
+    page.click("#editor .view-lines")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("x = 6 * 7\nprint('answer', x)")
+    assert page.evaluate("window.playground.getCode()") == "x = 6 * 7\nprint('answer', x)"
+
+    page.keyboard.press("Control+Enter")  # Monaco's own keybinding: the focus is in the editor
+
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "answer 42\n"
+
+
+def test_it_shows_an_error_with_its_line_and_marks_the_editor(page: Page):
+    set_code(page, FAILING)
+    page.click("#run-button")
+
+    assert wait_until_finished(page) == "failed"
+    box = page.locator("#error-box")
+    expect(box).to_be_visible()
+    expect(box.locator(".error-title")).to_have_text("ValueError: boom")
+    expect(box).to_contain_text("line 2")
+    markers = page.evaluate("window.playground.markers()")
+    assert [(m["line"], m["severity"]) for m in markers] == [(2, "Error")]
+    assert "boom" in markers[0]["message"]
+    expect(page.locator("#editor .editor-error-glyph")).to_have_count(1)
+
+    # The next run starts clean: no box, no marker.
+    set_code(page, "print('fixed')\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    expect(box).to_be_hidden()
+    assert page.evaluate("window.playground.markers()") == []
+    expect(page.locator("#editor .editor-error-glyph")).to_have_count(0)
+
+
+def test_it_shows_the_whole_run_exactly_once_after_a_reload_mid_run(page: Page):
+    set_code(page, STREAMING)
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#output")).to_contain_text("line 1", timeout=RUN_TIMEOUT_MS)
+    assert run_status(page) == "running"
+
+    open_playground(page, reload=True)
+    assert wait_until_finished(page) == "succeeded"
+    text = output(page)
+    assert [text.count(f"{line}\n") for line in LINES] == [1] * 5, text
+    assert text == "".join(f"{line}\n" for line in LINES)
+
+    # And a finished run is still there after another reload.
+    open_playground(page, reload=True)
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == text
+    assert page.inner_text("#wall-time") != ""
+
+
+def test_it_reconnects_after_a_dropped_socket_without_losing_or_repeating_output(page: Page):
+    """The socket drops mid-run; on the next connection the "server" first repeats two events
+    the page already has (as an overlapping replay would). The page must reconnect from the
+    last seq it saw and show every line exactly once."""
+    urls: list[str] = []
+    seen: list[str] = []
+
+    def relay(ws):
+        urls.append(ws.url)
+        server = ws.connect_to_server()
+        first_connection = len(urls) == 1
+        if not first_connection:
+            for message in seen[-2:]:
+                ws.send(message)
+
+        def from_server(message):
+            ws.send(message)
+            seen.append(message)
+            if first_connection and '"line 1' in message:
+                ws.close(code=1012, reason="test: the server restarts")
+                server.close()
+
+        server.on_message(from_server)
+
+    page.route_web_socket(re.compile(r"/ws/runs/"), relay)
+    set_code(page, STREAMING)
+    page.keyboard.press("Control+Enter")
+
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "".join(f"{line}\n" for line in LINES)
+    assert len(urls) >= 2
+    assert urls[0].endswith("?after=0")
+    dropped_after = next(json.loads(m)["seq"] for m in seen if '"line 1' in m)
+    assert urls[1].endswith(f"?after={dropped_after}")
+
+
+def test_it_cancels_a_running_run(page: Page):
+    set_code(page, "import time\nprint('started', flush=True)\ntime.sleep(25)\nprint('not reached')\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#output")).to_contain_text("started", timeout=RUN_TIMEOUT_MS)
+
+    page.click("#cancel-button")
+
+    assert wait_until_finished(page) == "cancelled"
+    assert "not reached" not in output(page)
+    expect(page.locator("#cancel-button")).to_be_hidden()
+
+
+def test_it_shows_the_servers_message_when_a_run_is_refused(page: Page):
+    set_code(page, "x = 1\n" + "#" * (64 * 1024) + "\n")
+    with page.expect_response(lambda r: r.url.endswith("/api/runs") and r.request.method == "POST") as info:
+        page.click("#run-button")
+    response = info.value
+    assert response.status == 400
+    message = response.json()["error"]
+
+    expect(page.locator("#run-message")).to_have_text(message)
+    expect(page.locator("#run-status")).to_be_hidden()
+    expect(page.locator("#run-button")).to_be_enabled()
+
+
+def test_it_keeps_the_editor_content_across_reloads(page: Page):
+    set_code(page, "print('kept across reloads')\n")
+    open_playground(page, reload=True)
+    assert page.evaluate("window.playground.getCode()") == "print('kept across reloads')\n"
+
+
+def test_it_switches_between_light_and_dark_and_remembers(page: Page):
+    html = page.locator("html")
+    monaco = page.locator("#editor .monaco-editor")
+    expect(html).to_have_attribute("data-theme", "light")  # the context prefers light
+    expect(monaco).not_to_have_class(re.compile(r"\bvs-dark\b"))
+    light_bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+
+    page.click("#theme-toggle")
+
+    expect(html).to_have_attribute("data-theme", "dark")
+    expect(monaco).to_have_class(re.compile(r"\bvs-dark\b"))
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != light_bg
+
+    open_playground(page, reload=True)
+    expect(html).to_have_attribute("data-theme", "dark")
+    expect(monaco).to_have_class(re.compile(r"\bvs-dark\b"))
+
+
+def test_it_follows_the_system_theme_until_one_is_chosen(browser: Browser, live_stack):
+    context = browser.new_context(base_url=live_stack.url, color_scheme="dark")
+    try:
+        page = context.new_page()
+        open_playground(page)
+        expect(page.locator("html")).to_have_attribute("data-theme", "dark")
+        expect(page.locator("#editor .monaco-editor")).to_have_class(re.compile(r"\bvs-dark\b"))
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_it_lays_out_cleanly_after_a_run(browser: Browser, live_stack, theme: str):
+    """Screenshots for a person to look at (in /tmp/screens), and the layout checks a
+    screenshot would show: nothing overflows sideways, wide or narrow."""
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(
+        base_url=live_stack.url, viewport={"width": 1280, "height": 800}, color_scheme=theme
+    )
+    try:
+        page = context.new_page()
+        open_playground(page)
+        set_code(page, "import jax.numpy as jnp\nprint(jnp.arange(6).reshape(2, 3))\nprint('to stderr', file=__import__('sys').stderr)\n1 / 0\n")
+        page.keyboard.press("Control+Enter")
+        assert wait_until_finished(page) == "failed"
+        page.locator("#error-box summary").click()
+        page.screenshot(path=SCREENS / f"run-{theme}.png")
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        editor, results = page.locator("#editor").bounding_box(), page.locator("#output").bounding_box()
+        assert editor["x"] + editor["width"] <= results["x"], "side by side at 1280 px"
+
+        page.set_viewport_size({"width": 600, "height": 900})
+        # Monaco lays itself out on the next frame after its container resizes.
+        page.wait_for_function(
+            "() => document.querySelector('#editor .monaco-editor').offsetWidth"
+            " === document.querySelector('#editor').offsetWidth"
+        )
+        page.screenshot(path=SCREENS / f"narrow-{theme}.png", full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        editor, results = page.locator("#editor").bounding_box(), page.locator("#output").bounding_box()
+        assert editor["y"] + editor["height"] <= results["y"], "stacked on a narrow window"
+    finally:
+        context.close()
