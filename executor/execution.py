@@ -86,6 +86,7 @@ class Executor:
 
     def stop(self) -> None:
         self._stop.set()
+        self.pool.changed.set()
         registry.leave(self.redis, self.name, settings.KIND)
         self.pool.stop()
 
@@ -106,7 +107,10 @@ class Executor:
                     })
                 except Exception:  # noqa: BLE001 - Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
-                self._stop.wait(settings.HEARTBEAT_S)
+                # Beat again after HEARTBEAT_S, or soon after the pool changes (rate-limited).
+                self.pool.changed.wait(settings.HEARTBEAT_S)
+                self.pool.changed.clear()
+                self._stop.wait(0.2)
             else:
                 self._stop.wait(0.2)
 

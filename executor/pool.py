@@ -39,6 +39,8 @@ class RunnerPool:
         self._thread: threading.Thread | None = None
         self._warming = 0
         self.last_info: dict = {}
+        # Set whenever the number of warm runners changes, so the heartbeat can report it at once.
+        self.changed = threading.Event()
         self.refill_times_ms: deque[float] = deque(maxlen=100)
 
     # Lifecycle -------------------------------------------------------------------------------
@@ -64,6 +66,7 @@ class RunnerPool:
             with self._lock:
                 runner = self._ready.popleft() if self._ready else None
             self._wake.set()
+            self.changed.set()
             if runner is None:
                 return self._spawn()
             if runner.alive():
@@ -137,6 +140,7 @@ class RunnerPool:
                 self.refill_times_ms.append((time.monotonic() - t0) * 1000)
                 with self._lock:
                     self._ready.append(runner)
+                self.changed.set()
                 continue
             self._wake.wait(1.0)
             self._wake.clear()

@@ -54,6 +54,7 @@ def describe_kind(redis, kind: str) -> dict:
         "slots": sum(w.get("slots", 0) for w in workers),
         "busy": sum(w.get("busy", 0) for w in workers),
         "warm_runners": sum(w.get("warm", 0) for w in workers),
+        "pool_size": sum(w.get("pool_size", 0) for w in workers),
         "platform": first.get("platform"),
         "device_kind": first.get("device_kind"),
         "device_count": first.get("device_count"),

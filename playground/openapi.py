@@ -118,6 +118,7 @@ def schema() -> dict:
                 "slots": {"type": "integer"},
                 "busy": {"type": "integer"},
                 "warm_runners": {"type": "integer"},
+                "pool_size": {"type": "integer"},
                 "platform": {"type": ["string", "null"]},
                 "device_kind": {"type": ["string", "null"]},
                 "device_count": {"type": ["integer", "null"]},

@@ -1,0 +1,132 @@
+"""Start the playground's processes (daphne, a recorder with the watchdog's beat, CPU executors)
+as subprocesses and talk to them over the public API. Used by the test suite and the benchmarks.
+
+    Stack
+      ├─ daphne web.asgi                                  (HTTP + websockets)
+      ├─ celery -A web worker -Q record -B                (recorder + watchdog)
+      └─ celery -A executor.worker worker -Q exec.cpu     (one or more executors)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    url: str
+    env: dict
+    logdir: Path
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    @property
+    def ws_url(self) -> str:
+        return self.url.replace("http://", "ws://")
+
+    def start(self, name: str, argv: list[str], extra_env: dict | None = None) -> subprocess.Popen:
+        log = open(self.logdir / f"{name}.log", "ab")
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env={**self.env, **(extra_env or {})}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def start_executor(self, name: str = "executor", **extra_env) -> subprocess.Popen:
+        return self.start(name, [
+            sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", "exec.cpu",
+            "-P", "threads", "-c", "2", "-n", f"cpu-{name}@%h", "--without-gossip", "--without-mingle",
+            "-l", "info",
+        ], {k: str(v) for k, v in extra_env.items()})
+
+    def kill(self, name: str, sig=signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+
+    def start_web(self, port: int) -> None:
+        self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                           "web.asgi:application"])
+
+    def start_recorder(self) -> None:
+        self.start("recorder", [
+            sys.executable, "-m", "celery", "-A", "web", "worker", "-Q", "record", "-B",
+            "-s", str(self.logdir / "beat-schedule"), "-P", "threads", "-c", "4", "-n", "recorder@%h",
+            "--without-gossip", "--without-mingle", "-l", "info",
+        ])
+
+    @classmethod
+    def launch(cls, env: dict, logdir: Path) -> "Stack":
+        """Start web, recorder and one executor; return once the executor is online."""
+        port = free_port()
+        stack = cls(url=f"http://127.0.0.1:{port}", env=env, logdir=logdir)
+        try:
+            stack.start_web(port)
+            stack.start_recorder()
+            stack.start_executor()
+            stack.wait_online()
+        except BaseException:
+            stack.stop()
+            raise
+        return stack
+
+    def stop(self) -> None:
+        for name in list(self.procs):
+            self.kill(name, signal.SIGTERM if name != "executor" else signal.SIGKILL)
+
+    def get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return json.load(r)
+
+    def post(self, path: str, body) -> tuple[int, dict]:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+    def wait_online(self, kind: str = "cpu", timeout: float = 90, warm: bool = True) -> dict:
+        """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                devices = {d["kind"]: d for d in self.get("/api/devices")["devices"]}
+                if devices[kind]["online"] and (devices[kind]["warm_runners"] or not warm):
+                    return devices[kind]
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"no {kind} executor online after {timeout} s; logs in {self.logdir}")
+
+    def wait_finished(self, run_id: str, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.get(f"/api/runs/{run_id}")
+            if run["status"] not in ("queued", "running"):
+                return run
+            time.sleep(0.1)
+        raise TimeoutError(f"run {run_id} still {run['status']} after {timeout} s")
