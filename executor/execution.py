@@ -49,24 +49,30 @@ class RunRelay:
         self.last_flush = time.monotonic()
 
 
+def build_launcher():
+    """The configured sandbox backend, checked on this host (raises with how to fix it)."""
+    launcher = get_launcher(
+        settings.SANDBOX,
+        limits=settings.LIMITS,
+        cpu_devices=settings.CPU_DEVICES,
+        devices=settings.DEVICES,
+    )
+    if not launcher.sandboxed:
+        log.warning(
+            "!!! this executor runs snippets WITHOUT A SANDBOX (EXECUTOR_SANDBOX=%s): any "
+            "snippet can read this machine's files and reach its network. Development only.",
+            settings.SANDBOX,
+        )
+    return launcher
+
+
 class Executor:
-    def __init__(self, *, app, redis, name: str):
+    def __init__(self, *, app, redis, name: str, launcher):
         self.app = app
         self.redis = redis
         self.name = name
         self.log = ev.EventLog(redis)
-        self.launcher = get_launcher(
-            settings.SANDBOX,
-            limits=settings.LIMITS,
-            cpu_devices=settings.CPU_DEVICES,
-            devices=settings.DEVICES,
-        )
-        if not self.launcher.sandboxed:
-            log.warning(
-                "!!! executor %s runs snippets WITHOUT A SANDBOX (EXECUTOR_SANDBOX=%s): any "
-                "snippet can read this machine's files and reach its network. Development only.",
-                name, settings.SANDBOX,
-            )
+        self.launcher = launcher
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY)
         self.busy = 0
         self._busy_lock = threading.Lock()

@@ -20,9 +20,14 @@ from celery import Celery, signals
 
 from . import settings
 from .celeryconf import COMMON
-from .execution import Executor
+from .execution import Executor, build_launcher
 
 log = logging.getLogger("executor")
+
+# Checked at import, so that `celery worker` stops at once with the reason (no bubblewrap, no
+# cgroups, EXECUTOR_SANDBOX=none without EXECUTOR_ALLOW_UNSANDBOXED) instead of taking runs it
+# cannot execute safely.
+LAUNCHER = build_launcher()
 
 app = Celery("executor", broker=settings.REDIS_URL)
 app.conf.update(COMMON, task_default_queue=settings.QUEUE)
@@ -39,6 +44,7 @@ def get_executor(hostname: str | None = None) -> Executor:
                 app=app,
                 redis=redis.Redis.from_url(settings.REDIS_URL),
                 name=hostname or f"{settings.KIND}@{socket.gethostname()}",
+                launcher=LAUNCHER,
             )
             _executor.start()
         return _executor
