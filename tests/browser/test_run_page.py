@@ -8,13 +8,17 @@ skip, when frontend/dist is missing, because then the page is broken.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-pytestmark = pytest.mark.browser
+# The stack behind the page writes to the test database, which pytest-django only creates when a
+# collected test asks for it. transaction=True: a transaction held open by the test process would
+# lock SQLite against the stack's own writers.
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -35,6 +39,20 @@ TERMINAL = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "
 STREAMING = "import time\nfor i in range(5):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n"
 FAILING = "x = 1\nraise ValueError('boom')\n"
 LINES = [f"line {i}" for i in range(5)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _django_beside_playwright():
+    """Playwright's sync API keeps an asyncio loop running in this thread, so Django takes the
+    test process's own database calls (the flush after each test) for calls from async code.
+    They are not: allow them, as Playwright's docs advise for Django."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture(scope="module")
