@@ -254,6 +254,7 @@ export class RunStream {
     if (event.seq <= this.lastSeq) return; // already delivered: a replay overlapping live events
     if (event.seq !== this.lastSeq + 1) {
       // A hole: never show events out of order. Ask again from what we have.
+      console.warn(`run ${this.runId}: got seq ${event.seq} after ${this.lastSeq}; reconnecting`);
       this.closeSocket();
       if (!this.stopped) this.scheduleReconnect();
       return;

@@ -115,6 +115,15 @@ def test_it_lists_the_online_devices(page: Page):
     assert page.locator("#device-select option[value=gpu]").is_disabled()
 
 
+def test_it_warns_when_runs_are_not_sandboxed_and_only_then(page: Page):
+    devices = page.request.get("/api/devices").json()["devices"]
+    unsandboxed = any(d["online"] and d.get("sandboxed") is False for d in devices)
+    banner = page.get_by_text("Runs are NOT sandboxed on this server (development mode)")
+    expect(banner).to_have_count(1 if unsandboxed else 0)
+    if unsandboxed:
+        expect(banner).to_be_visible()
+
+
 def test_it_streams_output_while_the_run_is_running(page: Page):
     set_code(page, STREAMING)
     page.keyboard.press("Control+Enter")
