@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from executor import registry
 
 from .access import access_run_for_user
+from .gallery import examples
 from .actions.runs import ActionError, check_cancel_run, check_start_run
 from .openapi import schema
 from .redis import get_redis
@@ -67,7 +68,7 @@ def client_address(request) -> str:
 def index(request):
     devices = [registry.describe_kind(get_redis(), kind) for kind in settings.RUN_DEVICE_KINDS]
     unsandboxed = any(d["online"] and d["sandboxed"] is False for d in devices)
-    return render(request, "playground/index.html", {"unsandboxed": unsandboxed})
+    return render(request, "playground/index.html", {"unsandboxed": unsandboxed, "examples": examples()})
 
 
 @api("GET")
