@@ -196,21 +196,13 @@ class BwrapLauncher(Launcher):
         try:
             self.cgroups.bases()
             self.cgroups.sweep()
-            probe = self.cgroups.create(f"{RUN_PREFIX}{os.getpid()}-check-{secrets.token_hex(4)}",
-                                        memory_bytes=self.limits.memory_bytes, pids=self.limits.pids)
-            probe.remove()
         except CgroupError as exc:
             raise RuntimeError(str(exc)) from None
         self._probe()
 
     def _probe(self) -> None:
-        """Start a real sandbox that runs `python -c pass`: namespaces, staging, uid."""
-        argv = self.bwrap_argv(0)
-        argv = argv[: argv.index("--") + 1] + [self.python, "-I", "-c", "pass"]
-        result = subprocess.run(
-            self._wrapper_argv(argv, slot=0, cgroup=None), env={}, close_fds=True,
-            capture_output=True, timeout=60, cwd="/",
-        )
+        """Start a real sandbox that runs `python -c pass`: namespaces, staging, uid, cgroup."""
+        result = self.run_inside([self.python, "-I", "-c", "pass"], slot=0, timeout=60)
         if result.returncode != 0:
             err = result.stderr.decode(errors="replace").strip()
             hint = ""
@@ -224,10 +216,34 @@ class BwrapLauncher(Launcher):
                 )
             raise RuntimeError(f"bubblewrap cannot create its sandbox here: {err}.{hint}")
 
-    def _wrapper_argv(self, bwrap_argv: list[str], *, slot: int, cgroup: RunCgroup | None) -> list[str]:
+    def run_inside(self, command: list[str], *, slot: int, timeout: float,
+                   input: bytes | None = None) -> subprocess.CompletedProcess:
+        """Run ``command`` in this sandbox (same layout, limits and uid as a runner, without the
+        runner and its seccomp filter) and wait for it. For check() and tests of the layers."""
+        argv = self.bwrap_argv(0)
+        argv = argv[: argv.index("--") + 1] + command
+        cgroup = self._new_cgroup(slot)
+        try:
+            return subprocess.run(
+                self._wrapper_argv(argv, slot=slot, cgroup=cgroup), input=input, env={},
+                close_fds=True, capture_output=True, timeout=timeout, cwd="/",
+            )
+        finally:
+            cgroup.remove()
+
+    def _new_cgroup(self, slot: int) -> RunCgroup:
+        try:
+            return self.cgroups.create(
+                f"{RUN_PREFIX}{os.getpid()}-{slot}-{secrets.token_hex(4)}",
+                memory_bytes=self.limits.memory_bytes, pids=self.limits.pids,
+            )
+        except CgroupError as exc:
+            raise RuntimeError(str(exc)) from None
+
+    def _wrapper_argv(self, bwrap_argv: list[str], *, slot: int, cgroup: RunCgroup) -> list[str]:
         uid = self.uid(slot)
         spec = {
-            "cgroup_procs": cgroup.procs_files if cgroup else [],
+            "cgroup_procs": cgroup.procs_files,
             "rlimits": self.rlimits(),
             "stage": str(STAGE_DIR),
             "binds": [[source, str(i)] for i, (source, _dest) in enumerate(self.staged_binds())],
@@ -239,10 +255,7 @@ class BwrapLauncher(Launcher):
         return [sys.executable, "-I", "-S", "-B", str(ENTER), json.dumps(spec)]
 
     def start(self, slot: int) -> subprocess.Popen:
-        cgroup = self.cgroups.create(
-            f"{RUN_PREFIX}{os.getpid()}-{slot}-{secrets.token_hex(4)}",
-            memory_bytes=self.limits.memory_bytes, pids=self.limits.pids,
-        )
+        cgroup = self._new_cgroup(slot)
         event_r, event_w = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -295,11 +308,15 @@ class BwrapLauncher(Launcher):
         if report["oom_killed"]:
             return "limit_exceeded", f"memory limit of {human_bytes(self.limits.memory_bytes)} exceeded"
         # bwrap exits with 128+n when the runner died of signal n.
+        # The runner's soft RLIMIT_CPU is (warm-up CPU, rounded up) + cpu_s: SIGXCPU there; one
+        # that ignores SIGXCPU gets SIGKILL a second later, so by then the sandbox has used at
+        # least cpu_s + 2 CPU seconds. (A snippet that SIGKILLs itself after using as much is
+        # reported as over its CPU limit, which it nearly was.)
         code = proc.returncode
         if code == 128 + signal.SIGXCPU or (
             code == 128 + signal.SIGKILL
             and report["cpu_s"] is not None
-            and report["cpu_s"] >= self.limits.cpu_s
+            and report["cpu_s"] >= self.limits.cpu_s + 2
         ):
             return "limit_exceeded", f"CPU time limit of {self.limits.cpu_s} s exceeded"
         if report["pids_limit_hit"] and code not in (0, None):

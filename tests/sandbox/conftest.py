@@ -1,0 +1,181 @@
+"""The real bubblewrap sandbox, driven directly (the launcher) and through the real supervisor
+(``executor.local.run_local``). Hostile snippets run only inside it: without bubblewrap, or
+without root, these tests are skipped, never run unsandboxed.
+
+Small limits keep the suite fast: wall 6 s, CPU 3 s, memory 1 GiB, output 64 KiB, /tmp 16 MiB,
+64 processes and threads. A uid range of its own (61000+) keeps these runners apart from a
+worker or another test session using the default one (60000+) on the same machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from executor.sandbox import Limits, get_launcher
+
+# Sessions on one machine (a developer's and CI's, or the full suite next to this folder) must
+# not share sandbox uids: the tests look for leftover processes by uid.
+UID_BASE = 61000 + (os.getpid() % 1000) * 2
+LIMITS = Limits(wall_s=6.0, cpu_s=3, memory_bytes=1024**3, output_bytes=64 * 1024,
+                tmp_bytes=16 * 1024**2, pids=64)
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = None
+    if not shutil.which("bwrap"):
+        reason = "bubblewrap is not installed (apt-get install bubblewrap)"
+    elif os.geteuid() != 0:
+        reason = "the bwrap sandbox needs root (cgroups, a uid per slot)"
+    if reason:
+        here = Path(__file__).parent
+        for item in items:
+            if Path(item.fspath).is_relative_to(here):
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@dataclass
+class Result:
+    events: list[dict]
+    finished: dict = field(init=False)
+
+    def __post_init__(self):
+        self.finished = self.events[-1]
+        assert self.finished["type"] == "finished", self.events
+
+    @property
+    def status(self) -> str:
+        return self.finished["status"]
+
+    @property
+    def message(self) -> str:
+        return self.finished["message"]
+
+    def text(self, kind: str) -> str:
+        return "".join(e["text"] for e in self.events if e["type"] == kind)
+
+    @property
+    def stdout(self) -> str:
+        return self.text("stdout")
+
+    @property
+    def stderr(self) -> str:
+        return self.text("stderr")
+
+    @property
+    def errors(self) -> list[dict]:
+        return [e for e in self.events if e["type"] == "error"]
+
+    @property
+    def error(self) -> dict | None:
+        return self.errors[0] if self.errors else None
+
+    def __repr__(self) -> str:
+        short = [{k: (v[:300] if isinstance(v, str) else v) for k, v in e.items()} for e in self.events]
+        return f"Result({short})"
+
+
+@pytest.fixture(scope="session")
+def launcher():
+    return get_launcher("bwrap", limits=LIMITS, uid_base=UID_BASE)
+
+
+@pytest.fixture(scope="session")
+def run(launcher):
+    """run(code, limits=None) -> Result, through the real supervisor, in slot 0. Other limits
+    get a launcher of their own: the sandbox's (CPU, memory, pids) are set when it starts."""
+    from executor.local import run_local
+
+    launchers = {LIMITS: launcher}
+
+    def run_(code: str, limits: Limits | None = None) -> Result:
+        limits = limits or LIMITS
+        if limits not in launchers:
+            launchers[limits] = get_launcher("bwrap", limits=limits, uid_base=UID_BASE)
+        return Result(run_local(code, launcher=launchers[limits], limits=limits))
+
+    return run_
+
+
+def host_processes_of(uid: int) -> list[int]:
+    """Host pids owned by a sandbox uid, from the host's /proc."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            pids.append(int(entry))  # a zombie is not running: it waits for its parent's wait()
+    return pids
+
+
+def wait_gone(uid: int, timeout: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := host_processes_of(uid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+class Neighbour:
+    """A warm runner waiting in slot 1 while a hostile snippet runs in slot 0, as runners wait
+    in the pool next to a running one. After the hostile run it must run a normal snippet."""
+
+    def __init__(self, launcher):
+        from executor.supervisor import Runner
+
+        self.launcher = launcher
+        self.runner = Runner(proc=launcher.start(1), slot=1)
+
+    def run(self, code: str) -> Result:
+        from executor.supervisor import supervise, wait_ready
+
+        events: list[dict] = []
+        try:
+            info = wait_ready(self.runner, 120)
+            events.append({"type": "started", **info})
+            finished = supervise(self.runner, self.launcher, {"code": code, "options": {}}, LIMITS,
+                                 lambda type_, **f: events.append({"type": type_, **f}))
+        finally:
+            self.close()
+        events.append({"type": "finished", **finished})
+        return Result(events)
+
+    def close(self) -> None:
+        self.launcher.cleanup(self.runner.proc)
+        if not self.runner.closed:
+            try:
+                self.runner.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - the supervisor reaped it
+                pass
+            self.runner.close()
+
+
+NORMAL_SNIPPET = "import jax.numpy as jnp\nprint(int(jnp.arange(5).sum()))\n"
+
+
+@pytest.fixture
+def neighbour(launcher):
+    n = Neighbour(launcher)
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def then_a_normal_run_succeeds(neighbour):
+    """Call after the hostile run: the warm neighbour runs a normal snippet."""
+
+    def check():
+        result = neighbour.run(NORMAL_SNIPPET)
+        assert (result.status, result.stdout) == ("succeeded", "10\n"), result
+
+    return check

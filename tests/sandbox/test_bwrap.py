@@ -1,0 +1,220 @@
+"""BwrapLauncher driven directly, without the supervisor: the runner protocol through the
+sandbox, what the host sees of a sandboxed runner, each isolation layer on its own, cleanup,
+and check()'s explanations."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from executor.sandbox import bwrap, get_launcher
+from executor.sandbox.cgroups import Cgroups
+
+from .conftest import LIMITS, UID_BASE, host_processes_of, wait_gone
+
+SLOT = 3  # apart from run_local's slot 0 and the neighbour's slot 1
+
+
+def read_event(proc, timeout: float = 120.0) -> dict:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        ready, _, _ = select.select([proc.event_fd], [], [], deadline - time.monotonic())
+        assert ready, "no event from the runner"
+        chunk = os.read(proc.event_fd, 1)
+        assert chunk, f"runner died: {proc.stderr.read1(4096)!r}"
+        buf += chunk
+    return json.loads(buf)
+
+
+def runner_pid(proc) -> int:
+    """The runner's host pid: the python process among the cgroup's members."""
+    for pid in proc.sandbox_cgroup.pids():
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if b"runner" in cmdline and b"-m" in cmdline and not cmdline[0].endswith(b"bwrap"):
+            return pid
+    raise AssertionError("no runner process in the cgroup")
+
+
+def status_of(pid: int) -> dict[str, str]:
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return {k: v.strip() for k, v in (line.split(":", 1) for line in lines)}
+
+
+@pytest.fixture
+def started(launcher):
+    """A sandboxed runner in SLOT, warm; cleaned up after the test."""
+    proc = launcher.start(SLOT)
+    try:
+        ready = read_event(proc)
+        assert ready["type"] == "ready"
+        yield proc
+    finally:
+        launcher.cleanup(proc)
+        if proc.returncode is None:
+            proc.wait(timeout=10)
+        os.close(proc.event_fd)
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            f.close()
+
+
+def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
+    proc = launcher.start(SLOT)
+    ready = read_event(proc)
+    assert ready["type"] == "ready" and ready["platform"] == "cpu", ready
+
+    proc.stdin.write(json.dumps({"code": "print(6 * 7)", "options": {}}).encode() + b"\n")
+    proc.stdin.close()
+    assert proc.stdout.read() == b"42\n"
+    assert read_event(proc) == {"type": "exit", "status": "succeeded"}
+    assert proc.wait(timeout=10) == 0
+    cgroup_dirs = list(proc.sandbox_cgroup.dirs.values())
+
+    assert launcher.exit_reason(proc) is None
+    assert launcher.usage(proc)["cpu_ms"] > 100  # warm-up included: jax was imported
+    launcher.cleanup(proc)
+    assert not any(d.exists() for d in cgroup_dirs)
+    os.close(proc.event_fd)
+
+
+def test_the_host_sees_an_unprivileged_confined_runner(launcher, started):
+    uid = launcher.uid_base + SLOT
+    pid = runner_pid(started)
+    status = status_of(pid)
+
+    assert status["Uid"].split() == [str(uid)] * 4
+    assert status["Gid"].split() == [str(uid)] * 4
+    assert status["Groups"] == ""
+    assert status["CapEff"] == status["CapPrm"] == "0000000000000000"
+    assert status["NoNewPrivs"] == "1"
+    assert status["Seccomp"] == "2"  # filter mode: installed after warm-up, before "ready"
+    # Every process of the sandbox (bwrap's two included) is the slot's uid, none is root.
+    assert sorted(host_processes_of(uid)) == started.sandbox_cgroup.pids()
+
+
+def test_the_runner_holds_only_its_stdio_and_the_event_pipe(launcher, started):
+    fds = sorted(int(fd) for fd in os.listdir(f"/proc/{runner_pid(started)}/fd"))
+    cmdline = Path(f"/proc/{runner_pid(started)}/cmdline").read_bytes().split(b"\0")
+    event_fd = int(cmdline[cmdline.index(b"--event-fd") + 1])
+
+    assert fds == [0, 1, 2, event_fd]
+
+
+def test_its_limits_are_set_and_rlimit_as_is_not(launcher, started):
+    limits = Path(f"/proc/{runner_pid(started)}/limits").read_text()
+    row = {line[:26].strip(): line[26:].split()[:2] for line in limits.splitlines()[1:]}
+    data = int(LIMITS.memory_bytes * (1 - bwrap.DATA_HEADROOM))
+
+    assert row["Max address space"] == ["unlimited", "unlimited"]
+    assert row["Max data size"] == [str(data), str(data)]
+    assert row["Max file size"] == [str(LIMITS.tmp_bytes)] * 2
+    assert row["Max core file size"] == ["0", "0"]
+    soft, hard = (int(v) for v in row["Max cpu time"])
+    assert LIMITS.cpu_s < soft <= LIMITS.cpu_s + 10 and hard == soft + 1  # warm-up + cpu_s
+    cgroup = started.sandbox_cgroup
+    if cgroup.v2:
+        assert (cgroup.dirs[""] / "memory.max").read_text().strip() == str(LIMITS.memory_bytes)
+        assert (cgroup.dirs[""] / "pids.max").read_text().strip() == str(LIMITS.pids)
+    else:
+        assert (cgroup.dirs["memory"] / "memory.limit_in_bytes").read_text().strip() == str(LIMITS.memory_bytes)
+        assert (cgroup.dirs["pids"] / "pids.max").read_text().strip() == str(LIMITS.pids)
+
+
+def test_cleanup_kills_a_running_sandbox_and_everything_it_started(launcher, started):
+    uid = launcher.uid_base + SLOT
+    code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(100)'])\n" \
+           "print('started', flush=True)\ntime.sleep(100)\n"
+    started.stdin.write(json.dumps({"code": code, "options": {}}).encode() + b"\n")
+    started.stdin.flush()
+    assert started.stdout.readline() == b"started\n"
+    dirs = list(started.sandbox_cgroup.dirs.values())
+    assert len(started.sandbox_cgroup.pids()) >= 4  # bwrap, its pid 1, the runner, the child
+
+    launcher.cleanup(started)
+
+    assert wait_gone(uid) == []
+    assert not any(d.exists() for d in dirs)
+    assert started.wait(timeout=5) != 0
+
+
+def test_without_seccomp_the_network_namespace_alone_keeps_loopback_private(launcher):
+    # Redis listens on the host's 127.0.0.1:6379; the sandbox's loopback is its own and empty.
+    code = "import socket\nsocket.create_connection(('127.0.0.1', 6379), timeout=3)\n"
+    result = launcher.run_inside([launcher.python, "-c", code], slot=SLOT, timeout=60)
+
+    assert result.returncode == 1
+    assert b"ConnectionRefusedError" in result.stderr
+
+
+def test_a_configured_device_is_bound_into_the_sandbox(launcher):
+    # /dev/fuse stands in for /dev/nvidia0: a character device bwrap's /dev lacks.
+    gpu_like = get_launcher("bwrap", limits=LIMITS, uid_base=launcher.uid_base, devices=("/dev/fuse",))
+    code = "import os, stat\nprint(stat.S_ISCHR(os.stat('/dev/fuse').st_mode), os.path.exists('/dev/kmsg'))\n" \
+           "os.close(os.open('/dev/fuse', os.O_RDWR))\n"
+    with_device = gpu_like.run_inside([gpu_like.python, "-c", code], slot=SLOT, timeout=60)
+    without = launcher.run_inside([launcher.python, "-c", code], slot=SLOT, timeout=60)
+
+    assert (with_device.returncode, with_device.stdout) == (0, b"True False\n"), with_device.stderr
+    assert without.returncode == 1 and b"FileNotFoundError" in without.stderr
+
+
+def test_check_explains_a_missing_bubblewrap(monkeypatch):
+    monkeypatch.setattr(bwrap, "BWRAP", "/nonexistent/bwrap")
+    monkeypatch.setenv("PATH", "/nonexistent")
+
+    with pytest.raises(RuntimeError, match="apt-get install bubblewrap"):
+        get_launcher("bwrap", limits=LIMITS, uid_base=UID_BASE)
+
+
+def test_check_explains_a_cgroup_it_cannot_create(launcher):
+    with pytest.raises(RuntimeError, match="cannot create cgroup .*must run as root"):
+        get_launcher("bwrap", limits=LIMITS, uid_base=UID_BASE, cgroup_parent="/no/such/cgroup")
+
+
+def test_check_refuses_a_uid_that_belongs_to_an_account():
+    with pytest.raises(RuntimeError, match="belongs to the account 'root'"):
+        get_launcher("bwrap", limits=LIMITS, uid_base=0)
+
+
+def test_it_creates_cgroups_in_the_hierarchy_this_host_has():
+    cgroups = Cgroups()
+    v2_host = Path("/sys/fs/cgroup/cgroup.controllers").exists()
+
+    assert cgroups.version == (2 if v2_host else 1)
+    run = cgroups.create(f"run-{os.getpid()}-test-cgroup", memory_bytes=LIMITS.memory_bytes, pids=77)
+    try:
+        assert all(d.is_dir() for d in run.dirs.values())
+        assert run.pids() == [] and not run.oom_killed() and not run.pids_limit_hit()
+    finally:
+        run.remove()
+    assert not any(d.exists() for d in run.dirs.values())
+
+
+def test_sweep_removes_run_cgroups_of_dead_workers_only():
+    cgroups = Cgroups()
+    dead_worker = 2**22 + 12345  # above pid_max: no such process
+    stale = cgroups.create(f"run-{dead_worker}-0-stale", memory_bytes=LIMITS.memory_bytes, pids=64)
+    mine = cgroups.create(f"run-{os.getpid()}-0-mine", memory_bytes=LIMITS.memory_bytes, pids=64)
+    try:
+        assert cgroups.sweep() >= 1
+        assert not any(d.exists() for d in stale.dirs.values())
+        assert all(d.exists() for d in mine.dirs.values())
+    finally:
+        mine.remove()
+        stale.remove()
+
+
+def test_tmp_holds_no_more_than_tmp_bytes(launcher):
+    small = replace(LIMITS, tmp_bytes=1024**2)
+    tiny_tmp = get_launcher("bwrap", limits=small, uid_base=launcher.uid_base)
+    code = "open('/tmp/x', 'wb').write(b'x' * 2 * 1024**2)\n"
+    result = tiny_tmp.run_inside([tiny_tmp.python, "-c", code], slot=SLOT, timeout=60)
+
+    assert result.returncode == 1
+    assert b"File too large" in result.stderr or b"No space left" in result.stderr
