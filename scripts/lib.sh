@@ -64,6 +64,7 @@ build_frontend() {
   fi
   say "building the front end"
   (cd frontend && npm run --silent build)
+  .venv/bin/python manage.py collectstatic --noinput --clear -v0
 }
 
 redis_answers() {

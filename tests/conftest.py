@@ -42,6 +42,14 @@ def database_url(db_settings: dict) -> str:
     raise RuntimeError(f"tests do not know how to share database engine {engine}")
 
 
+def pytest_collection_modifyitems(items):
+    """A test on the live stack needs the test database (the stack writes to it) and real
+    commits (the stack's processes cannot see a test's open transaction)."""
+    for item in items:
+        if "live_stack" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("django_db"):
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
 @pytest.fixture(scope="session")
 def redis_client():
     import redis

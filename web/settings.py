@@ -128,7 +128,15 @@ RUN_LIMITS = {"wall_s": env_int("RUN_WALL_S", 30, minimum=1)}
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STATICFILES_DIRS = [BASE_DIR / "frontend" / "dist"]
-WHITENOISE_USE_FINDERS = True
+# Outside DEBUG, static files are served from STATIC_ROOT as collected (`manage.py
+# collectstatic`, which the scripts run): content-hashed names cached forever, and precompressed
+# (the Monaco bundle is 3.4 MB, 0.9 MB gzipped). In DEBUG they come straight from frontend/dist.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage" if DEBUG
+                    else "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
 
 USE_TZ = True
