@@ -149,10 +149,11 @@ def _confine(args) -> None:
     if args.cpu_s:
         # RLIMIT_CPU counts from the process's start; the launcher's hard limit leaves room for
         # the warm-up, and this gives the snippet its own cpu_s from here on.
+        import math
         import resource
 
         used = resource.getrusage(resource.RUSAGE_SELF)
-        spent = int(used.ru_utime + used.ru_stime) + 1
+        spent = math.ceil(used.ru_utime + used.ru_stime)
         _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
         soft = spent + args.cpu_s
         if hard != resource.RLIM_INFINITY:

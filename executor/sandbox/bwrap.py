@@ -27,8 +27,11 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
+import math
 import os
 import pwd
+import resource
 import secrets
 import shutil
 import signal
@@ -38,6 +41,8 @@ from pathlib import Path
 
 from . import RUNNER_PARENT, Launcher, Limits
 from .cgroups import RUN_PREFIX, CgroupError, Cgroups, RunCgroup
+
+log = logging.getLogger(__name__)
 
 ENTER = Path(__file__).resolve().parent / "enter.py"
 BWRAP = "/usr/bin/bwrap"
@@ -92,6 +97,7 @@ class BwrapLauncher(Launcher):
         self.venv = venv or sys.prefix
         self.uid_base = uid_base
         self.cgroups = Cgroups(cgroup_parent)
+        self._warned_prlimit = False
 
     # -- the sandbox's layout ---------------------------------------------------------------
 
@@ -279,7 +285,62 @@ class BwrapLauncher(Launcher):
         proc.event_fd = event_r
         proc.sandbox_cgroup = cgroup
         proc.sandbox_report = None
+        proc.sandbox_runner_pid = None
         return proc
+
+    def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
+        """Lower a warm runner's sandbox limits to a run's own, which may only be stricter than
+        the launcher's (Limits.clamp). Call after "ready" and before sending the code: a warm
+        runner was started with the node's maximums before anyone knew the run.
+
+        The memory and pids caps are the cgroup's; RLIMIT_DATA, RLIMIT_FSIZE and RLIMIT_CPU are
+        set on the runner process from outside with prlimit, the CPU budget counted from what
+        the runner has used so far. prlimit on another uid's process needs CAP_SYS_RESOURCE,
+        which a container's root may lack (the development VM's does): then only the cgroup
+        caps are lowered, so a run over its lowered memory meets the OOM killer rather than a
+        MemoryError, and its CPU is bounded by the node's cpu_s and the wall clock. /tmp's
+        size stays as started.
+        """
+        limits = self.limits.clamp(limits.as_dict())
+        cgroup: RunCgroup = proc.sandbox_cgroup
+        try:
+            cgroup.lower_limits(memory_bytes=limits.memory_bytes, pids=limits.pids)
+        except OSError as exc:
+            raise RuntimeError(f"cannot lower the run's cgroup limits: {exc}") from exc
+        pid = self.runner_pid(proc)
+        data = int(limits.memory_bytes * (1 - DATA_HEADROOM))
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        used_s = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+        cpu = math.ceil(used_s) + limits.cpu_s
+        try:
+            for name, value, hard in (
+                (resource.RLIMIT_DATA, data, data),
+                (resource.RLIMIT_FSIZE, limits.tmp_bytes, limits.tmp_bytes),
+                (resource.RLIMIT_CPU, cpu, cpu + 1),
+            ):
+                old_soft, old_hard = resource.prlimit(pid, name)
+                resource.prlimit(pid, name, (min(value, old_soft), min(hard, old_hard)))
+        except PermissionError:
+            if not self._warned_prlimit:
+                self._warned_prlimit = True
+                log.warning("no CAP_SYS_RESOURCE: a run's own lower rlimits are not applied, "
+                            "only its lower memory and pids caps")
+
+    def runner_pid(self, proc: subprocess.Popen) -> int:
+        """The runner's pid on the host: the Python among the sandbox's processes (the others
+        are bwrap's two)."""
+        if getattr(proc, "sandbox_runner_pid", None) is None:
+            for pid in proc.sandbox_cgroup.pids():
+                try:
+                    exe = os.readlink(f"/proc/{pid}/exe")
+                except OSError:
+                    continue
+                if os.path.basename(exe) != "bwrap":
+                    proc.sandbox_runner_pid = pid
+                    break
+            else:
+                raise RuntimeError("the runner is not running")
+        return proc.sandbox_runner_pid
 
     def _report(self, proc: subprocess.Popen) -> dict:
         """What the cgroup knows about the run, read once, before cleanup removes it."""

@@ -199,6 +199,21 @@ class RunCgroup:
         name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"  # memory.peak: 5.19+
         return _keyed_single(d / name, default=None)
 
+    def lower_limits(self, *, memory_bytes: int, pids: int) -> None:
+        """Lower the caps of a live cgroup (never raise them)."""
+        memory_bytes = min(memory_bytes, self.memory_bytes)
+        pids = min(pids, self.pids_max)
+        if self.v2:
+            _write(self.dirs[""] / "memory.max", str(memory_bytes))
+            _write(self.dirs[""] / "pids.max", str(pids))
+        else:
+            memory = self.dirs["memory"]
+            # Lowering: the plain limit first, as memsw may never be below it.
+            _write(memory / "memory.limit_in_bytes", str(memory_bytes))
+            _write_optional(memory / "memory.memsw.limit_in_bytes", str(memory_bytes))
+            _write(self.dirs["pids"] / "pids.max", str(pids))
+        self.memory_bytes, self.pids_max = memory_bytes, pids
+
     def kill(self) -> None:
         """SIGKILL everything inside, and wait until it is gone."""
         dirs = list(self.dirs.values())

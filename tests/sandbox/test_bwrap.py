@@ -33,13 +33,8 @@ def read_event(proc, timeout: float = 120.0) -> dict:
     return json.loads(buf)
 
 
-def runner_pid(proc) -> int:
-    """The runner's host pid: the python process among the cgroup's members."""
-    for pid in proc.sandbox_cgroup.pids():
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if b"runner" in cmdline and b"-m" in cmdline and not cmdline[0].endswith(b"bwrap"):
-            return pid
-    raise AssertionError("no runner process in the cgroup")
+def has_cap_sys_resource() -> bool:
+    return bool(int(status_of(os.getpid())["CapEff"], 16) & (1 << 24))
 
 
 def status_of(pid: int) -> dict[str, str]:
@@ -85,7 +80,7 @@ def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
 
 def test_the_host_sees_an_unprivileged_confined_runner(launcher, started):
     uid = launcher.uid_base + SLOT
-    pid = runner_pid(started)
+    pid = launcher.runner_pid(started)
     status = status_of(pid)
 
     assert status["Uid"].split() == [str(uid)] * 4
@@ -99,15 +94,15 @@ def test_the_host_sees_an_unprivileged_confined_runner(launcher, started):
 
 
 def test_the_runner_holds_only_its_stdio_and_the_event_pipe(launcher, started):
-    fds = sorted(int(fd) for fd in os.listdir(f"/proc/{runner_pid(started)}/fd"))
-    cmdline = Path(f"/proc/{runner_pid(started)}/cmdline").read_bytes().split(b"\0")
+    fds = sorted(int(fd) for fd in os.listdir(f"/proc/{launcher.runner_pid(started)}/fd"))
+    cmdline = Path(f"/proc/{launcher.runner_pid(started)}/cmdline").read_bytes().split(b"\0")
     event_fd = int(cmdline[cmdline.index(b"--event-fd") + 1])
 
     assert fds == [0, 1, 2, event_fd]
 
 
 def test_its_limits_are_set_and_rlimit_as_is_not(launcher, started):
-    limits = Path(f"/proc/{runner_pid(started)}/limits").read_text()
+    limits = Path(f"/proc/{launcher.runner_pid(started)}/limits").read_text()
     row = {line[:26].strip(): line[26:].split()[:2] for line in limits.splitlines()[1:]}
     data = int(LIMITS.memory_bytes * (1 - bwrap.DATA_HEADROOM))
 
@@ -218,3 +213,36 @@ def test_tmp_holds_no_more_than_tmp_bytes(launcher):
 
     assert result.returncode == 1
     assert b"File too large" in result.stderr or b"No space left" in result.stderr
+
+
+def test_without_seccomp_user_namespaces_are_still_disabled(launcher):
+    code = "import os\nos.unshare(os.CLONE_NEWUSER)\n"
+    result = launcher.run_inside([launcher.python, "-c", code], slot=SLOT, timeout=60)
+
+    assert result.returncode == 1
+    assert b"OSError: [Errno 28]" in result.stderr  # --disable-userns: max_user_namespaces is 0
+
+
+def test_restrict_lowers_a_warm_runners_limits_to_the_runs(launcher, started):
+    run_limits = replace(LIMITS, memory_bytes=512 * 1024**2, pids=48, cpu_s=1, tmp_bytes=1024**2)
+    launcher.restrict(started, run_limits)
+
+    if has_cap_sys_resource():  # prlimit on the runner: not in a container root that lacks it
+        pid = launcher.runner_pid(started)
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        row = {line[:26].strip(): line[26:].split()[:2] for line in limits.splitlines()[1:]}
+        data = int(run_limits.memory_bytes * (1 - bwrap.DATA_HEADROOM))
+        assert row["Max data size"] == [str(data), str(data)]
+        assert row["Max file size"] == [str(1024**2)] * 2
+        soft, hard = (int(v) for v in row["Max cpu time"])
+        assert 1 < soft <= 1 + 10 and hard == soft + 1
+    cgroup = started.sandbox_cgroup
+    memory_file = cgroup.dirs[""] / "memory.max" if cgroup.v2 else cgroup.dirs["memory"] / "memory.limit_in_bytes"
+    pids_file = cgroup.dirs[""] / "pids.max" if cgroup.v2 else cgroup.dirs["pids"] / "pids.max"
+    assert memory_file.read_text().strip() == str(512 * 1024**2)
+    assert pids_file.read_text().strip() == "48"
+
+    # It never raises them.
+    launcher.restrict(started, replace(LIMITS, memory_bytes=4 * 1024**3, pids=1000))
+    assert memory_file.read_text().strip() == str(512 * 1024**2)
+    assert pids_file.read_text().strip() == "48"

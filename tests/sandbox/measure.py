@@ -1,0 +1,102 @@
+"""Measure the sandbox: cold start to "ready", first output byte of print(1) from a warm runner,
+and the memory of an idle warm runner (RSS and PSS from the host's smaps_rollup).
+
+    .venv/bin/python -m tests.sandbox.measure [--runs 10] [--sandbox bwrap|none]
+
+Not a test: numbers depend on the machine and its load, which it prints with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import statistics
+import time
+from pathlib import Path
+
+from executor.sandbox import Limits, get_launcher
+
+
+def wait_line(fd: int, timeout: float = 120.0) -> bytes:
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while not buf.endswith(b"\n"):
+        if not select.select([fd], [], [], deadline - time.monotonic())[0]:
+            raise TimeoutError("no line from the runner")
+        chunk = os.read(fd, 1)
+        if not chunk:
+            raise RuntimeError("runner died")
+        buf += chunk
+    return buf
+
+
+def finish(launcher, proc) -> None:
+    launcher.cleanup(proc)
+    if proc.returncode is None:
+        proc.wait(timeout=10)
+    os.close(proc.event_fd)
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        f.close()
+
+
+def sandbox_pids(launcher, proc) -> list[int]:
+    cgroup = getattr(proc, "sandbox_cgroup", None)
+    return cgroup.pids() if cgroup else [proc.pid]
+
+
+def rollup(pid: int) -> dict[str, int]:
+    values = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        key, value = line.split(":", 1)
+        values[key] = int(value.split()[0])  # kB
+    return values
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--sandbox", default="bwrap")
+    args = parser.parse_args()
+    launcher = get_launcher(args.sandbox, limits=Limits(), uid_base=63000) if args.sandbox == "bwrap" \
+        else get_launcher(args.sandbox, limits=Limits())
+
+    cold, first_byte, memory = [], [], []
+    for i in range(args.runs):
+        t0 = time.perf_counter()
+        proc = launcher.start(0)
+        ready = json.loads(wait_line(proc.event_fd))
+        cold.append((time.perf_counter() - t0) * 1000)
+        assert ready["type"] == "ready", ready
+        time.sleep(0.5)  # idle, as in the pool
+        pids = sandbox_pids(launcher, proc)
+        runner = max(pids, key=lambda p: rollup(p)["Rss"])  # the python, not bwrap's two
+        memory.append({"runner": rollup(runner), "others_rss_kb": sum(rollup(p)["Rss"] for p in pids if p != runner)})
+        t1 = time.perf_counter()
+        proc.stdin.write(b'{"code": "print(1)", "options": {}}\n')
+        proc.stdin.flush()
+        out = os.read(proc.stdout.fileno(), 1)
+        first_byte.append((time.perf_counter() - t1) * 1000)
+        assert out == b"1", out
+        proc.wait(timeout=30)
+        finish(launcher, proc)
+
+    def summary(values):
+        return f"median {statistics.median(values):.1f} ms (min {min(values):.1f}, max {max(values):.1f})"
+
+    print(f"sandbox={args.sandbox} runs={args.runs} load={os.getloadavg()[0]:.2f} cpus={os.cpu_count()}")
+    print(f"cold start to ready:           {summary(cold)}")
+    print(f"print(1) first byte, warm:     {summary(first_byte)}")
+    rss = [m["runner"]["Rss"] / 1024 for m in memory]
+    pss = [m["runner"]["Pss"] / 1024 for m in memory]
+    anon = [m["runner"]["Anonymous"] / 1024 for m in memory]
+    others = [m["others_rss_kb"] / 1024 for m in memory]
+    print(f"idle warm runner RSS:          median {statistics.median(rss):.1f} MiB")
+    print(f"idle warm runner PSS:          median {statistics.median(pss):.1f} MiB "
+          f"(anonymous {statistics.median(anon):.1f} MiB)")
+    print(f"bwrap's two processes RSS:     median {statistics.median(others):.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
