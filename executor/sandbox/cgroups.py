@@ -220,10 +220,8 @@ class RunCgroup:
         if self.v2:
             try:
                 _write(dirs[0] / "cgroup.kill", "1")  # atomic, races no fork (Linux 5.14+)
-            except FileNotFoundError:
-                pass
             except OSError:
-                pass
+                pass  # older kernel, or the cgroup is gone: the loop below does it
         _kill_all(dirs)
 
     def remove(self) -> None:

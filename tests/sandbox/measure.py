@@ -82,12 +82,32 @@ def main() -> None:
         proc.wait(timeout=30)
         finish(launcher, proc)
 
+    # The same through the supervisor, as a browser gets it: its output coalescing included.
+    from executor.supervisor import Runner, supervise, wait_ready
+
+    via_supervisor = []
+    for i in range(args.runs):
+        runner = Runner(proc=launcher.start(0), slot=0)
+        wait_ready(runner, 120)
+        time.sleep(0.5)
+        first = []
+        t1 = time.perf_counter()
+
+        def emit(type_, **fields):
+            if type_ == "stdout" and not first:
+                first.append(time.perf_counter())
+
+        supervise(runner, launcher, {"code": "print(1)", "options": {}}, launcher.limits, emit)
+        via_supervisor.append((first[0] - t1) * 1000)
+        launcher.cleanup(runner.proc)  # supervise() closed the pipes and reaped it
+
     def summary(values):
         return f"median {statistics.median(values):.1f} ms (min {min(values):.1f}, max {max(values):.1f})"
 
     print(f"sandbox={args.sandbox} runs={args.runs} load={os.getloadavg()[0]:.2f} cpus={os.cpu_count()}")
     print(f"cold start to ready:           {summary(cold)}")
     print(f"print(1) first byte, warm:     {summary(first_byte)}")
+    print(f"  as a stdout event (supervisor): {summary(via_supervisor)}")
     rss = [m["runner"]["Rss"] / 1024 for m in memory]
     pss = [m["runner"]["Pss"] / 1024 for m in memory]
     anon = [m["runner"]["Anonymous"] / 1024 for m in memory]

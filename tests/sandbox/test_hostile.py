@@ -162,11 +162,11 @@ CASES = [
          "limit_exceeded", message="output limit of 64 KiB exceeded"),
     Case("stderr-flood", "import sys\nwhile True:\n    sys.stderr.write('e' * 100)\n",
          "limit_exceeded", message="output limit of 64 KiB exceeded"),
-    Case("one-huge-line", "import sys\nsys.stdout.write('x' * 10**8)\n",
+    Case("one-huge-line", "import sys\n_ = sys.stdout.write('x' * 10**8)\n",
          "limit_exceeded", message="output limit of 64 KiB exceeded", stdout="x" * LIMITS.output_bytes),
-    Case("a-long-line-under-the-cap", "import sys\nsys.stdout.write('y' * 50000)\n",
+    Case("a-long-line-under-the-cap", "import sys\n_ = sys.stdout.write('y' * 50000)\n",
          "succeeded", stdout="y" * 50000),
-    Case("invalid-utf8-and-nul-bytes", "import os\nos.write(1, b'ok \\xff\\xfe \\x00 end\\n')\n",
+    Case("invalid-utf8-and-nul-bytes", "import os\n_ = os.write(1, b'ok \\xff\\xfe \\x00 end\\n')\n",
          "succeeded", stdout="ok \ufffd\ufffd \x00 end\n"),
     Case("close-sys-stdout", "import sys\nsys.stdout.close()\nprint('x')\n",
          "failed", error="ValueError", error_message="closed file"),
@@ -174,7 +174,7 @@ CASES = [
          "failed", error="OSError", error_message="Bad file descriptor"),
     Case("replace-sys-stdout", "import io, sys\nsys.stdout = io.StringIO()\nprint('hidden')\n",
          "succeeded", stdout=""),
-    Case("os-exit-mid-output", "import os, sys\nsys.stdout.write('partial')\nos._exit(3)\n",
+    Case("os-exit-mid-output", "import os, sys\n_ = sys.stdout.write('partial')\nos._exit(3)\n",
          "failed", message="the snippet's process exited with code 3", stdout="partial"),
     Case("forge-runner-events", textwrap.dedent("""\
         import os
