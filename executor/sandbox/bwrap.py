@@ -261,6 +261,7 @@ class BwrapLauncher(Launcher):
         return [sys.executable, "-I", "-S", "-B", str(ENTER), json.dumps(spec)]
 
     def start(self, slot: int) -> subprocess.Popen:
+        STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
         cgroup = self._new_cgroup(slot)
         event_r, event_w = os.pipe()
         try:

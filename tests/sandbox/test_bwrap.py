@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from executor.sandbox import bwrap, get_launcher
-from executor.sandbox.cgroups import Cgroups
 
 from .conftest import LIMITS, UID_BASE, host_processes_of, wait_gone
 
@@ -175,34 +174,6 @@ def test_check_explains_a_cgroup_it_cannot_create(launcher):
 def test_check_refuses_a_uid_that_belongs_to_an_account():
     with pytest.raises(RuntimeError, match="belongs to the account 'root'"):
         get_launcher("bwrap", limits=LIMITS, uid_base=0)
-
-
-def test_it_creates_cgroups_in_the_hierarchy_this_host_has():
-    cgroups = Cgroups()
-    v2_host = Path("/sys/fs/cgroup/cgroup.controllers").exists()
-
-    assert cgroups.version == (2 if v2_host else 1)
-    run = cgroups.create(f"run-{os.getpid()}-test-cgroup", memory_bytes=LIMITS.memory_bytes, pids=77)
-    try:
-        assert all(d.is_dir() for d in run.dirs.values())
-        assert run.pids() == [] and not run.oom_killed() and not run.pids_limit_hit()
-    finally:
-        run.remove()
-    assert not any(d.exists() for d in run.dirs.values())
-
-
-def test_sweep_removes_run_cgroups_of_dead_workers_only():
-    cgroups = Cgroups()
-    dead_worker = 2**22 + 12345  # above pid_max: no such process
-    stale = cgroups.create(f"run-{dead_worker}-0-stale", memory_bytes=LIMITS.memory_bytes, pids=64)
-    mine = cgroups.create(f"run-{os.getpid()}-0-mine", memory_bytes=LIMITS.memory_bytes, pids=64)
-    try:
-        assert cgroups.sweep() >= 1
-        assert not any(d.exists() for d in stale.dirs.values())
-        assert all(d.exists() for d in mine.dirs.values())
-    finally:
-        mine.remove()
-        stale.remove()
 
 
 def test_tmp_holds_no_more_than_tmp_bytes(launcher):

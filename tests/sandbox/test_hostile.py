@@ -99,6 +99,10 @@ CASES = [
     # -- processes and threads -------------------------------------------------------------------
     Case("fork-bomb", "import os\nwhile True:\n    os.fork()\n",
          "limit_exceeded", message=f"process limit of {LIMITS.pids} exceeded"),
+    # This one shrugs off EAGAIN and spins: 64 processes until the wall clock, then nothing left.
+    Case("fork-bomb-that-ignores-the-limit",
+         "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+         "timed_out", message="wall-clock limit of 3 s exceeded", limits={"wall_s": 3}),
     Case("thread-bomb",
          "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(100,)).start()\n",
          "limit_exceeded", message=f"process limit of {LIMITS.pids} exceeded"),
