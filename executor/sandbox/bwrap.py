@@ -1,19 +1,24 @@
 """The production sandbox: bubblewrap, a cgroup per run, rlimits, and seccomp in the runner.
 
     executor worker (root)
-      └─ python -I -S enter.py          root, ~15 ms: joins the run's cgroup, sets rlimits,
+      └─ python -I -S enter.py          root, ~25 ms: joins the run's cgroup, sets rlimits,
          │                              stages the read-only sources, drops to uid 60000+slot
          └═ bwrap (exec, same pid)       uid 60000+slot: new user, pid, net, ipc, uts, mount and
             │                            cgroup namespaces; this pid is ``proc.pid``
             └─ bwrap, pid 1 inside       reaps; when it dies the kernel kills the namespace
                └─ python -m runner       pid 2: warms up, installs seccomp, says "ready"
 
+When the runner (pid 2) exits, the outer bwrap exits with its status (128+n for signal n), and
+--die-with-parent takes pid 1 and with it everything the snippet left running: a daemon that
+double-forked and kept stdout open does not outlive its run.
+
 What the snippet sees: a read-only root holding only the Python installation, the runner's
 virtualenv, the runner package (alone, at /opt/playground/runner), the system's shared
 libraries, a fresh /proc and a minimal /dev (both with nothing of the host's processes or
-devices), and a size-capped tmpfs /tmp, the only writable place. No network namespace but its
-own empty one: not even loopback reaches Redis or PostgreSQL. Its environment holds PATH, LANG,
-HOME and TMPDIR, nothing of the worker's, and no descriptor but its stdio and the event pipe.
+devices), and a size-capped tmpfs /tmp, the only writable place. A network namespace of its
+own, whose loopback is empty: Redis and PostgreSQL on the host's 127.0.0.1 are out of reach, and
+so are the host's abstract unix sockets. Its environment holds PATH, LANG, HOME and TMPDIR,
+nothing of the worker's, and it holds no descriptor but its stdio and the event pipe.
 
 Limits: a memory cgroup is the hard cap (the OOM killer ends the run, reported as
 limit_exceeded), RLIMIT_DATA a little below it is the soft cap (an allocation fails first, so
@@ -135,7 +140,7 @@ class BwrapLauncher(Launcher):
     def bwrap_argv(self, event_fd: int) -> list[str]:
         limits = self.limits
         argv = [
-            BWRAP,
+            BWRAP if os.path.exists(BWRAP) else shutil.which("bwrap") or BWRAP,
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network, not even loopback
             "--unshare-user",
             "--disable-userns",  # and the snippet cannot make namespaces of its own
