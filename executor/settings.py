@@ -85,7 +85,8 @@ LIMITS = Limits(
     memory_bytes=_int("RUN_MEMORY_MB", 2048, minimum=256) * 1024**2,
     output_bytes=_int("RUN_OUTPUT_KB", 1024, minimum=1) * 1024,
     tmp_bytes=_int("RUN_TMP_MB", 64, minimum=1) * 1024**2,
-    pids=_int("RUN_PIDS", 128, minimum=64),
+    # An idle runner already holds ~20 threads, plus ~2 per simulated CPU device.
+    pids=_int("RUN_PIDS", 128, minimum=64 + 4 * CPU_DEVICES),
 )
 
 HEARTBEAT_S = 5

@@ -223,7 +223,10 @@ def supervise(
 
     pidfd = os.pidfd_open(proc.pid)
     kill: _Kill | None = None
+    # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
+    cpu_at_start = launcher.cpu_seconds(proc)
     try:
+        launcher.restrict(proc, limits)
         try:
             proc.stdin.write((json.dumps(request) + "\n").encode())
             proc.stdin.close()
@@ -239,6 +242,8 @@ def supervise(
                 tick()
                 if should_cancel():
                     raise _Kill(ev.CANCELLED, "cancelled")
+                if (hit := launcher.limit_hit(proc)) is not None:
+                    raise _Kill(*hit)
             if fds:
                 pump(min(TICK_S, deadline - now))
             else:
@@ -270,6 +275,11 @@ def supervise(
     usage = exit_info["usage"]
     cpu_ms = round((usage.ru_utime + usage.ru_stime) * 1000, 1)
     peak_kb = usage.ru_maxrss
+    # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
+    if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
+        cpu_ms = round((cpu_now - cpu_at_start) * 1000, 1)
+    if (peak := launcher.peak_memory_bytes(proc)) is not None:
+        peak_kb = peak // 1024
     wall_ms = round((time.monotonic() - t0) * 1000, 1)
 
     if kill is not None:
@@ -280,9 +290,9 @@ def supervise(
         status, message = state["exit"], ""
     elif proc.returncode == 0:
         status, message = ev.SUCCEEDED, ""
-    elif proc.returncode < 0:
+    elif (signum := _death_signal(launcher, proc.returncode)) is not None:
         status = ev.FAILED
-        message = f"the snippet's process was killed by {signal.Signals(-proc.returncode).name}"
+        message = f"the snippet's process was killed by {_signal_name(signum)}"
     else:
         status, message = ev.FAILED, f"the snippet's process exited with code {proc.returncode}"
     runner.close()
@@ -296,3 +306,19 @@ def supervise(
         "truncated": state["truncated"],
     }
 
+
+def _death_signal(launcher: Launcher, returncode: int) -> int | None:
+    """The signal that killed the runner: a negative return code, or, under bubblewrap (which
+    exits with 128+n when its child died of signal n), a code above 128."""
+    if returncode < 0:
+        return -returncode
+    if launcher.sandboxed and 128 < returncode < 128 + 65:
+        return returncode - 128
+    return None
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

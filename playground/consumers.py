@@ -22,7 +22,7 @@ from .redis import async_redis
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
-XREAD_BLOCK_MS = 2000  # under redis-py's default 5 s socket timeout
+XREAD_BLOCK_MS = 5000
 XREAD_COUNT = 500
 
 
@@ -57,7 +57,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         if run is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
             return
-        self.redis = async_redis()
+        self.redis = async_redis(block_s=XREAD_BLOCK_MS / 1000)
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))
 
     async def disconnect(self, code):

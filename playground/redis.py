@@ -20,5 +20,7 @@ def get_event_log() -> EventLog:
     return EventLog(get_redis())
 
 
-def async_redis() -> redis.asyncio.Redis:
-    return redis.asyncio.Redis.from_url(settings.REDIS_URL)
+def async_redis(block_s: float = 0) -> redis.asyncio.Redis:
+    """``block_s``: the longest blocking command it will send (XREAD BLOCK); the socket's read
+    timeout leaves room above it, so a loaded host does not turn a quiet stream into an error."""
+    return redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=block_s + 10)

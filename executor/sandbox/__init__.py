@@ -73,6 +73,22 @@ class Launcher:
     def cleanup(self, proc: subprocess.Popen) -> None:
         """Kill whatever the runner left behind and release per-run resources."""
 
+    def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
+        """Lower a warm runner's limits to a run's own (stricter) ones before it gets the code."""
+
+    def limit_hit(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+        """While the runner runs: ``(status, message)`` for a sandbox limit that should end it
+        now (a fork bomb that ignores EAGAIN at the pids limit, say)."""
+        return None
+
+    def cpu_seconds(self, proc: subprocess.Popen) -> float | None:
+        """CPU time the sandbox has used so far (all its processes), or None when only the
+        supervisor's wait4 can tell."""
+        return None
+
+    def peak_memory_bytes(self, proc: subprocess.Popen) -> int | None:
+        return None
+
     def runner_args(self, event_fd: int) -> list[str]:
         args = ["--event-fd", str(event_fd)]
         if self.cpu_devices:

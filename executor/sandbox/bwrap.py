@@ -57,6 +57,7 @@ BWRAP = "/usr/bin/bwrap"
 STAGE_DIR = Path("/run/jax-playground/stage")
 # Inside the sandbox.
 WORKDIR = "/opt/playground"
+VENV_DEST = f"{WORKDIR}/venv"
 UID_BASE = 60000
 # The runner lowers RLIMIT_CPU to (what warm-up used + cpu_s) once it is warm; until then it
 # may use this much more. Measured: warm-up takes ~2 CPU seconds here; a GPU backend's more.
@@ -95,7 +96,9 @@ class BwrapLauncher(Launcher):
         /dev/nvidia-uvm). ``ro_binds``: further host paths bound read-only at the same place,
         e.g. a GPU driver's files outside /usr/lib. ``python_prefix``/``venv``: the Python
         installation and virtualenv the runner uses (default: this interpreter's), bound
-        read-only at their own paths because a venv's files name them absolutely."""
+        read-only: the installation at its own path (the venv's python links to it by absolute
+        path), the venv at VENV_DEST, since its own path may lie under /tmp, which the sandbox's
+        tmpfs hides (a checkout in /tmp, as CI's may be)."""
         super().__init__(limits=limits, cpu_devices=cpu_devices, devices=tuple(devices))
         self.ro_binds = tuple(ro_binds)
         self.python_prefix = python_prefix or sys.base_prefix
@@ -107,14 +110,19 @@ class BwrapLauncher(Launcher):
     # -- the sandbox's layout ---------------------------------------------------------------
 
     @functools.cached_property
+    def has_venv(self) -> bool:
+        return os.path.realpath(self.venv) != os.path.realpath(self.python_prefix)
+
+    @functools.cached_property
     def python(self) -> str:
-        return os.path.join(self.venv, "bin", "python")
+        """The interpreter's path inside the sandbox."""
+        return os.path.join(VENV_DEST if self.has_venv else self.python_prefix, "bin", "python")
 
     def staged_binds(self) -> list[tuple[str, str]]:
         """(host source, sandbox path) of the binds that go through the wrapper's staging."""
         binds = [(self.python_prefix, self.python_prefix)]
-        if os.path.realpath(self.venv) != os.path.realpath(self.python_prefix):
-            binds.append((self.venv, self.venv))
+        if self.has_venv:
+            binds.append((self.venv, VENV_DEST))
         binds.append((str(RUNNER_PARENT / "runner"), f"{WORKDIR}/runner"))
         return binds
 
@@ -389,6 +397,15 @@ class BwrapLauncher(Launcher):
         if report["pids_limit_hit"] and code not in (0, None):
             return "limit_exceeded", f"process limit of {self.limits.pids} exceeded"
         return None
+
+    def cpu_seconds(self, proc: subprocess.Popen) -> float | None:
+        report = getattr(proc, "sandbox_report", None)
+        if report is not None:
+            return report["cpu_s"]
+        return proc.sandbox_cgroup.cpu_seconds()
+
+    def peak_memory_bytes(self, proc: subprocess.Popen) -> int | None:
+        return self._report(proc)["peak_memory_bytes"]
 
     def usage(self, proc: subprocess.Popen) -> dict:
         """CPU time and peak memory of the whole sandbox (all its processes, warm-up

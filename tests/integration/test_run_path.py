@@ -170,12 +170,13 @@ class TestCancel:
         while "before" not in json.dumps(client.get(f"/api/runs/{run['id']}").json()["events"]):
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        t0 = time.monotonic()
+        asked_at = time.time()
         response = client.post(f"/api/runs/{run['id']}/cancel")
         assert response.status_code == 202
         finished = live_stack.wait_finished(run["id"])
-        assert time.monotonic() - t0 < 2.0
         assert finished["status"] == "cancelled"
+        # Ended within a second of the request: the executor stamps the event when it emits it.
+        assert finished["events"][-1]["ts"] - asked_at < 1.0
         texts = "".join(e.get("text", "") for e in finished["events"])
         assert "before" in texts and "after" not in texts
         assert client.post(f"/api/runs/{run['id']}/cancel").status_code == 409

@@ -12,6 +12,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass, replace
 
@@ -20,6 +21,7 @@ import pytest
 from .conftest import LIMITS, PROJECT_ROOT, UID_BASE, host_processes_of, wait_gone
 
 SLOT0_UID = UID_BASE  # run_local starts its runner in slot 0
+PYTHON_PREFIX = sys.base_prefix  # bound read-only at its own path
 
 
 @dataclass
@@ -63,10 +65,10 @@ CASES = [
                 print(family.name, e.errno)
         """), "succeeded", stdout="AF_INET 1\nAF_NETLINK 1\nAF_PACKET 1\nAF_INET6 1\n"),
     # -- the host's files: not there, or read-only ---------------------------------------------
-    Case("write-outside-tmp", textwrap.dedent("""\
+    Case("write-outside-tmp", textwrap.dedent(f"""\
         import os
-        for path in ["/x", "/opt/playground/runner/x.py", "/work/main/.venv/x", "/etc/x",
-                     "/root/.pyenv/versions/3.12.1/x", "/usr/lib64/x", "/dev/shm/x", "/proc/x"]:
+        for path in ["/x", "/opt/playground/runner/x.py", "/opt/playground/venv/x", "/etc/x",
+                     "{PYTHON_PREFIX}/x", "/usr/lib64/x", "/dev/shm/x", "/proc/x"]:
             try:
                 open(path, "w").write("x")
                 print(path, "WRITTEN")
@@ -75,8 +77,8 @@ CASES = [
         open("/tmp/ok", "w").write("fine")
         print(open("/tmp/ok").read())
         """), "succeeded",
-         stdout="/x 30\n/opt/playground/runner/x.py 30\n/work/main/.venv/x 30\n/etc/x 30\n"
-                "/root/.pyenv/versions/3.12.1/x 30\n/usr/lib64/x 30\n/dev/shm/x 30\n/proc/x 2\nfine\n"),
+         stdout="/x 30\n/opt/playground/runner/x.py 30\n/opt/playground/venv/x 30\n/etc/x 30\n"
+                f"{PYTHON_PREFIX}/x 30\n/usr/lib64/x 30\n/dev/shm/x 30\n/proc/x 2\nfine\n"),
     Case("fill-tmp", textwrap.dedent("""\
         n = 0
         while True:
@@ -86,16 +88,16 @@ CASES = [
         """), "failed", error="OSError", error_message=r"No space left on device"),
     Case("one-huge-file", "open('/tmp/big', 'wb').write(b'x' * 2**25)\n",
          "failed", error="OSError", error_message=r"File too large|No space left"),
-    Case("the-host-is-out-of-sight", textwrap.dedent("""\
+    Case("the-host-is-out-of-sight", textwrap.dedent(f"""\
         import os
         print(sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))
         print(sorted(os.listdir("/")))
-        print(os.listdir("/work/main"))
+        print(os.path.exists("{PROJECT_ROOT}"), os.listdir("/opt/playground"))
         print(os.path.exists("/sys/fs/cgroup"), os.path.exists("/var/run/postgresql"))
         print(os.getuid(), os.getgid(), os.getgroups())
         """), "succeeded",
-         stdout="[1, 2]\n['dev', 'etc', 'lib', 'lib64', 'opt', 'proc', 'root', 'tmp', 'usr', 'work']\n"
-                "['.venv']\nFalse False\n" f"{SLOT0_UID} {SLOT0_UID} []\n"),
+         stdout="[1, 2]\n" f"{sorted(['dev', 'etc', 'lib', 'lib64', 'opt', 'proc', 'tmp', 'usr', PYTHON_PREFIX.split('/')[1]])}\n"
+                "False ['runner', 'venv']\nFalse False\n" f"{SLOT0_UID} {SLOT0_UID} []\n"),
     # -- processes and threads -------------------------------------------------------------------
     Case("fork-bomb", "import os\nwhile True:\n    os.fork()\n",
          "limit_exceeded", message=f"process limit of {LIMITS.pids} exceeded"),
