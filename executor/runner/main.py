@@ -19,7 +19,10 @@ import threading
 import time
 import traceback
 
+from . import hooks
+
 SNIPPET_FILENAME = "<snippet>"
+RUNNER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class EventChannel:
@@ -99,7 +102,9 @@ def describe_exception(exc: BaseException) -> dict:
         }
     frames = user_frames(exc.__traceback__)
     all_frames = traceback.extract_tb(exc.__traceback__)
-    hidden = len(all_frames) - len(frames) - 1  # the runner's own exec() frame
+    # Library frames between the user's; the runner's own (exec, magics) are not counted.
+    hidden = sum(1 for f in all_frames
+                 if f.filename != SNIPPET_FILENAME and not f.filename.startswith(RUNNER_DIR))
     lines = ["Traceback (most recent call last):\n"]
     lines += traceback.format_list(frames)
     if hidden > 0:
@@ -119,8 +124,8 @@ def run_snippet(source: str, channel: EventChannel) -> str:
     linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
     status = "succeeded"
     try:
-        code = compile(source, SNIPPET_FILENAME, "exec")
-        exec(code, {"__name__": "__main__", "__builtins__": builtins})
+        # Notebook magics and a trailing expression's value (hooks.py → notebook.py).
+        hooks.run(source, {"__name__": "__main__", "__builtins__": builtins})
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status = "failed"
@@ -132,7 +137,7 @@ def run_snippet(source: str, channel: EventChannel) -> str:
     except BaseException as exc:  # noqa: BLE001 - the snippet's failure is the result
         status = "failed"
         _flush_user_streams()
-        channel.send("error", **describe_exception(exc))
+        channel.send("error", **hooks.error_event(exc, describe_exception(exc)))
     return status
 
 
@@ -180,6 +185,8 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(args.event_fd, False)
     t0 = time.perf_counter()
     info = warm_up(args.cpu_devices or None)
+    hooks.prepare(channel)  # compile capture, the jaxplay module, the figure backend
+    info["libraries"] = hooks.libraries()
     _confine(args)
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
 
@@ -190,8 +197,10 @@ def main(argv: list[str]) -> int:
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
     sys.stdout = _user_stream(1)
     sys.stderr = _user_stream(2)
+    hooks.configure(request.get("options"))
 
     status = run_snippet(request["code"], channel)
+    hooks.finish()  # figures left open
     _flush_user_streams()
     channel.send("exit", status=status)
     os._exit(0 if status == "succeeded" else 1)

@@ -1,0 +1,151 @@
+"""What the runner's feature modules share: the event channel, the event byte budget, text caps
+and human-readable sizes and durations.
+
+The supervisor ends a run whose structured events pass 16 MiB (``EVENT_BYTES_CAP``), so the
+runner keeps its own, lower budget: a run that compiles hundreds of functions or draws hundreds
+of figures loses the texts and images of the later ones (with a visible notice), never the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import threading
+
+SNIPPET_FILENAME = "<snippet>"
+
+# The supervisor's cap is 16 MiB; what the runner sends stays below this.
+EVENT_BUDGET_BYTES = 14 * 1024**2
+# Of which compiled texts (jaxpr, StableHLO, HLO) may use this much; later compilations are
+# reported without their texts.
+TEXT_BUDGET_BYTES = 8 * 1024**2
+# Each text of a compiled event is cut to this many characters, with a marker.
+TEXT_CAP_CHARS = 200 * 1024
+
+RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class _Outbox:
+    def __init__(self):
+        self.channel = None
+        self.lock = threading.Lock()
+        self.sent_bytes = 0
+        self.text_bytes = 0
+        self.dropped = 0
+        self.warned = False
+
+    def send(self, type_: str, **fields) -> bool:
+        """Send an event; False when there is no channel or the budget is spent."""
+        if self.channel is None:
+            return False
+        size = len(json.dumps(fields, default=str)) + 32
+        with self.lock:
+            ok = self.sent_bytes + size <= EVENT_BUDGET_BYTES
+            if ok:
+                self.sent_bytes += size
+            else:
+                self.dropped += 1
+            warn = not ok and not self.warned
+            if warn:
+                self.warned = True
+        if warn:
+            _stderr(
+                "[playground] this run has sent as much compiled code, figures and timings as "
+                "one run may (14 MiB): further ones are not shown."
+            )
+        if ok:
+            self.channel.send(type_, **fields)
+        return ok
+
+    def take_text_budget(self, nbytes: int) -> bool:
+        with self.lock:
+            if self.text_bytes + nbytes > TEXT_BUDGET_BYTES:
+                return False
+            self.text_bytes += nbytes
+            return True
+
+
+outbox = _Outbox()
+
+
+def set_channel(channel) -> None:
+    outbox.channel = channel
+
+
+def send(type_: str, **fields) -> bool:
+    """Send one event to the supervisor (flushing the snippet's output first, so that the page
+    shows them in the order they happened)."""
+    flush_user_streams()
+    return outbox.send(type_, **fields)
+
+
+def flush_user_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - the snippet may have closed or replaced it
+            pass
+
+
+def _stderr(message: str) -> None:
+    try:
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def human_bytes(n: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def human_bytes_binary(n: float) -> str:
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} bytes"
+
+
+def cap_text(text: str | None, limit: int = TEXT_CAP_CHARS) -> tuple[str | None, bool]:
+    """``text`` cut to ``limit`` characters with a visible marker; (text, was_cut)."""
+    if text is None or len(text) <= limit:
+        return text, False
+    total = human_bytes(len(text.encode("utf-8", errors="replace")))
+    cut = text.rfind("\n", 0, limit)
+    if cut < limit // 2:
+        cut = limit
+    return text[:cut] + f"\n… [truncated: {total} total]\n", True
+
+
+def format_time(seconds: float, precision: int = 3) -> str:
+    """A duration as IPython's %timeit writes it: "436 ms", "10.7 µs", "1min 2s"."""
+    if seconds >= 60.0:
+        parts = [("d", 60 * 60 * 24), ("h", 60 * 60), ("min", 60), ("s", 1)]
+        time = []
+        leftover = seconds
+        for suffix, length in parts:
+            value = int(leftover / length)
+            if value > 0:
+                leftover = leftover % length
+                time.append(f"{value}{suffix}")
+            if leftover < 1:
+                break
+        return " ".join(time)
+    units = ["s", "ms", "\xb5s", "ns"]
+    scaling = [1, 1e3, 1e6, 1e9]
+    if seconds > 0.0:
+        order = min(-int(math.floor(math.log10(seconds)) // 3), 3)
+    else:
+        order = 3
+    return "%.*g %s" % (precision, seconds * scaling[order], units[order])
+
+
+def ms(seconds: float | None, digits: int = 3) -> float | None:
+    if seconds is None:
+        return None
+    return round(seconds * 1000, digits)

@@ -1,0 +1,71 @@
+"""Wires the runner's features around one run; ``main`` calls these at four points:
+
+    prepare(channel)   during warm-up, after jax is imported: capture hooks, the ``jaxplay``
+                       module, matplotlib's backend (an environment variable: nothing imported)
+    configure(options) once the request arrived (``options["capture"] = False`` turns capture off)
+    run(source, ns)    the snippet, through the notebook transformation
+    finish()           figures still open are sent
+
+and ``error_event(exc, event)`` adds a JAX explanation to an error event.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import capture, common, display, explain, notebook
+
+LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
+             "matplotlib", "rich")
+
+_state = {"capture": False}
+
+
+def libraries() -> dict[str, str]:
+    """{distribution: version} of the libraries every run can import (metadata only: nothing is
+    imported)."""
+    from importlib import metadata
+
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def prepare(channel) -> None:
+    common.set_channel(channel)
+    _state["capture"] = capture.install()
+    from . import jaxplay
+
+    sys.modules["jaxplay"] = jaxplay
+    package = __name__.rpartition(".")[0]
+    os.environ["MPLBACKEND"] = f"module://{package}.mpl_backend"
+    # matplotlib wants a writable config/cache directory; the sandbox's HOME is /tmp.
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "matplotlib"))
+
+
+def configure(options: dict | None) -> None:
+    options = options or {}
+    if options.get("capture") is False:
+        capture.uninstall()
+        _state["capture"] = False
+
+
+def run(source: str, namespace: dict) -> None:
+    notebook.run(source, namespace, display.show_value)
+
+
+def finish() -> None:
+    try:
+        display.flush_figures()
+    except Exception:  # noqa: BLE001 - the run's result is already decided
+        pass
+    common.flush_user_streams()
+
+
+def error_event(exc: BaseException, event: dict) -> dict:
+    return explain.add_explanation(exc, event)

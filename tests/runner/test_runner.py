@@ -1,0 +1,305 @@
+"""Example programs and the events they must produce, each run in its own sandboxed runner.
+
+Sizes are small so the suite stays well under two minutes on a shared two-core machine; the
+strict timing-fidelity check (±5 %) is a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TIMEIT_LINE = re.compile(
+    r"^(?P<mean>[\d.]+) (?P<unit>s|ms|µs|ns) ± (?P<std>[\d.]+) (?:s|ms|µs|ns) per loop "
+    r"\(mean ± std\. dev\. of (?P<runs>\d+) runs?, (?P<loops>[\d,]+) loops? each\)$",
+    re.M,
+)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def compiled_named(run, name: str) -> list[dict]:
+    return [e for e in run.of("compiled") if e["name"] == name]
+
+
+def test_a_jitted_function_compiles_once_and_again_for_a_new_shape(run):
+    r = run(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        x = jnp.ones(3)
+        y = jnp.cos(x) + 1          # eager operations: JAX's own compilations
+        z = jnp.linalg.norm(y)
+
+        @jax.jit
+        def f(x):
+            return jnp.sin(x) * 2
+
+        f(x)
+        f(x)                        # cached: no compilation
+        f(jnp.ones(4))              # a new shape: compiled again
+        print("done")
+        """))
+    assert r.status == "succeeded", r
+    assert r.stdout == "done\n"
+    compiled = r.of("compiled")
+    assert [e["name"] for e in compiled] == ["f", "f"], r  # nothing of JAX's own (cos, norm...)
+    first, second = compiled
+    assert "sin" in first["jaxpr"] and "mul" in first["jaxpr"]
+    assert first["jaxpr_lines"][first["jaxpr"].splitlines().index(
+        next(line for line in first["jaxpr"].splitlines() if "sin" in line))] == 8
+    assert "stablehlo.sine" in first["stablehlo"]
+    assert first["hlo"].startswith("HloModule") and "StackFrames" not in first["hlo"]
+    assert first["line"] == 6 and first["call_line"] == 10 and first["origin"] == "snippet"
+    assert first["signature"] == "f(x: f32[3])"
+    for key in ("trace_ms", "lower_ms", "compile_ms"):
+        assert first[key] is not None and first[key] >= 0, key
+    assert first["flops"] is not None and first["bytes_accessed"] == 24
+    assert first["memory"]["argument_bytes"] == 12 and first["memory"]["output_bytes"] == 12
+    assert first["compiles"] == 1 and first["recompile"] is None and first["truncated"] == []
+    assert second["compiles"] == 2
+    assert second["recompile"]["kind"] == "shape"
+    assert "f32[3] → f32[4]" in second["recompile"]["reason"]
+
+
+def test_recompilation_reasons_and_a_loop_is_flagged(run):
+    r = run(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        from functools import partial
+        x = jnp.ones(3)
+
+        @partial(jax.jit, static_argnums=1)
+        def scale(x, n):
+            return x * n
+        scale(x, 2)
+        scale(x, 3)
+
+        @jax.jit
+        def mul(a, b):
+            return a * b
+        mul(x, 2.0)
+        mul(x, jnp.float32(2.0))
+
+        for i in range(3):
+            jax.jit(lambda v: v + 1)(x)
+        """))
+    assert r.status == "succeeded", r
+    scale = compiled_named(r, "scale")
+    assert scale[1]["recompile"]["kind"] == "static"
+    assert "n changed value: 2 → 3" in scale[1]["recompile"]["reason"]
+    mul = compiled_named(r, "mul")
+    assert mul[1]["recompile"]["kind"] == "weak_type"
+    assert "Python scalar" in mul[1]["recompile"]["reason"]
+    lam = compiled_named(r, "<lambda>")
+    assert [e["compiles"] for e in lam] == [1, 2, 3]
+    assert lam[1]["recompile"]["kind"] == "new_function"
+    assert lam[0]["warning"] is None and lam[1]["warning"] is None
+    assert "compiled 3 times by line 18, in a loop" in lam[2]["warning"]
+    assert "outside the loop" in lam[2]["warning"]
+    assert "compiled 3 times" in r.stderr
+
+
+def test_the_articles_speed_test_runs_as_printed(run):
+    """SEED.md's speed test, word for word but for the size (1000×1000 instead of 10000×10000)."""
+    r = run(textwrap.dedent("""\
+        import numpy as np
+        import jax.numpy as jnp
+        from jax import jit
+        def fn(x):
+            return x + x*x + x*x*x
+        x = np.random.randn(1000, 1000).astype(dtype='float32')
+        %timeit -n5 fn(x)                        # NumPy: 436 ms ± 206 µs per loop
+        jax_fn = jit(fn)
+        x = jnp.array(x)
+        %timeit jax_fn(x).block_until_ready()    # JAX: 3.67 ms ± 10.7 µs per loop
+        """))
+    assert r.status == "succeeded", r
+    lines = TIMEIT_LINE.findall(r.stdout)
+    assert len(lines) == 2, r.stdout
+    (mean1, unit1, _std1, runs1, loops1), (_m2, _u2, _s2, runs2, loops2) = lines
+    assert (runs1, loops1) == ("7", "5") and runs2 == "7"
+    timings = r.of("timing", kind="timeit")
+    assert [t["line"] for t in timings] == [7, 10]
+    numpy_t, jax_t = timings
+    assert numpy_t["label"] == "fn(x)" and numpy_t["loops"] == 5 and numpy_t["repeats"] == 7
+    assert numpy_t["blocked"] is False and numpy_t["dispatch_only"] is False  # NumPy: no note
+    assert jax_t["blocked"] is True and jax_t["dispatch_only"] is False
+    assert jax_t["loops"] == int(loops2.replace(",", ""))
+    for t in timings:
+        assert t["min_ms"] <= t["median_ms"] <= t["max_ms"]
+        assert len(t["runs_ms"]) == 7 and t["std_ms"] >= 0
+    scale = {"s": 1e3, "ms": 1, "µs": 1e-3, "ns": 1e-6}[unit1]
+    assert float(mean1) * scale == pytest.approx(numpy_t["mean_ms"], rel=0.01)
+    assert [e["name"] for e in r.of("compiled")] == ["fn"]
+    assert "only the dispatch" not in r.stdout
+
+
+def test_time_dispatch_note_trailing_values_and_jaxprs(run):
+    r = run(textwrap.dedent("""\
+        import sys
+        import jax, jax.numpy as jnp
+        import jaxplay
+        f = jax.jit(lambda x: x * 2)
+        x = jnp.ones((8, 8))
+        %timeit -n3 -r2 f(x)
+        y = %time f(x).block_until_ready()
+        def loss(w):
+            return jnp.sum(jnp.sin(w) ** 2)
+        jaxplay.jaxprs(loss, jnp.ones(3))
+        print(sorted(m for m in ("matplotlib", "optax", "flax", "equinox", "chex", "einops",
+                                 "rich", "scipy") if m in sys.modules))
+        jnp.ones((2000, 1000))
+        """))
+    assert r.status == "succeeded", r
+    assert "only the dispatch" in r.stdout and "f(x).block_until_ready()" in r.stdout
+    timeit, time_ = r.of("timing", kind="timeit")[0], r.of("timing", kind="time")[0]
+    assert timeit["dispatch_only"] is True and timeit["notes"]
+    assert (timeit["repeats"], timeit["loops"]) == (2, 3)
+    assert re.search(r"^CPU times: user .+, sys: .+, total: .+\nWall time: .+$", r.stdout, re.M)
+    assert time_["line"] == 7 and time_["wall_ms"] > 0
+    (jaxprs,) = r.of("display", kind="jaxprs")
+    assert [p["title"] for p in jaxprs["panels"]] == ["loss", "grad(loss)", "vmap(loss)"]
+    assert "cos" in jaxprs["panels"][1]["jaxpr"] and "f32[8,3]" in jaxprs["panels"][2]["jaxpr"]
+    # Nothing but numpy and jax was imported for this run.
+    assert "[]\n" in r.stdout
+    (array,) = r.of("display", kind="array")
+    assert array["shape"] == [2000, 1000] and array["dtype"] == "float32"
+    assert array["devices"] == ["cpu:0"] and "SingleDeviceSharding" in array["sharding"]
+    assert array["stats"] == {"min": 1.0, "max": 1.0, "mean": 1.0, "std": 0.0}
+    assert len(array["text"]) < 2000 and "..." in array["text"]
+
+
+def test_bench_agrees_with_timeit_in_a_plain_process(run):
+    size = 2000
+    r = run(textwrap.dedent(f"""\
+        import jax, jax.numpy as jnp
+        import jaxplay
+        def fn(x):
+            return x + x*x + x*x*x
+        x = jnp.asarray(jax.random.normal(jax.random.key(0), ({size}, {size})))
+        res = jaxplay.bench(jax.jit(fn), x, label="jit", repeats=5)
+        jaxplay.compare({{"eager": fn, "jit": jax.jit(fn)}}, x, repeats=3)
+        """))
+    assert r.status == "succeeded", r
+    bench = r.of("timing", kind="bench")[0]
+    assert bench["label"] == "jit" and bench["repeats"] == 5 and bench["blocked"] is True
+    assert bench["compile_ms"] > 0 and bench["flops"] > 0 and bench["bytes_accessed"] > 0
+    assert bench["gbs"] == pytest.approx(bench["bytes_accessed"] / bench["median_ms"] / 1e6, rel=1e-6)
+    assert bench["min_ms"] <= bench["median_ms"] <= bench["max_ms"]
+    (comparison,) = r.of("timing", kind="comparison")
+    assert [row["label"] for row in comparison["rows"]] == ["eager", "jit"]
+    assert comparison["rows"][0]["speedup"] == 1.0 and comparison["rows"][1]["speedup"] > 0
+    assert comparison["rows"][0]["cost_from"] == "jit"
+
+    plain = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(f"""\
+            import timeit, jax, jax.numpy as jnp
+            jax.config.update("jax_num_cpu_devices", 8)  # as the runner is configured
+            def fn(x):
+                return x + x*x + x*x*x
+            f = jax.jit(fn)
+            x = jnp.asarray(jax.random.normal(jax.random.key(0), ({size}, {size})))
+            f(x).block_until_ready()
+            t = timeit.Timer(lambda: f(x).block_until_ready())
+            n, _ = t.autorange()
+            runs = t.repeat(7, n)
+            print(min(runs) / n * 1000)  # the best run, in ms
+            """)],
+        capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"},
+    )
+    assert plain.returncode == 0, plain.stderr
+    reference_ms = float(plain.stdout)
+    # Loose: a shared two-core machine, two processes timed apart. The ±5 % fidelity check (in
+    # one process, 4000×4000) is the benchmark's.
+    # Best runs, not medians: the least sensitive to the other processes on this machine.
+    assert 0.4 < bench["min_ms"] / reference_ms < 2.5, (bench["min_ms"], reference_ms)
+
+
+def test_figures_come_back_as_png(run):
+    r = run(textwrap.dedent("""\
+        import matplotlib.pyplot as plt
+        plt.plot([1, 2, 3], [1, 4, 9])
+        plt.title("shown")
+        plt.show()
+        fig, ax = plt.subplots()
+        ax.bar(["a", "b"], [3, 5])     # left open: sent when the run ends
+        """))
+    assert r.status == "succeeded", r
+    figures = r.of("display", kind="figure")
+    assert len(figures) == 2, r
+    for fig in figures:
+        assert fig["mime"] == "image/png"
+        data = base64.b64decode(fig["data"])
+        assert data[:8] == PNG_SIGNATURE
+        assert fig["width"] > 100 and fig["height"] > 100
+        assert fig["text"].startswith("<Figure size 640x480")
+
+
+def test_an_error_points_at_its_line_after_magic_lines(run):
+    r = run(textwrap.dedent("""\
+        import numpy as np
+        %time a = np.ones(3)
+        %timeit -n1 -r1 np.ones(3)
+        b = a.sum()
+        c = b / 0 if False else np.ones(2) @ np.ones(3)
+        """))
+    assert r.status == "failed"
+    error = r.error
+    assert error["line"] == 5 and error["exc_type"] == "ValueError", error
+    assert 'File "<snippet>", line 5' in error["traceback"]
+
+
+def test_jax_errors_get_a_plain_explanation(run):
+    r = run(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def f(x):
+            if x > 0:
+                return x
+            return -x
+        f(1.0)
+        """))
+    assert r.status == "failed"
+    error = r.error
+    assert error["exc_type"] == "TracerBoolConversionError" and error["line"] == 5
+    assert "jnp.where" in error["explanation"] and "lax.cond" in error["explanation"]
+
+
+def test_pmap_and_shard_map_over_eight_simulated_devices(run):
+    r = run(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        from functools import partial
+        from jax.sharding import NamedSharding, PartitionSpec as P
+        print(jax.device_count())
+        print(jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i")(jnp.arange(8.0)))
+        mesh = jax.make_mesh((8,), ("x",))
+        x = jax.device_put(jnp.arange(32.0), NamedSharding(mesh, P("x")))
+
+        @jax.jit
+        @partial(jax.shard_map, mesh=mesh, in_specs=P("x"), out_specs=P())
+        def total(v):
+            return jax.lax.psum(jnp.sum(v), "x")
+        print(total(x))
+        """))
+    assert r.status == "succeeded", r
+    assert r.started["device_count"] == 8
+    assert r.stdout == "8\n[28. 28. 28. 28. 28. 28. 28. 28.]\n496.0\n"
+    names = [e["name"] for e in r.of("compiled")]
+    assert names == ["pmap(<lambda>)", "shard_map(total)"], names
+    assert all(e["num_devices"] == 8 for e in r.of("compiled"))
+    assert "psum" in r.of("compiled")[0]["jaxpr"]
+
+
+def test_libraries_are_listed_and_capture_can_be_turned_off(run):
+    r = run("import jax\nprint(jax.jit(lambda x: x + 1)(1))\n{'a': 1, 'b': [1, 2]}\n",
+            options={"capture": False})
+    # The last expression's value is shown as Jupyter shows a cell's result.
+    assert r.status == "succeeded" and r.stdout == "2\n{'a': 1, 'b': [1, 2]}\n", r
+    assert r.of("compiled") == []
+    libraries = r.started["libraries"]
+    for name in ("numpy", "scipy", "jax", "optax", "flax", "equinox", "chex", "einops",
+                 "matplotlib", "rich"):
+        assert re.match(r"\d+\.\d+", libraries[name]), (name, libraries)

@@ -1,0 +1,118 @@
+"""The runner's pure functions, without a sandbox: the source transformation, option parsing,
+IPython's time format, text caps, HLO clean-up and error explanations."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from executor.runner import capture, common, explain, notebook
+
+
+def test_magic_lines_become_calls_on_the_same_line():
+    source = textwrap.dedent("""\
+        x = 1
+        %timeit -n5 fn(x)   # a comment
+        y = %time f(x)
+        s = '''
+        %timeit inside a string
+        '''
+        z = (1
+        %2)
+        !pip install optax
+        if x:
+            %time g()
+        """)
+    out, replaced = notebook.transform(source)
+    assert out.count("\n") == source.count("\n")
+    lines = out.splitlines()
+    assert lines[1].startswith("__import__('jaxplay')._line_magic('timeit', '-n5 fn(x)   # a comment', 2,")
+    assert lines[2].startswith("y = __import__('jaxplay')._line_magic('time', 'f(x)', 3,")
+    assert lines[4] == "%timeit inside a string"  # inside a string: untouched
+    assert lines[7] == "%2)"  # inside brackets: the modulo operator
+    assert "_line_magic('system', 'pip install optax', 9," in lines[8]
+    assert lines[10].startswith("    __import__('jaxplay')._line_magic('time', 'g()', 11,")
+    assert set(replaced) == {2, 3, 9, 11}
+    compile(out, "<snippet>", "exec")
+
+
+def test_cell_magic_keeps_line_numbers():
+    out, _ = notebook.transform("%%timeit -n2\nx = 1\ny = x + 1\n")
+    assert out.count("\n") == 3
+    assert out.startswith("__import__('jaxplay')._cell_magic('timeit', '-n2', 'x = 1\\ny = x + 1\\n', 2,")
+
+
+@pytest.mark.parametrize("args, opts, rest", [
+    ("-n5 fn(x)", {"n": "5"}, "fn(x)"),
+    ("-n 5 -r3 fn(x)", {"n": "5", "r": "3"}, "fn(x)"),
+    ("-qo -n10 f()", {"q": "", "o": "", "n": "10"}, "f()"),
+    ("fn(-x)", {}, "fn(-x)"),
+])
+def test_timeit_options(args, opts, rest):
+    assert notebook.parse_options(args, "n:r:tcp:qo") == (opts, rest)
+
+
+def test_ipython_time_format():
+    assert common.format_time(0.436) == "436 ms"
+    assert common.format_time(206e-6) == "206 \xb5s"
+    assert common.format_time(3.67e-3) == "3.67 ms"
+    assert common.format_time(12e-9) == "12 ns"
+    assert common.format_time(62.0) == "1min 2s"
+    r = notebook.TimeitResult(5, 7, 0.43, 0.44, [0.436 * 5] * 7, 0.0, 3)
+    assert str(r) == "436 ms \xb1 0 ns per loop (mean \xb1 std. dev. of 7 runs, 5 loops each)"
+
+
+def test_long_texts_are_cut_with_a_visible_marker():
+    text = "\n".join("x" * 99 for _ in range(30000))  # 3 MB
+    cut, was_cut = common.cap_text(text)
+    assert was_cut and len(cut) < common.TEXT_CAP_CHARS + 100
+    assert cut.endswith("… [truncated: 3.0 MB total]\n")
+    assert common.cap_text("short") == ("short", False)
+
+
+def test_hlo_stack_frame_tables_become_line_numbers():
+    hlo = textwrap.dedent("""\
+        HloModule jit_f, is_scheduled=true
+
+        FileNames
+        1 "/opt/playground/runner/notebook.py"
+        2 "<snippet>"
+
+        FunctionNames
+        1 "f"
+
+        FileLocations
+        1 {file_name_id=1 function_name_id=1 line=10 end_line=10 column=0 end_column=5}
+        2 {file_name_id=2 function_name_id=1 line=7 end_line=7 column=8 end_column=18}
+
+        StackFrames
+        1 {file_location_id=1 parent_frame_id=1}
+        2 {file_location_id=2 parent_frame_id=1}
+
+
+        ENTRY %main.1 (a: f32[3]) -> f32[3] {
+          %a = f32[3]{0} parameter(0), metadata={op_name="x"}
+          ROOT %sin.0 = f32[3]{0} sine(%a), metadata={op_name="jit(f)/sin" stack_frame_id=2}
+        }
+        """)
+    text, where = capture.hlo_text(hlo)
+    assert "FileNames" not in text and "notebook.py" not in text and "stack_frame_id" not in text
+    lines = text.splitlines()
+    assert where[[i for i, line in enumerate(lines) if "sine(" in line][0]] == 7
+    assert len(where) == len(text.split("\n"))
+
+
+def test_explanations():
+    import jax
+    import jax.numpy as jnp
+
+    try:
+        jnp.ones(3) + jnp.ones(4)
+    except TypeError as exc:
+        assert "broadcast" in explain.explanation(exc)
+    try:
+        jax.jit(lambda x: int(x))(1.0)
+    except Exception as exc:  # noqa: BLE001
+        assert "tracer" in explain.explanation(exc)
+    assert explain.explanation(ZeroDivisionError("x")) is None
