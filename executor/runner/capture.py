@@ -165,14 +165,14 @@ def _user_function_in_eqns(jaxpr) -> tuple[str, int] | None:
 
 
 def _jit_frame_info(start) -> dict:
-    """From pjit's ``cache_miss`` (a call) or ``jit_trace`` (``.lower``/``.trace``) frame above
+    """From pjit's ``cache_miss`` (a call) or ``jit_lower``/``jit_trace`` (AOT) frame above
     us: the jitted callable, its static arguments, and the user's line that made the call."""
     out: dict = {"fun": None, "static": {}, "call_line": None, "call_site": None, "aot": False}
     f = start
     found = False
     while f is not None:
         code = f.f_code
-        if not found and code.co_filename.endswith("pjit.py") and code.co_name in ("cache_miss", "jit_trace"):
+        if not found and code.co_filename.endswith("pjit.py") and code.co_name in ("cache_miss", "jit_trace", "jit_lower"):
             found = True
             loc = f.f_locals
             try:
