@@ -104,7 +104,7 @@ class Executor:
             if info:
                 try:
                     registry.beat(self.redis, self.name, settings.KIND, {
-                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version")},
+                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version", "libraries")},
                         "slots": settings.CONCURRENCY,
                         "busy": self.busy,
                         "warm": self.pool.idle_count(),
@@ -155,7 +155,7 @@ class Executor:
             worker=self.name,
             kind=settings.KIND,
             sandboxed=self.launcher.sandboxed,
-            **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version")},
+            **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version", "libraries")},
         )
         limits = self.launcher.limits.clamp(requested_limits)
         last_alive = [time.monotonic()]

@@ -59,6 +59,7 @@ def describe_kind(redis, kind: str) -> dict:
         "device_kind": first.get("device_kind"),
         "device_count": first.get("device_count"),
         "jax_version": first.get("jax_version"),
+        "libraries": first.get("libraries") or {},
         "sandboxed": all(w.get("sandboxed", False) for w in workers) if workers else None,
         "queue_depth": redis.llen(queue_name(kind)),
     }

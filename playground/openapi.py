@@ -123,6 +123,8 @@ def schema() -> dict:
                 "device_kind": {"type": ["string", "null"]},
                 "device_count": {"type": ["integer", "null"]},
                 "jax_version": {"type": ["string", "null"]},
+                "libraries": {"type": "object", "additionalProperties": {"type": "string"},
+                              "description": "Libraries importable in runs, with their versions"},
                 "sandboxed": {"type": ["boolean", "null"]},
                 "queue_depth": {"type": "integer"},
             }},
