@@ -11,6 +11,8 @@ export interface Device {
   platform?: string;
   jax_version?: string;
   queue_depth?: number;
+  /** The pinned libraries a run on this kind can import, name to version. */
+  libraries?: Record<string, string> | null;
 }
 
 export interface CreatedRun {

@@ -4,8 +4,13 @@ import "./style.css";
 
 import { DevicePicker } from "./devices";
 import { createEditor } from "./editor";
+import { Gallery, readExamples } from "./gallery";
+import { LibrariesMenu } from "./libraries";
+import { CompiledPane } from "./panes/compiled";
+import { FiguresPane } from "./panes/figures";
 import { OutputPane } from "./panes/output";
 import { Tabs, type Pane } from "./panes/pane";
+import { TimingPane } from "./panes/timing";
 import { runShortcut } from "./platform";
 import { RunSession, type RunView } from "./run";
 import { StatusLine } from "./status";
@@ -39,12 +44,16 @@ function main(): void {
   const cancelButton = byId<HTMLButtonElement>("cancel-button");
   const deviceSelect = byId<HTMLSelectElement>("device-select");
 
+  let gallery: Gallery | null = null;
   const code = createEditor({
     container: byId("editor"),
     workerUrl: document.body.dataset.workerUrl || "/static/editor.worker.js",
     code: local.get(KEYS.code) ?? DEFAULT_CODE,
     theme: currentTheme(),
-    onChange: (text) => local.set(KEYS.code, text),
+    onChange: (text) => {
+      local.set(KEYS.code, text);
+      gallery?.edited();
+    },
     onRun: () => void run(),
   });
 
@@ -54,9 +63,23 @@ function main(): void {
     code.editor.focus();
   };
 
-  // Result panes, in tab order. Later: compiled code, timings, figures.
-  const panes: Pane[] = [new OutputPane(revealLine)];
-  const tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
+  // Result panes, in tab order. New content marks a tab but never switches to it.
+  const compiled = new CompiledPane({
+    highlight: (line, reveal) => code.linkLine(line, reveal),
+    goTo: revealLine,
+  });
+  code.onCursorLine((line) => compiled.showSourceLine(line));
+  const panes: Pane[] = [
+    new OutputPane(
+      revealLine,
+      () => tabs.summary().filter((p) => p.id !== "output"),
+      (id) => tabs.select(id),
+    ),
+    compiled,
+    new TimingPane(),
+    new FiguresPane(),
+  ];
+  const tabs: Tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
 
   // The editor shows where the exception came from, until the next run.
   const editorMarks: RunView = {
@@ -64,7 +87,8 @@ function main(): void {
     idle: () => code.clearMarks(),
     handle: (event) => {
       if (event.type === "error" && typeof event.line === "number") {
-        code.markError(event.line, `${event.exc_type}: ${event.message}`);
+        const explanation = event.explanation ? `\n\n${event.explanation}` : "";
+        code.markError(event.line, `${event.exc_type}: ${event.message}${explanation}`);
       }
     },
   };
@@ -76,11 +100,18 @@ function main(): void {
     byId("run-message"),
   );
 
-  const devices = new DevicePicker(deviceSelect, (problem) => {
-    if (!session.busy && !session.id && problem) status.say(problem, "warning");
-  });
+  const libraries = new LibrariesMenu(byId("libraries-button"), byId("libraries-menu"));
+  const librariesView: RunView = { reset: () => {}, handle: (event) => libraries.handle(event) };
 
-  const session = new RunSession([tabs, editorMarks], status, (phase) => {
+  const devices = new DevicePicker(
+    deviceSelect,
+    (problem) => {
+      if (!session.busy && !session.id && problem) status.say(problem, "warning");
+    },
+    (device) => libraries.fromDevice(device),
+  );
+
+  const session = new RunSession([tabs, editorMarks, librariesView], status, (phase) => {
     runButton.disabled = phase !== "idle";
     runButton.classList.toggle("is-busy", phase !== "idle");
     cancelButton.hidden = phase === "idle" || phase === "submitting";
@@ -94,10 +125,27 @@ function main(): void {
   }
 
   runButton.addEventListener("click", () => void run());
-  byId("reset-code").addEventListener("click", () => {
-    code.setCode(DEFAULT_CODE);
-    code.editor.focus();
-  });
+  gallery = new Gallery(
+    readExamples(),
+    {
+      getCode: code.getCode,
+      setCode: (text) => {
+        code.setCode(text);
+        code.editor.setPosition({ lineNumber: 1, column: 1 });
+        code.editor.revealLine(1);
+        code.editor.focus();
+      },
+    },
+    {
+      button: byId("examples-button"),
+      menu: byId("examples-menu"),
+      fileName: byId("file-name"),
+      reset: byId("reset-code"),
+      restore: byId("restore-code"),
+    },
+    DEFAULT_CODE,
+    (text, tone) => status.say(text, tone),
+  );
   cancelButton.addEventListener("click", () => void session.cancel());
   byId("run-shortcut").textContent = runShortcut();
   runButton.title = `Run (${runShortcut().replace(" ↵", "+Enter")})`;
@@ -127,6 +175,10 @@ function main(): void {
       markers: code.markers,
       run,
       runId: () => session.id,
+      openExample: (slug: string) => gallery?.open(slug) ?? false,
+      compiledNames: () => compiled.names(),
+      compiledText: () => compiled.shownText(),
+      selectTab: (id: string) => tabs.select(id),
     },
   });
 }

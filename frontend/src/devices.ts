@@ -29,8 +29,20 @@ export class DevicePicker {
   constructor(
     private readonly select: HTMLSelectElement,
     private readonly onProblem: (message: string | null) => void,
+    /** Called with the chosen device (online), whenever the list or the choice changes. */
+    private readonly onChoice: (device: Device) => void = () => {},
   ) {
-    select.addEventListener("change", () => local.set(KEYS.device, select.value));
+    select.addEventListener("change", () => {
+      local.set(KEYS.device, select.value);
+      this.announce();
+    });
+  }
+
+  private devices: Device[] = [];
+
+  private announce(): void {
+    const device = this.devices.find((d) => d.kind === this.value);
+    if (device) this.onChoice(device);
   }
 
   /** The chosen device kind, or null when none is online. */
@@ -62,7 +74,9 @@ export class DevicePicker {
       this.onProblem(`Could not load devices: ${(error as Error).message}`);
       return;
     }
+    this.devices = devices;
     this.fill(devices);
+    this.announce();
     this.onProblem(
       devices.some((d) => d.online) ? null : "No executor is online right now. Try again shortly.",
     );

@@ -1,27 +1,6 @@
-// Monaco, trimmed to what a Python playground uses.
-//
-// Since monaco-editor 0.56 the package's "exports" map sends `monaco-editor/<x>` to
-// `esm/vs/<x>.js`. `monaco-editor` itself would pull in every language and feature (several MB);
-// we import the bare editor API, the features we want and the Python tokenizer only.
-import * as monaco from "monaco-editor/editor";
-
-import "monaco-editor/features/codicon/register";
-import "monaco-editor/features/bracketMatching/register";
-import "monaco-editor/features/clipboard/register";
-import "monaco-editor/features/comment/register";
-import "monaco-editor/features/contextmenu/register";
-import "monaco-editor/features/cursorUndo/register";
-import "monaco-editor/features/find/register";
-import "monaco-editor/features/folding/register";
-import "monaco-editor/features/gotoError/register";
-import "monaco-editor/features/hover/register";
-import "monaco-editor/features/indentation/register";
-import "monaco-editor/features/linesOperations/register";
-import "monaco-editor/features/multicursor/register";
-import "monaco-editor/features/suggest/register";
-import "monaco-editor/features/wordHighlighter/register";
-import "monaco-editor/features/wordOperations/register";
-import "monaco-editor/languages/definitions/python/register";
+// The code editor: Monaco with Python, Ctrl+Enter to run and a marker on the line that raised.
+import { themeName } from "./languages";
+import { MONO_FONT, monaco } from "./monaco";
 
 export { monaco };
 
@@ -38,6 +17,10 @@ export interface CodeEditor {
   markError(line: number, message: string): void;
   clearMarks(): void;
   markers(): { line: number; message: string; severity: string }[];
+  /** Marks the line a piece of compiled code came from (null: none). */
+  linkLine(line: number | null, reveal: boolean): void;
+  /** Called with the cursor's line when the person moves it. */
+  onCursorLine(listener: (line: number) => void): void;
 }
 
 /**
@@ -67,8 +50,7 @@ export function createEditor(options: {
     automaticLayout: true,
     fontSize: 14,
     lineHeight: 21,
-    fontFamily:
-      'ui-monospace, "SF Mono", "Cascadia Code", "JetBrains Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace',
+    fontFamily: MONO_FONT,
     minimap: { enabled: false },
     glyphMargin: true,
     lineNumbersMinChars: 3,
@@ -87,6 +69,7 @@ export function createEditor(options: {
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
 
   const glyphs = editor.createDecorationsCollection();
+  const linked = editor.createDecorationsCollection();
 
   return {
     editor,
@@ -124,6 +107,21 @@ export function createEditor(options: {
       monaco.editor.setModelMarkers(model, MARKER_OWNER, []);
       glyphs.clear();
     },
+    linkLine(line, reveal) {
+      if (line === null || !Number.isInteger(line) || line < 1 || line > model.getLineCount()) {
+        linked.clear();
+        return;
+      }
+      linked.set([
+        { range: new monaco.Range(line, 1, line, 1), options: { isWholeLine: true, className: "linked-line" } },
+      ]);
+      if (reveal) editor.revealLineInCenterIfOutsideViewport(line);
+    },
+    onCursorLine(listener) {
+      editor.onDidChangeCursorPosition((e) => {
+        if (e.source !== "api" && e.reason !== 1 /* ContentFlush */) listener(e.position.lineNumber);
+      });
+    },
     markers: () =>
       monaco.editor.getModelMarkers({ owner: MARKER_OWNER }).map((m) => ({
         line: m.startLineNumber,
@@ -133,6 +131,3 @@ export function createEditor(options: {
   };
 }
 
-function themeName(theme: EditorTheme): string {
-  return theme === "dark" ? "vs-dark" : "vs";
-}

@@ -39,6 +39,8 @@ export interface StartedEvent extends Base {
   device_kind?: string;
   device_count?: number;
   jax_version?: string;
+  /** The pinned libraries a snippet can import, name to version. */
+  libraries?: Record<string, string> | null;
 }
 
 export interface OutputEvent extends Base {
@@ -46,25 +48,126 @@ export interface OutputEvent extends Base {
   text: string;
 }
 
+// The rich events (compiled, timing, display) come from code inside the sandbox that grows
+// with the runner (executor/runner/capture.py, notebook.py, jaxplay.py, display.py): every field
+// is optional here, renderers check what they get, and unknown kinds are shown as they come.
+
+/** Snippet line numbers for each line of a text (null where none), e.g. `jaxpr_lines`. */
+export type LineMap = (number | null)[];
+
+/** One XLA compilation of a user function. Large texts may end with a "[truncated: ...]" mark. */
 export interface CompiledEvent extends Base {
   type: "compiled";
-  name: string;
-  jaxpr?: string;
-  stablehlo?: string;
-  hlo?: string;
-  compile_ms?: number;
+  name?: string;
+  /** e.g. "f(x: f32[3])". */
+  signature?: string | null;
+  /** How it was compiled: "jit", "pmap", ... */
+  via?: string | null;
+  /** Snippet lines: where the function is defined, and the call that compiled it. */
+  line?: number | null;
+  call_line?: number | null;
+  num_devices?: number | null;
+  jaxpr?: string | null;
+  stablehlo?: string | null;
+  hlo?: string | null;
+  jaxpr_lines?: LineMap | null;
+  stablehlo_lines?: LineMap | null;
+  hlo_lines?: LineMap | null;
+  /** Which of the texts were cut to fit. */
+  truncated?: string[] | null;
+  trace_ms?: number | null;
+  lower_ms?: number | null;
+  compile_ms?: number | null;
   flops?: number | null;
+  transcendentals?: number | null;
   bytes_accessed?: number | null;
+  /** memory_analysis(): argument_bytes, output_bytes, temp_bytes, ... */
+  memory?: Record<string, unknown> | null;
+  /** Set when this function had compiled before: how many times, and why again. */
+  recompile?: { count?: number | null; reason?: string | null; kind?: string | null } | null;
+  /** e.g. that it keeps compiling inside a loop, and what to do. */
+  warning?: string | null;
+  /** The capture itself failed (the function still ran). */
+  capture_error?: string | null;
 }
 
-export interface TimingEvent extends Base {
-  type: "timing";
-  label: string;
-  [field: string]: unknown;
+/**
+ * One measurement. kind "timeit" (%timeit: mean ± std per loop), "time" (%time: wall and CPU
+ * time), "bench" or "single" (jaxplay.bench: median and spread, rates, share of the peak).
+ */
+export interface TimingSingle {
+  kind?: string;
+  label?: string;
+  repeats?: number | null;
+  loops?: number | null;
+  mean_ms?: number | null;
+  std_ms?: number | null;
+  min_ms?: number | null;
+  median_ms?: number | null;
+  wall_ms?: number | null;
+  cpu_user_ms?: number | null;
+  cpu_sys_ms?: number | null;
+  compile_ms?: number | null;
+  gflops?: number | null;
+  /** GB/s (older shape: gbps). */
+  gbs?: number | null;
+  gbps?: number | null;
+  /** Fractions (0..1) of the device's known peak. */
+  peak_share?: number | null;
+  bandwidth_share?: number | null;
+  flops_share?: number | null;
+  peak_name?: string | null;
+  /** Only the dispatch was timed (a JAX call not waited for). */
+  dispatch_only?: boolean | null;
+  donated?: boolean | null;
+  /** Whose cost analysis the rates use, when not this function's own. */
+  cost_from?: string | null;
+  note?: string | null;
+  notes?: string[] | null;
 }
 
+/** One implementation in a comparison; speedup is relative to the first row. */
+export type TimingRow = TimingSingle & { speedup?: number | null };
+
+/** Several implementations of one thing, timed side by side. */
+export interface TimingComparison {
+  kind: "comparison";
+  label?: string;
+  rows?: TimingRow[];
+  baseline?: string | null;
+}
+
+export type TimingEvent = Base & { type: "timing" } & (TimingSingle | TimingComparison) &
+  Record<string, unknown>;
+
+/** One jaxpr of a side-by-side display (older shape: {label, jaxpr}). */
+export interface JaxprPanel {
+  title?: string;
+  label?: string;
+  jaxpr?: string | null;
+  jaxpr_lines?: LineMap | null;
+  /** Why this transformation does not apply (grad of a non-scalar function...). */
+  error?: string | null;
+}
+
+/**
+ * A rich value: kind "figure" / mime "image/png" with base64 `data`; mime "text/plain" with
+ * `text` (a value, kind "array" for an array's summary, with a `label`); kind "jaxprs" with
+ * `panels` (f, grad(f), vmap(f) side by side); mime "text/html" (shown as text, never as
+ * markup). Others are shown as they come.
+ */
 export interface DisplayEvent extends Base {
   type: "display";
+  mime?: string;
+  kind?: string;
+  data?: string;
+  text?: string;
+  html?: string;
+  label?: string | null;
+  name?: string;
+  panels?: JaxprPanel[];
+  items?: JaxprPanel[];
+  caption?: string;
   [field: string]: unknown;
 }
 
@@ -75,6 +178,8 @@ export interface ErrorEvent extends Base {
   /** 1-based line in the user's snippet, when the error can be placed there. */
   line?: number | null;
   traceback?: string;
+  /** One plain sentence about a JAX error (tracer leaks, concretisation, shapes...). */
+  explanation?: string | null;
 }
 
 export interface FinishedEvent extends Base {
@@ -109,13 +214,20 @@ const EVENT_TYPES = new Set<string>([
   "finished",
 ]);
 
-/** Parses one event; null for anything that is not a well-formed event of a known type (a
- * newer server may add types: they are skipped, not fatal). */
-export function parseEvent(data: unknown): RunEvent | null {
+/** The seq of anything shaped like an event ({seq: n >= 1, type: string}), else null. */
+function eventSeq(data: unknown): number | null {
   if (typeof data !== "object" || data === null) return null;
   const ev = data as { seq?: unknown; type?: unknown };
   if (typeof ev.seq !== "number" || !Number.isInteger(ev.seq) || ev.seq < 1) return null;
-  if (typeof ev.type !== "string" || !EVENT_TYPES.has(ev.type)) return null;
+  if (typeof ev.type !== "string") return null;
+  return ev.seq;
+}
+
+/** Parses one event; null for anything that is not a well-formed event of a known type (a
+ * newer server may add types: they are skipped, not fatal). */
+export function parseEvent(data: unknown): RunEvent | null {
+  if (eventSeq(data) === null) return null;
+  if (!EVENT_TYPES.has((data as { type: string }).type)) return null;
   return data as RunEvent;
 }
 
@@ -203,7 +315,7 @@ export class RunStream {
    * duplicate rules as the socket's.
    */
   deliver(events: readonly unknown[]): void {
-    const parsed = events.map(parseEvent).filter((e): e is RunEvent => e !== null);
+    const parsed = events.filter((e) => eventSeq(e) !== null) as { seq: number }[];
     parsed.sort((a, b) => a.seq - b.seq);
     for (const event of parsed) this.accept(event);
   }
@@ -249,17 +361,21 @@ export class RunStream {
 
   private accept(raw: unknown): void {
     if (this.finished) return;
-    const event = parseEvent(raw);
-    if (event === null) return;
-    if (event.seq <= this.lastSeq) return; // already delivered: a replay overlapping live events
-    if (event.seq !== this.lastSeq + 1) {
+    const seq = eventSeq(raw);
+    if (seq === null) return;
+    if (seq <= this.lastSeq) return; // already delivered: a replay overlapping live events
+    if (seq !== this.lastSeq + 1) {
       // A hole: never show events out of order. Ask again from what we have.
-      console.warn(`run ${this.runId}: got seq ${event.seq} after ${this.lastSeq}; reconnecting`);
+      console.warn(`run ${this.runId}: got seq ${seq} after ${this.lastSeq}; reconnecting`);
       this.closeSocket();
       if (!this.stopped) this.scheduleReconnect();
       return;
     }
-    this.lastSeq = event.seq;
+    this.lastSeq = seq;
+    // A type this page does not know (a newer server's): it takes its place in the sequence,
+    // and nothing shows it.
+    const event = parseEvent(raw);
+    if (event === null) return;
     if (event.type === "finished") {
       this.finished = true;
       // The server closes after "finished" too; closing here as well frees the socket at once.

@@ -66,6 +66,7 @@ export class StatusLine {
         this.started = event;
         this.setStatus("running");
         this.info.textContent = describeWorker(event);
+        this.info.title = this.info.textContent;
         if (this.messageSource !== "connection") this.setMessage(null);
         break;
       case "finished":
@@ -96,6 +97,7 @@ export class StatusLine {
     }
     const where = this.started ? describeWorker(this.started) : "";
     this.info.textContent = [where, ...extra].filter(Boolean).join(" · ");
+    this.info.title = this.info.textContent;
     const text = event.message || ENDINGS[event.status] || null;
     const tone: Tone = event.status === "succeeded" || event.status === "failed" ? "muted" : "warning";
     this.setMessage(text, tone);

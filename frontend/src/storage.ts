@@ -28,7 +28,7 @@ function wrap(kind: "localStorage" | "sessionStorage") {
   };
 }
 
-/** Survives reloads and new tabs: the code, the theme, the device, the split. */
+/** Survives reloads and new tabs: the code, the theme, the device, the split, the example. */
 export const local = wrap("localStorage");
 /** Survives reloads of this tab only: the run being watched. */
 export const session = wrap("sessionStorage");
@@ -39,4 +39,9 @@ export const KEYS = {
   device: "playground.device",
   split: "playground.split",
   run: "playground.run",
+  /** The gallery example the editor's code came from. */
+  example: "playground.example",
+  /** The person's own code, kept when an example replaced it. */
+  scratch: "playground.scratch",
+  libraries: "playground.libraries",
 } as const;

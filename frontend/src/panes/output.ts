@@ -1,7 +1,17 @@
-// The "Output" tab: stdout and stderr as they arrive, then the exception, if any.
+// The "Output" tab: stdout and stderr as they arrive, values shown as text (a trailing
+// expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
+import { el, str } from "../format";
 import { isMac } from "../platform";
+import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
+
+/** What the other tabs hold, for the hint shown when a run printed nothing. */
+export interface OtherContent {
+  id: string;
+  title: string;
+  count: number;
+}
 
 /** How close to the bottom (px) still counts as "following the output". */
 const FOLLOW_SLACK_PX = 24;
@@ -19,7 +29,11 @@ export class OutputPane implements Pane {
   private lastStream: "stdout" | "stderr" | null = null;
   private lastText: Text | null = null;
 
-  constructor(private readonly onLineClick: (line: number) => void) {
+  constructor(
+    private readonly onLineClick: (line: number) => void,
+    private readonly others: () => OtherContent[] = () => [],
+    private readonly showTab: (id: string) => void = () => {},
+  ) {
     this.element = document.createElement("div");
     this.element.className = "output-scroll";
 
@@ -67,6 +81,9 @@ export class OutputPane implements Pane {
       case "stderr":
         if (event.text) this.follow(() => this.append(event.type, event.text));
         break;
+      case "display":
+        if (isTextDisplay(event)) this.follow(() => this.appendValue(event.text as string, str(event.label)));
+        break;
       case "error":
         this.follow(() => this.showError(event));
         break;
@@ -77,9 +94,7 @@ export class OutputPane implements Pane {
             this.notice.hidden = false;
           });
         }
-        if (this.output.childNodes.length === 0 && this.errorBox.hidden) {
-          this.showPlaceholder("The run printed nothing.");
-        }
+        if (this.output.childNodes.length === 0 && this.errorBox.hidden) this.showNothingPrinted();
         break;
       default:
         break;
@@ -100,6 +115,40 @@ export class OutputPane implements Pane {
     this.lastStream = stream;
   }
 
+  /** A value shown as text: a block of its own between the prints. */
+  private appendValue(text: string, label: string | null): void {
+    this.placeholder.hidden = true;
+    const block = el(
+      "span",
+      "value",
+      label ? el("span", "value-label", `${label}\n`) : null,
+      text.endsWith("\n") ? text : `${text}\n`,
+    );
+    block.title = "A value the run displayed";
+    this.output.append(block);
+    this.lastStream = null;
+    this.lastText = null;
+  }
+
+  /** No output, but maybe compiled code, timings or figures: say where they are. */
+  private showNothingPrinted(): void {
+    const others = this.others().filter((o) => o.count > 0);
+    if (others.length === 0) {
+      this.showPlaceholder("The run printed nothing.");
+      return;
+    }
+    this.placeholder.replaceChildren("The run printed nothing. It left ");
+    others.forEach((other, i) => {
+      if (i > 0) this.placeholder.append(i === others.length - 1 ? " and " : ", ");
+      const link = el("button", "link-button", `${other.title.toLowerCase()} (${other.count})`);
+      link.type = "button";
+      link.addEventListener("click", () => this.showTab(other.id));
+      this.placeholder.append(link);
+    });
+    this.placeholder.append(".");
+    this.placeholder.hidden = false;
+  }
+
   private showError(event: ErrorEvent): void {
     this.placeholder.hidden = true;
     const title = document.createElement("div");
@@ -110,6 +159,9 @@ export class OutputPane implements Pane {
     title.append(type);
     if (event.message) title.append(`: ${event.message}`);
     this.errorBox.replaceChildren(title);
+
+    const explanation = str(event.explanation);
+    if (explanation) this.errorBox.append(el("p", "error-explanation", explanation));
 
     if (typeof event.line === "number") {
       const where = document.createElement("button");

@@ -18,9 +18,15 @@ export interface Pane {
   onChange?: (count: number | null) => void;
 }
 
+/**
+ * The tab bar. A tab whose pane gets new content while another tab is shown is marked (its
+ * count turns to the accent colour) but never takes the focus: a run's output stays in view
+ * while it streams.
+ */
 export class Tabs {
   private readonly tabs = new Map<string, HTMLButtonElement>();
   private readonly panels = new Map<string, HTMLElement>();
+  private readonly counts = new Map<string, number>();
   private active: string | null = null;
 
   constructor(
@@ -40,12 +46,25 @@ export class Tabs {
       const selected = paneId === id;
       tab.setAttribute("aria-selected", String(selected));
       tab.tabIndex = selected ? 0 : -1;
+      if (selected) delete tab.dataset.news;
       this.panels.get(paneId)!.hidden = !selected;
     }
   }
 
+  get selected(): string | null {
+    return this.active;
+  }
+
+  /** Each pane's count of items, as its tab shows it. */
+  summary(): { id: string; title: string; count: number }[] {
+    return this.panes.map((p) => ({ id: p.id, title: p.title, count: this.counts.get(p.id) ?? 0 }));
+  }
+
   reset(): void {
-    for (const pane of this.panes) pane.reset();
+    for (const pane of this.panes) {
+      pane.reset();
+      pane.onChange?.(null);
+    }
   }
 
   handle(event: RunEvent): void {
@@ -53,7 +72,10 @@ export class Tabs {
   }
 
   idle(): void {
-    for (const pane of this.panes) pane.idle?.();
+    for (const pane of this.panes) {
+      pane.idle?.();
+      pane.onChange?.(null);
+    }
   }
 
   private add(pane: Pane): void {
@@ -71,8 +93,12 @@ export class Tabs {
     tab.append(label, count);
     tab.addEventListener("click", () => this.select(pane.id));
     pane.onChange = (n) => {
+      const before = this.counts.get(pane.id) ?? 0;
+      this.counts.set(pane.id, n ?? 0);
       count.hidden = n === null || n === 0;
       count.textContent = n === null ? "" : String(n);
+      if (!n) delete tab.dataset.news;
+      else if (n > before && this.active !== pane.id) tab.dataset.news = "true";
     };
 
     const panel = document.createElement("div");

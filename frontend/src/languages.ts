@@ -1,0 +1,169 @@
+// Syntax highlighting for what JAX shows of a function: its jaxpr, and the StableHLO (MLIR) and
+// optimised HLO that XLA makes of it. Two small Monarch tokenizers (Monarch ships with the
+// editor already, so they cost a few hundred bytes) and the two themes of the page, which add
+// colours for their tokens to Monaco's own light and dark themes.
+import { monaco } from "./monaco";
+
+/** Element types, as jaxprs spell them: f32[4,4], bf16[], i32[b,8], key<fry>[]. */
+const JAXPR_DTYPES =
+  "(?:bf16|f8_\\w+|f16|f32|f64|i4|i8|i16|i32|i64|u4|u8|u16|u32|u64|c64|c128|bool|float0|key<\\w+>)";
+
+const jaxpr: monaco.languages.IMonarchLanguage = {
+  defaultToken: "",
+  tokenPostfix: ".jaxpr",
+  brackets: [
+    { open: "{", close: "}", token: "delimiter.curly" },
+    { open: "[", close: "]", token: "delimiter.square" },
+    { open: "(", close: ")", token: "delimiter.parenthesis" },
+  ],
+  tokenizer: {
+    root: [
+      // Source information: "# <snippet>:4:21 (predict)" and name stacks "# [jvp()]".
+      [/#.*$/, "comment"],
+      [/\b(?:lambda|let|in)\b/, "keyword.flow"],
+      [new RegExp(`\\b${JAXPR_DTYPES}\\[[^\\]]*\\]`), "type"],
+      // The primitive of an equation: "c:f32[] = add a b".
+      [/(=)(\s+)([a-zA-Z_][\w]*)/, ["delimiter", "", "keyword"]],
+      // A parameter: "dimension_numbers=(...)".
+      [/[a-zA-Z_]\w*(?==)/, "attribute.name"],
+      [/'[^']*'|"[^"]*"/, "string"],
+      [/-?\d+\.\d*(?:e[+-]?\d+)?|-?\d+e[+-]?\d+|-?\d+/, "number"],
+      [/\b(?:True|False|None|inf|nan)\b/, "number"],
+      [/[a-zA-Z_]\w*/, "variable"],
+      [/[{}()[\]]/, "@brackets"],
+      [/[:;.,=*]/, "delimiter"],
+    ],
+  },
+};
+
+/** HLO element types: f32[4000,4000]{1,0} (shape with layout), pred[], token[]. */
+const HLO_TYPES =
+  "(?:pred|bf16|f8\\w*|f16|f32|f64|s4|s8|s16|s32|s64|u4|u8|u16|u32|u64|c64|c128|token|tuple)";
+
+/** Optimised HLO text and StableHLO (MLIR) share one tokenizer: their token kinds line up. */
+const hlo: monaco.languages.IMonarchLanguage = {
+  defaultToken: "",
+  tokenPostfix: ".hlo",
+  brackets: [
+    { open: "{", close: "}", token: "delimiter.curly" },
+    { open: "[", close: "]", token: "delimiter.square" },
+    { open: "(", close: ")", token: "delimiter.parenthesis" },
+    { open: "<", close: ">", token: "delimiter.angle" },
+  ],
+  tokenizer: {
+    root: [
+      [/\/\/.*$/, "comment"],
+      [/\/\*/, "comment", "@blockComment"],
+      // MLIR debug locations: "#loc3 = loc(...)" lines and trailing "loc(#loc3)".
+      [/^#loc.*$/, "comment"],
+      [/\bloc\([^)]*\)/, "comment"],
+      // The name an instruction defines, at the start of its line (ROOT marks the result).
+      [/^(\s*)(ROOT)(\s+)([%\w.\-]+)(?=\s*=)/, ["", "keyword.flow", "", "variable.name"]],
+      [/^(\s*)(%?[\w.\-]+)(?=\s*=\s)/, ["", "variable.name"]],
+      [/\b(?:HloModule|ENTRY|ROOT|module|attributes|return|public|private)\b/, "keyword.flow"],
+      [/^(?:FileNames|FunctionNames|FileLocations|StackFrames)$/, "keyword.flow"],
+      [new RegExp(`\\b${HLO_TYPES}\\[[^\\]]*\\](?:\\{[^}]*\\})?`), "type"],
+      [/\b(?:tensor|memref|vector|tuple)<[^>]*>/, "type"],
+      [/\b(?:[iuf]\d+|bf16|index)\b/, "type"],
+      [/%[\w.\-#]+/, "variable"],
+      [/@[\w.\-$]+/, "variable.predefined"],
+      [/"/, "string", "@string"],
+      // Dialect operations: stablehlo.add, func.func, sdy.sharding.
+      [/\b[a-z_]+\.[a-z_][\w.]*(?=[\s(<{:]|$)/, "keyword"],
+      // Attributes: dimensions={1}, metadata={...}, mhlo.num_partitions = 1.
+      [/[a-zA-Z_][\w.]*(?=\s*=)/, "attribute.name"],
+      // HLO opcodes: multiply(%a, %b), parameter(0), fusion(...).
+      [/[a-z][\w\-]*(?=\()/, "keyword"],
+      [/\bdense(?=<)/, "keyword"],
+      [/-?\d+\.\d*(?:e[+-]?\d+)?|-?\d+e[+-]?\d+|0x[0-9a-fA-F]+|-?\d+/, "number"],
+      [/\b(?:true|false)\b/, "number"],
+      [/[a-zA-Z_][\w\-]*/, "identifier"],
+      [/[{}()[\]<>]/, "@brackets"],
+      [/->|[:;.,=*]/, "delimiter"],
+    ],
+    blockComment: [
+      [/[^*]+/, "comment"],
+      [/\*\//, "comment", "@pop"],
+      [/\*/, "comment"],
+    ],
+    string: [
+      [/[^\\"]+/, "string"],
+      [/\\./, "string.escape"],
+      [/"/, "string", "@pop"],
+    ],
+  },
+};
+
+const COMMENT_CONF: monaco.languages.LanguageConfiguration = {
+  brackets: [
+    ["{", "}"],
+    ["[", "]"],
+    ["(", ")"],
+  ],
+};
+
+let registered = false;
+
+/** Registers "jaxpr" and "hlo" and the page's two themes; safe to call more than once. */
+export function registerLanguages(): void {
+  if (registered) return;
+  registered = true;
+  monaco.languages.register({ id: "jaxpr", aliases: ["jaxpr"] });
+  monaco.languages.setMonarchTokensProvider("jaxpr", jaxpr);
+  monaco.languages.setLanguageConfiguration("jaxpr", {
+    ...COMMENT_CONF,
+    comments: { lineComment: "#" },
+  });
+  monaco.languages.register({ id: "hlo", aliases: ["HLO", "StableHLO"] });
+  monaco.languages.setMonarchTokensProvider("hlo", hlo);
+  monaco.languages.setLanguageConfiguration("hlo", {
+    ...COMMENT_CONF,
+    comments: { lineComment: "//", blockComment: ["/*", "*/"] },
+  });
+
+  // Monaco's vs / vs-dark colour "attribute.name" bright red and every variable the same as a
+  // keyword; in a jaxpr nearly every word is a variable, so those are toned down here.
+  monaco.editor.defineTheme("playground-light", {
+    base: "vs",
+    inherit: true,
+    rules: [
+      { token: "keyword.jaxpr", foreground: "0b57d0", fontStyle: "bold" },
+      { token: "keyword.hlo", foreground: "0b57d0" },
+      { token: "keyword.flow", foreground: "9c27b0" },
+      { token: "type.jaxpr", foreground: "0e7c86" },
+      { token: "type.hlo", foreground: "0e7c86" },
+      { token: "variable.jaxpr", foreground: "1f2328" },
+      { token: "variable.hlo", foreground: "795e26" },
+      { token: "variable.name.hlo", foreground: "795e26", fontStyle: "bold" },
+      { token: "variable.predefined.hlo", foreground: "af5f00" },
+      { token: "attribute.name", foreground: "6b6f76" },
+      { token: "identifier.hlo", foreground: "3b4048" },
+      { token: "comment", foreground: "8a8f98", fontStyle: "italic" },
+    ],
+    colors: {},
+  });
+  monaco.editor.defineTheme("playground-dark", {
+    base: "vs-dark",
+    inherit: true,
+    rules: [
+      { token: "keyword.jaxpr", foreground: "7cacf8", fontStyle: "bold" },
+      { token: "keyword.hlo", foreground: "7cacf8" },
+      { token: "keyword.flow", foreground: "d69ae6" },
+      { token: "type.jaxpr", foreground: "4ec9b0" },
+      { token: "type.hlo", foreground: "4ec9b0" },
+      { token: "variable.jaxpr", foreground: "d4d4d4" },
+      { token: "variable.hlo", foreground: "dcdcaa" },
+      { token: "variable.name.hlo", foreground: "dcdcaa", fontStyle: "bold" },
+      { token: "variable.predefined.hlo", foreground: "e5a66b" },
+      { token: "attribute.name", foreground: "9aa1ab" },
+      { token: "identifier.hlo", foreground: "c8ccd2" },
+      { token: "comment", foreground: "7f8791", fontStyle: "italic" },
+    ],
+    colors: {},
+  });
+}
+
+export function themeName(theme: "light" | "dark"): string {
+  registerLanguages();
+  return theme === "dark" ? "playground-dark" : "playground-light";
+}

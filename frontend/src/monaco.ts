@@ -1,0 +1,30 @@
+// Monaco, trimmed to what the playground uses: the Python editor and the read-only views of
+// compiled code (plain and diff).
+//
+// Since monaco-editor 0.56 the package's "exports" map sends `monaco-editor/<x>` to
+// `esm/vs/<x>.js`. `monaco-editor` itself would pull in every language and feature (several MB);
+// we import the bare editor API, the features we want and the Python tokenizer only.
+import * as monaco from "monaco-editor/editor";
+
+import "monaco-editor/features/codicon/register";
+import "monaco-editor/features/bracketMatching/register";
+import "monaco-editor/features/clipboard/register";
+import "monaco-editor/features/comment/register";
+import "monaco-editor/features/contextmenu/register";
+import "monaco-editor/features/cursorUndo/register";
+import "monaco-editor/features/find/register";
+import "monaco-editor/features/folding/register";
+import "monaco-editor/features/gotoError/register";
+import "monaco-editor/features/hover/register";
+import "monaco-editor/features/indentation/register";
+import "monaco-editor/features/linesOperations/register";
+import "monaco-editor/features/multicursor/register";
+import "monaco-editor/features/suggest/register";
+import "monaco-editor/features/wordHighlighter/register";
+import "monaco-editor/features/wordOperations/register";
+import "monaco-editor/languages/definitions/python/register";
+
+export { monaco };
+
+export const MONO_FONT =
+  'ui-monospace, "SF Mono", "Cascadia Code", "JetBrains Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace';

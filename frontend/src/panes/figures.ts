@@ -1,0 +1,158 @@
+// The "Figures" tab: the images a run shows (matplotlib figures come as PNG), numbered in order,
+// and the rich displays that are not plain text. HTML is shown as its text, never as markup:
+// it comes from the snippet. Plain-text values go to the Output tab, in order with the prints;
+// side-by-side jaxprs go to Compiled.
+import type { DisplayEvent, RunEvent } from "../events";
+import { el, num, str } from "../format";
+import type { Pane } from "./pane";
+
+const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"]);
+const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
+const MAX_GENERIC_CHARS = 4000;
+
+/** Whether the Output tab shows this display (a value or an array's summary, as text). */
+export function isTextDisplay(event: DisplayEvent): boolean {
+  return (
+    event.mime === "text/plain" &&
+    typeof event.text === "string" &&
+    (event.kind === undefined || event.kind === null || event.kind === "array" || event.kind === "value")
+  );
+}
+
+export class FiguresPane implements Pane {
+  readonly id = "figures";
+  readonly title = "Figures";
+  readonly element: HTMLElement;
+  onChange?: (count: number | null) => void;
+
+  private readonly placeholder: HTMLElement;
+  private readonly gallery: HTMLElement;
+  private figures = 0;
+  private items = 0;
+  private finished = false;
+
+  constructor() {
+    this.element = el("div", "pane-scroll figures");
+    this.placeholder = el("div", "pane-placeholder");
+    this.gallery = el("div", "figure-list");
+    this.element.append(this.placeholder, this.gallery);
+    this.reset();
+  }
+
+  reset(): void {
+    this.gallery.replaceChildren();
+    this.figures = 0;
+    this.items = 0;
+    this.finished = false;
+    this.renderPlaceholder();
+  }
+
+  idle(): void {
+    this.reset();
+  }
+
+  handle(event: RunEvent): void {
+    if (event.type === "finished") {
+      this.finished = true;
+      this.renderPlaceholder();
+      return;
+    }
+    if (event.type !== "display" || event.kind === "jaxprs" || isTextDisplay(event)) return;
+    const mime = str(event.mime) ?? "";
+    let card: HTMLElement;
+    if (IMAGE_TYPES.has(mime) && typeof event.data === "string" && BASE64.test(event.data)) {
+      this.figures += 1;
+      card = figureCard(event, mime, this.figures);
+    } else if (mime === "text/html" && typeof event.html === "string") {
+      card = textCard("HTML output, shown as text", htmlToText(event.html));
+    } else {
+      card = genericCard(event);
+    }
+    this.gallery.append(card);
+    this.items += 1;
+    this.renderPlaceholder();
+    this.onChange?.(this.items);
+  }
+
+  private renderPlaceholder(): void {
+    this.placeholder.hidden = this.items > 0;
+    if (this.items > 0) return;
+    const code = (text: string) => el("code", null, text);
+    this.placeholder.replaceChildren(
+      el("p", "pane-placeholder-title", this.finished ? "This run showed no figures." : "No figures yet."),
+      el(
+        "p",
+        null,
+        "Matplotlib figures land here: call ",
+        code("plt.show()"),
+        ", or leave them open when the run ends.",
+      ),
+    );
+  }
+}
+
+function figureCard(event: DisplayEvent, mime: string, n: number): HTMLElement {
+  const src = `data:${mime};base64,${(event.data as string).replace(/\s+/g, "")}`;
+  const caption = str(event.caption) ?? str(event.title) ?? str(event.label);
+  // matplotlib's own description ("<Figure size 640x480 with 1 Axes>") makes a fair alt text.
+  const description = str(event.text);
+  const img = el("img", "figure-image");
+  img.src = src;
+  img.alt = caption ? `Figure ${n}: ${caption}` : description ? `Figure ${n}: ${description}` : `Figure ${n}`;
+  const width = num(event.width);
+  if (width !== null && width > 0) {
+    // Shown at its own size (or narrower): a small figure is not blown up.
+    img.width = width;
+    const height = num(event.height);
+    if (height !== null && height > 0) img.height = height;
+  }
+  img.decoding = "async";
+  img.title = "Click to show at full size";
+  const frame = el("div", "figure-frame", img);
+  img.addEventListener("click", () => frame.classList.toggle("is-zoomed"));
+
+  const download = el("a", "figure-download", "Download");
+  download.href = src;
+  download.download = `figure-${n}.${mime === "image/svg+xml" ? "svg" : mime.split("/")[1]}`;
+  const figcaption = el(
+    "figcaption",
+    "figure-caption",
+    el("span", "figure-number", `Figure ${n}`),
+    caption ? el("span", "figure-text", caption) : null,
+    el("span", "spacer"),
+    download,
+  );
+  const figure = el("figure", "card figure-card", frame, figcaption);
+  figure.id = `figure-${n}`;
+  return figure;
+}
+
+function textCard(title: string, text: string): HTMLElement {
+  const pre = el("pre", "display-text");
+  pre.textContent = text;
+  return el("section", "card display-card", el("header", "card-header", el("h3", "card-title", title)), pre);
+}
+
+/** The text of an HTML fragment: parsed inert (DOMParser runs no scripts, loads nothing). */
+function htmlToText(html: string): string {
+  const doc = new DOMParser().parseFromString(html, "text/html");
+  for (const node of doc.querySelectorAll("script, style")) node.remove();
+  for (const node of doc.querySelectorAll("br, p, div, tr, li, h1, h2, h3, h4, table")) {
+    node.append("\n");
+  }
+  for (const node of doc.querySelectorAll("td, th")) node.append("\t");
+  return (doc.body.textContent ?? "").replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+}
+
+/** A display of a kind this page does not know yet. */
+function genericCard(event: DisplayEvent): HTMLElement {
+  const title = str(event.kind) ?? str(event.mime) ?? "display";
+  let text: string;
+  if (typeof event.text === "string") text = event.text;
+  else {
+    const { seq: _seq, ts: _ts, type: _type, ...rest } = event;
+    text = JSON.stringify(rest, null, 2);
+  }
+  if (text.length > MAX_GENERIC_CHARS) text = `${text.slice(0, MAX_GENERIC_CHARS)}\n…`;
+  return textCard(title, text);
+}

@@ -1,0 +1,379 @@
+// The "Timing" tab: single measurements (%timeit, %time, jaxplay.bench) as a list, and each
+// comparison of several implementations (jaxplay.compare) as a bar chart of medians with their
+// spread above a table with speed-ups against the first row.
+import type { RunEvent, TimingRow, TimingSingle } from "../events";
+import { count, duration, el, num, percent, rate, speedup, str } from "../format";
+import type { Pane } from "./pane";
+
+const SINGLE_KINDS = new Set(["single", "bench", "timeit", "time"]);
+const KIND_CHIPS: Record<string, string> = { timeit: "%timeit", time: "%time", bench: "bench" };
+
+export class TimingPane implements Pane {
+  readonly id = "timing";
+  readonly title = "Timing";
+  readonly element: HTMLElement;
+  onChange?: (count: number | null) => void;
+
+  private readonly placeholder: HTMLElement;
+  private readonly cards: HTMLElement;
+  private singles: HTMLElement | null = null;
+  private count = 0;
+  private finished = false;
+
+  constructor() {
+    this.element = el("div", "pane-scroll timing");
+    this.placeholder = el("div", "pane-placeholder");
+    this.cards = el("div", "timing-cards");
+    this.element.append(this.placeholder, this.cards);
+    this.reset();
+  }
+
+  reset(): void {
+    this.cards.replaceChildren();
+    this.singles = null;
+    this.count = 0;
+    this.finished = false;
+    this.renderPlaceholder();
+  }
+
+  idle(): void {
+    this.reset();
+  }
+
+  handle(event: RunEvent): void {
+    if (event.type === "finished") {
+      this.finished = true;
+      this.renderPlaceholder();
+      return;
+    }
+    if (event.type !== "timing") return;
+    const data = event as unknown as Record<string, unknown>;
+    const kind = str(data.kind) ?? "single";
+    if (kind === "comparison" && Array.isArray(data.rows)) {
+      this.cards.append(comparisonCard(data));
+      // Later single measurements start a list of their own, below the comparison.
+      this.singles = null;
+    } else if (SINGLE_KINDS.has(kind)) {
+      if (!this.singles) {
+        this.singles = el("ul", "measure-list");
+        this.cards.append(
+          el("section", "card timing-card", el("header", "card-header", el("h3", "card-title", "Measurements")), this.singles),
+        );
+      }
+      this.singles.append(measurement(data as TimingSingle, kind));
+    } else {
+      this.cards.append(genericCard(data));
+    }
+    this.count += 1;
+    this.renderPlaceholder();
+    this.onChange?.(this.count);
+  }
+
+  private renderPlaceholder(): void {
+    this.placeholder.hidden = this.count > 0;
+    if (this.count > 0) return;
+    const code = (text: string) => el("code", null, text);
+    this.placeholder.replaceChildren(
+      el("p", "pane-placeholder-title", this.finished ? "This run timed nothing." : "No timings yet."),
+      el(
+        "p",
+        null,
+        code("%timeit f(x)"),
+        " and ",
+        code("%time f(x)"),
+        " work as in Jupyter. ",
+        code("jaxplay.bench(f, x)"),
+        " times a function properly (compile apart, warm-up, block_until_ready, median and spread), and ",
+        code('jaxplay.compare({"numpy": f, "jit": jax.jit(f)}, x)'),
+        " times several side by side.",
+      ),
+    );
+  }
+}
+
+// ---- Single measurements -------------------------------------------------------------------
+
+/**
+ * One measurement: its label, the headline time as its timer reports it (%timeit: the mean ±
+ * std per loop; %time: the wall time; bench: the median), then the details that were measured.
+ */
+function measurement(r: TimingSingle, kind: string): HTMLElement {
+  const median = num(r.median_ms);
+  const mean = num(r.mean_ms);
+  const std = num(r.std_ms);
+  const wall = num(r.wall_ms);
+  const meanStd = mean === null ? null : std !== null && std > 0 ? `${duration(mean)} ± ${duration(std)}` : duration(mean);
+
+  let headline: string | null = null;
+  let headlineTitle = "";
+  const details: [string, string, string?][] = [];
+  if (kind === "time") {
+    headline = wall !== null ? duration(wall) : median !== null ? duration(median) : meanStd;
+    headlineTitle = "wall time";
+    const user = num(r.cpu_user_ms);
+    const sys = num(r.cpu_sys_ms);
+    if (user !== null) details.push(["CPU user", duration(user)]);
+    if (sys !== null) details.push(["sys", duration(sys)]);
+  } else if (kind === "timeit" || median === null) {
+    headline = meanStd;
+    headlineTitle = std !== null ? "mean ± std. dev. per loop" : "mean per loop";
+    if (median !== null) details.push(["median", duration(median)]);
+  } else {
+    headline = duration(median);
+    headlineTitle = "median per call";
+    if (std !== null) details.push(["± std", duration(std)]);
+  }
+  const min = num(r.min_ms);
+  if (min !== null && kind !== "time") details.push(["min", duration(min)]);
+  const repeats = num(r.repeats);
+  const loops = num(r.loops);
+  if (kind !== "time" && (repeats !== null || loops !== null)) {
+    details.push([
+      "runs",
+      loops !== null && loops !== 1 ? `${repeats ?? "?"} × ${loops.toLocaleString("en")} loops` : `${repeats}`,
+      "Repeats × calls per repeat",
+    ]);
+  }
+  const compile = num(r.compile_ms);
+  if (compile !== null) details.push(["compile", duration(compile), "Compiled before timing, and not counted"]);
+  const gflops = num(r.gflops);
+  if (gflops !== null) details.push(["GFLOP/s", rate(gflops)]);
+  const gbs = num(r.gbs) ?? num(r.gbps);
+  if (gbs !== null) details.push(["GB/s", rate(gbs)]);
+  for (const [label, share] of peakShares(r)) details.push([label, percent(share)]);
+
+  const value = el("span", "measure-value", headline ?? "—");
+  if (headlineTitle) value.title = headlineTitle;
+  const head = el("span", "measure-head");
+  const chip = KIND_CHIPS[kind];
+  if (chip) head.append(el("span", "chip", chip));
+  head.append(el("span", "measure-label", str(r.label) ?? "(unnamed)"));
+  if (r.dispatch_only === true) head.append(el("span", "chip chip-warn", "dispatch only"));
+  if (r.donated === true) head.append(el("span", "chip", "donated"));
+  head.append(value);
+  const item = el("li", "measure", head);
+  if (details.length) {
+    item.append(
+      el(
+        "span",
+        "measure-details",
+        ...details.map(([k, v, title]) => {
+          const s = el("span", "stat", el("span", "stat-label", k), el("span", "stat-value", v));
+          if (title) s.title = title;
+          return s;
+        }),
+      ),
+    );
+  }
+  for (const note of notesOf(r)) item.append(el("span", "measure-note", note));
+  return item;
+}
+
+/** "of H200 bandwidth 42 %", "of peak 42 %": the shares of the device's peak the timer knows. */
+function peakShares(r: TimingSingle): [string, number][] {
+  const out: [string, number][] = [];
+  const name = str(r.peak_name);
+  const bandwidth = num(r.bandwidth_share);
+  const flops = num(r.flops_share);
+  if (bandwidth !== null) out.push([`of ${name ?? "peak"} bandwidth`, bandwidth]);
+  if (flops !== null) out.push([`of ${name ?? "peak"} FLOP/s`, flops]);
+  const share = num(r.peak_share);
+  if (share !== null && out.length === 0) out.push(["of peak", share]);
+  return out;
+}
+
+function notesOf(r: TimingSingle): string[] {
+  const notes: string[] = [];
+  const note = str(r.note);
+  if (note) notes.push(note);
+  if (Array.isArray(r.notes)) for (const n of r.notes) if (typeof n === "string" && n) notes.push(n);
+  return notes;
+}
+
+// ---- Comparisons ---------------------------------------------------------------------------
+
+interface Column<T> {
+  head: string;
+  title?: string;
+  cell(row: T): string | null;
+  className?: string;
+}
+
+function comparisonCard(data: Record<string, unknown>): HTMLElement {
+  const rows = (data.rows as unknown[]).filter((r): r is TimingRow => typeof r === "object" && r !== null);
+  const baseMedian = rows.length ? num(rows[0].median_ms) : null;
+  const speedOf = (r: TimingRow): number | null => {
+    const given = num(r.speedup);
+    if (given !== null) return given;
+    const median = num(r.median_ms);
+    return baseMedian !== null && median ? baseMedian / median : null;
+  };
+  const baseline = str(data.baseline) ?? str(rows[0]?.label) ?? null;
+
+  const card = el("section", "card timing-card comparison");
+  const title = el("h3", "card-title", str(data.label) ?? "Comparison");
+  const sub = el("span", "card-sub", baseline ? `speed-up against ${baseline}` : "");
+  card.append(el("header", "card-header", title, sub));
+  card.append(barChart(rows, speedOf));
+
+  const columns: Column<TimingRow>[] = [
+    { head: "", cell: (r) => str(r.label) ?? "(unnamed)", className: "cell-label" },
+    { head: "median", cell: (r) => ms(r.median_ms), className: "cell-num cell-main" },
+    { head: "± std", cell: (r) => ms(r.std_ms), className: "cell-num" },
+    { head: "min", cell: (r) => ms(r.min_ms), className: "cell-num" },
+    {
+      head: "speed-up",
+      title: `Median time of ${baseline ?? "the first row"} divided by this one's`,
+      cell: (r) => {
+        const s = speedOf(r);
+        return s === null ? null : speedup(s);
+      },
+      className: "cell-num cell-speedup",
+    },
+    {
+      head: "GFLOP/s",
+      title: "Floating-point operations per call (XLA's cost analysis) ÷ median time",
+      cell: (r) => {
+        const v = num(r.gflops);
+        return v === null ? null : rate(v);
+      },
+      className: "cell-num",
+    },
+    {
+      head: "GB/s",
+      title: "Bytes accessed per call (XLA's cost analysis) ÷ median time",
+      cell: (r) => {
+        const v = num(r.gbs) ?? num(r.gbps);
+        return v === null ? null : rate(v);
+      },
+      className: "cell-num",
+    },
+    {
+      head: "of peak",
+      title: "Share of the device's peak memory bandwidth",
+      cell: (r) => {
+        const v = num(r.bandwidth_share) ?? num(r.peak_share);
+        return v === null ? null : percent(v);
+      },
+      className: "cell-num",
+    },
+  ];
+  card.append(el("div", "table-scroll", table(columns, rows, notesOf)));
+
+  // NumPy and un-jitted JAX have no cost analysis: their rates borrow a jitted row's counts.
+  const borrowed = rows.filter((r) => str(r.cost_from) && r.cost_from !== r.label && (num(r.gbs) ?? num(r.gflops)) !== null);
+  if (borrowed.length) {
+    const names = borrowed.map((r) => str(r.label) ?? "?").join(", ");
+    const donor = str(borrowed[0].cost_from)!;
+    card.append(
+      el("p", "card-foot", `GFLOP/s and GB/s of ${names} count the work of ${donor} (from XLA's cost analysis): the same computation, done another way.`),
+    );
+  }
+  return card;
+}
+
+/** One bar per row: the median, a whisker of ± one standard deviation, a tick at the minimum. */
+function barChart(rows: TimingRow[], speedOf: (r: TimingRow) => number | null): HTMLElement {
+  const chart = el("div", "bar-chart");
+  let top = 0;
+  for (const r of rows) top = Math.max(top, (num(r.median_ms) ?? 0) + (num(r.std_ms) ?? 0));
+  const pct = (value: number) => `${Math.max(0, Math.min(100, (value / (top || 1)) * 100)).toFixed(2)}%`;
+  const summary: string[] = [];
+  rows.forEach((r, i) => {
+    const label = str(r.label) ?? `#${i + 1}`;
+    const median = num(r.median_ms);
+    const std = num(r.std_ms);
+    const min = num(r.min_ms);
+    const s = speedOf(r);
+    const track = el("div", "bar-track");
+    if (median !== null) {
+      const bar = el("div", i === 0 ? "bar bar-baseline" : "bar");
+      bar.style.width = pct(median);
+      track.append(bar);
+      if (std !== null && std > 0) {
+        const low = Math.max(0, median - std);
+        const whisker = el("div", "bar-whisker");
+        whisker.style.left = pct(low);
+        whisker.style.width = `calc(${pct(median + std)} - ${pct(low)})`;
+        track.append(whisker);
+      }
+      if (min !== null) {
+        const tick = el("div", "bar-min");
+        tick.style.left = pct(min);
+        track.append(tick);
+      }
+      track.title = [
+        `median ${duration(median)}`,
+        std !== null ? `± ${duration(std)}` : "",
+        min !== null ? `min ${duration(min)}` : "",
+      ].filter(Boolean).join(" · ");
+    }
+    const value = el("span", "bar-value", median !== null ? duration(median) : "—");
+    const speed = el("span", "bar-speedup", i === 0 ? "baseline" : s !== null ? speedup(s) : "");
+    if (i > 0 && s !== null) speed.dataset.trend = s >= 1.05 ? "faster" : s <= 0.95 ? "slower" : "same";
+    const name = el("span", "bar-label", label);
+    name.title = label;
+    chart.append(name, track, value, speed);
+    summary.push(`${label}: ${median !== null ? duration(median) : "no time"}${i > 0 && s !== null ? ` (${speedup(s)})` : ""}`);
+  });
+  chart.setAttribute("role", "img");
+  chart.setAttribute("aria-label", `Median times: ${summary.join("; ")}`);
+  const legend = el(
+    "p",
+    "bar-legend",
+    el("span", "legend-bar"),
+    "median",
+    el("span", "legend-whisker"),
+    "± 1 std",
+    el("span", "legend-min"),
+    "min",
+  );
+  return el("div", "bar-figure", chart, legend);
+}
+
+/** A table with only the columns some row has a value for, and each row's notes under it. */
+function table<T>(columns: Column<T>[], rows: T[], notes: (row: T) => string[]): HTMLTableElement {
+  const used = columns.filter((c, i) => i === 0 || rows.some((r) => c.cell(r) !== null));
+  const head = el("tr");
+  for (const c of used) {
+    const th = el("th", c.className ?? null, c.head);
+    th.scope = "col";
+    if (c.title) th.title = c.title;
+    head.append(th);
+  }
+  const body = el("tbody");
+  for (const r of rows) {
+    const tr = el("tr", "data-row");
+    used.forEach((c, i) => {
+      const cell = el(i === 0 ? "th" : "td", c.className ?? null, c.cell(r) ?? "—");
+      if (i === 0) (cell as HTMLTableCellElement).scope = "row";
+      tr.append(cell);
+    });
+    body.append(tr);
+    for (const text of notes(r)) {
+      const td = el("td", null, text);
+      td.colSpan = used.length;
+      body.append(el("tr", "note-row", td));
+    }
+  }
+  return el("table", "data-table", el("thead", null, head), body);
+}
+
+function ms(value: unknown): string | null {
+  const n = num(value);
+  return n === null ? null : duration(n);
+}
+
+/** A timing of a kind this page does not know yet: its fields as they are. */
+function genericCard(data: Record<string, unknown>): HTMLElement {
+  const card = el("section", "card timing-card");
+  card.append(el("header", "card-header", el("h3", "card-title", str(data.label) ?? "Timing"), el("span", "card-sub", str(data.kind) ?? "")));
+  const dl = el("dl", "kv");
+  for (const [key, value] of Object.entries(data)) {
+    if (["seq", "ts", "type", "label", "kind", "text"].includes(key)) continue;
+    const text = typeof value === "number" ? (key.endsWith("_ms") ? duration(value) : count(value)) : JSON.stringify(value);
+    dl.append(el("dt", null, key), el("dd", null, text.length > 200 ? `${text.slice(0, 200)}…` : text));
+  }
+  card.append(dl);
+  return card;
+}
