@@ -1,0 +1,62 @@
+"""grad of the loss
+jax.grad(mse_loss) returns the gradient of the loss for every parameter.
+Also: f, grad(f) and vmap(f) as jaxprs side by side, and derivatives of
+derivatives."""
+
+import jax
+import jax.numpy as jnp
+
+import jaxplay
+
+
+def init_params(key, sizes):
+    keys = jax.random.split(key, len(sizes) - 1)
+    return [(jax.random.normal(k, (m, n)) / jnp.sqrt(m), jnp.zeros(n))
+            for k, m, n in zip(keys, sizes[:-1], sizes[1:])]
+
+
+def predict(params, inputs):
+    for W, b in params:
+        outputs = jnp.dot(inputs, W) + b
+        inputs = jnp.tanh(outputs)
+    return outputs
+
+
+def mse_loss(params, inputs, targets):
+    preds = predict(params, inputs)
+    return jnp.mean((preds - targets) ** 2)
+
+
+key_params, key_data = jax.random.split(jax.random.key(0))
+inputs = jax.random.normal(key_data, (128, 3))
+targets = jnp.sin(inputs.sum(axis=1, keepdims=True))
+params = init_params(key_params, [3, 32, 32, 1])
+
+grad_loss = jax.grad(mse_loss)     # with respect to the first argument
+grads = grad_loss(params, inputs, targets)
+for i, (dW, db) in enumerate(grads):
+    norm = jnp.linalg.norm(dW)
+    print(f"layer {i}: dW {dW.shape}, db {db.shape}, |dW| = {norm:.4f}")
+
+
+# What the transformations do to a function: f, grad(f) and vmap(f) as
+# jaxprs, side by side in the Compiled tab. grad adds the backward pass; vmap
+# adds a batch axis to every shape.
+def f(x):
+    return jnp.sum(jnp.tanh(x) ** 2)
+
+
+jaxplay.jaxprs(f, jnp.ones(3))
+
+
+# Python control flow is fine: grad follows the branch the value took. And
+# derivatives of derivatives: grad of grad.
+def cube_if_positive(x):
+    if x > 0:
+        return x ** 3
+    return 0.0
+
+
+d1 = jax.grad(cube_if_positive)
+d2 = jax.grad(d1)
+print(f"f'(3) = {d1(3.0)}   f''(3) = {d2(3.0)}   f'(-1) = {d1(-1.0)}")
