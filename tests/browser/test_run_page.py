@@ -8,105 +8,29 @@ skip, when frontend/dist is missing, because then the page is broken.
 from __future__ import annotations
 
 import json
-import os
 import re
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
+
+from .playground import (
+    RUN_TIMEOUT_MS,
+    SCREENS,
+    open_playground,
+    output,
+    run_status,
+    set_code,
+    wait_until_finished,
+)
 
 # The stack behind the page writes to the test database, which pytest-django only creates when a
 # collected test asks for it. transaction=True: a transaction held open by the test process would
 # lock SQLite against the stack's own writers.
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SCREENS = Path("/tmp/screens")
-# A run's first event can wait for a runner to warm up (about a second, more on a loaded box).
-RUN_TIMEOUT_MS = 60_000
-TERMINAL = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost")
-
 STREAMING = "import time\nfor i in range(5):\n    print('line', i, flush=True)\n    time.sleep(0.3)\n"
 FAILING = "x = 1\nraise ValueError('boom')\n"
 LINES = [f"line {i}" for i in range(5)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _django_beside_playwright():
-    """Playwright's sync API keeps an asyncio loop running in this thread, so Django takes the
-    test process's own database calls (the flush after each test) for calls from async code.
-    They are not: allow them, as Playwright's docs advise for Django."""
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if previous is None:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-@pytest.fixture(scope="module")
-def browser() -> Browser:
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture
-def page(browser: Browser, live_stack) -> Page:
-    """A fresh profile (empty localStorage) on the playground, with the editor ready. Fails the
-    test on any uncaught script error."""
-    context = browser.new_context(
-        base_url=live_stack.url, viewport={"width": 1280, "height": 800}, color_scheme="light"
-    )
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    open_playground(page)
-    yield page
-    context.close()
-    assert errors == [], f"uncaught errors on the page: {errors}"
-
-
-def open_playground(page: Page, reload: bool = False) -> None:
-    if reload:
-        page.reload()
-    else:
-        page.goto("/")
-    page.wait_for_function("() => window.playground && document.querySelector('#editor .monaco-editor')")
-    expect(page.locator("#device-select")).to_be_enabled()
-
-
-def set_code(page: Page, code: str) -> None:
-    page.evaluate("code => window.playground.setCode(code)", code)
-
-
-def run_status(page: Page) -> str:
-    return page.inner_text("#run-status")
-
-
-def wait_until_finished(page: Page) -> str:
-    page.wait_for_function(
-        "terminal => terminal.includes(document.querySelector('#run-status').textContent)",
-        arg=list(TERMINAL),
-        timeout=RUN_TIMEOUT_MS,
-    )
-    return run_status(page)
-
-
-def output(page: Page) -> str:
-    return page.locator("#output").text_content()
 
 
 def test_it_lists_the_online_devices(page: Page):

@@ -1,0 +1,48 @@
+"""Fixtures of the browser tests: one Chromium for the session, a fresh profile per test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from .playground import CHROMIUM, CHROMIUM_ARGS, open_playground
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _django_beside_playwright():
+    """Playwright's sync API keeps an asyncio loop running in this thread, so Django takes the
+    test process's own database calls (the flush after each test) for calls from async code.
+    They are not: allow them, as Playwright's docs advise for Django."""
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if previous is None:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture(scope="session")
+def browser() -> Browser:
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, live_stack) -> Page:
+    """A fresh profile (empty localStorage) on the playground, with the editor ready. Fails the
+    test on any uncaught script error."""
+    context = browser.new_context(
+        base_url=live_stack.url, viewport={"width": 1280, "height": 800}, color_scheme="light"
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    open_playground(page)
+    yield page
+    context.close()
+    assert errors == [], f"uncaught errors on the page: {errors}"

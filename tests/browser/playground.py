@@ -1,0 +1,57 @@
+"""What the browser tests do with the playground page: open it, put code in, wait for a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENS = Path("/tmp/screens")
+# A run's first event can wait for a runner to warm up (about a second, more on a loaded box).
+RUN_TIMEOUT_MS = 60_000
+TERMINAL = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost")
+
+
+def open_playground(page: Page, reload: bool = False, path: str = "/") -> None:
+    if reload:
+        page.reload()
+    else:
+        page.goto(path)
+    page.wait_for_function("() => window.playground && document.querySelector('#editor .monaco-editor')")
+    expect(page.locator("#device-select")).to_be_enabled()
+
+
+def set_code(page: Page, code: str) -> None:
+    page.evaluate("code => window.playground.setCode(code)", code)
+
+
+def get_code(page: Page) -> str:
+    return page.evaluate("window.playground.getCode()")
+
+
+def run_status(page: Page) -> str:
+    return page.inner_text("#run-status")
+
+
+def wait_until_finished(page: Page, timeout_ms: int = RUN_TIMEOUT_MS) -> str:
+    page.wait_for_function(
+        "terminal => terminal.includes(document.querySelector('#run-status').textContent)",
+        arg=list(TERMINAL),
+        timeout=timeout_ms,
+    )
+    return run_status(page)
+
+
+def output(page: Page) -> str:
+    return page.locator("#output").text_content()
