@@ -24,6 +24,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: a stack whose test or benchmark process is killed (a timeout,
+    Ctrl+C) must not live on, consuming tasks from the queues of the next one."""
+    import ctypes
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -45,7 +53,7 @@ class Stack:
         log = open(self.logdir / f"{name}.log", "ab")
         proc = subprocess.Popen(
             argv, cwd=ROOT, env={**self.env, **(extra_env or {})}, stdout=log, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent,
         )
         self.procs[name] = proc
         return proc

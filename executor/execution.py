@@ -113,10 +113,11 @@ class Executor:
                     })
                 except Exception:  # noqa: BLE001 - Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
-                # Beat again after HEARTBEAT_S, or soon after the pool changes (rate-limited).
+                # Beat again after HEARTBEAT_S, or as soon as the pool changes (at most 20 times
+                # a second), so /api/devices says how many runners are warm right now.
+                self._stop.wait(0.05)
                 self.pool.changed.wait(settings.HEARTBEAT_S)
                 self.pool.changed.clear()
-                self._stop.wait(0.2)
             else:
                 self._stop.wait(0.2)
 

@@ -28,8 +28,7 @@ XREAD_COUNT = 500
 
 @database_sync_to_async
 def _load_run(run_id, user):
-    run = access_run_for_user(run_id, user)
-    return (run, run.is_finished) if run else (None, False)
+    return access_run_for_user(run_id, user)
 
 
 @database_sync_to_async
@@ -52,8 +51,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         except ValueError:
             await self.close(code=CLOSE_BAD_REQUEST, reason="'after' must be a non-negative integer")
             return
-        run_id = self.scope["url_route"]["kwargs"]["run_id"]
-        run, _ = await _load_run(run_id, self.scope.get("user"))
+        run = await _load_run(self.scope["url_route"]["kwargs"]["run_id"], self.scope.get("user"))
         if run is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
             return

@@ -96,7 +96,14 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Web, recorder and watchdog write concurrently: wait for the lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # WAL: readers never wait for the recorder's writes; synchronous=NORMAL: a commit does not
+    # wait for fsync (WAL stays consistent; a power cut may lose the last commits, fine for a
+    # development default). Together they take a commit from ~10 ms to well under 1 ms here.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
     # A file, not memory, so the test suite's worker processes share the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -76,19 +76,24 @@ def check_rate_limit(client: str) -> None:
 
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None) -> Run:
+    queue = registry.queue_name(device)
+    # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
+    # transaction, appended to the log (where it gets that same seq) once committed.
+    queued = ev.make_event(ev.QUEUED, position=get_redis().llen(queue) + 1)
+    queued["seq"] = 1
     with transaction.atomic():
         run = Run.objects.create(code=code, device=device, owner=owner, options=options or {})
-        transaction.on_commit(lambda: _enqueue(run))
+        RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
+        transaction.on_commit(lambda: _enqueue(run, queued))
     return run
 
 
-def _enqueue(run: Run) -> None:
+def _enqueue(run: Run, queued: dict) -> None:
     from web.celery import app
 
-    redis = get_redis()
+    logged = get_event_log().append(str(run.id), queued)
+    assert logged is not None and logged["seq"] == 1, logged
     queue = registry.queue_name(run.device)
-    queued = get_event_log().append(str(run.id), ev.make_event(ev.QUEUED, position=redis.llen(queue) + 1))
-    do_record_events(str(run.id), [queued])
     app.send_task(
         RUN_TASK,
         kwargs={"run_id": str(run.id), "code": run.code, "options": run.options,
