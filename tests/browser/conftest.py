@@ -1,4 +1,4 @@
-"""Fixtures of the browser tests: one Chromium for the session, a fresh profile per test."""
+"""Fixtures of the browser tests: one Chromium for the package, a fresh profile per test."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from .playground import CHROMIUM, CHROMIUM_ARGS, open_playground
 
 
-@pytest.fixture(scope="session", autouse=True)
+# Package scope, not session: Playwright's loop must stop once the browser tests are done, or
+# the async tests that run after them find a running loop in their thread.
+@pytest.fixture(scope="package", autouse=True)
 def _django_beside_playwright():
     """Playwright's sync API keeps an asyncio loop running in this thread, so Django takes the
     test process's own database calls (the flush after each test) for calls from async code.
@@ -24,7 +26,7 @@ def _django_beside_playwright():
         os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Browser:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
