@@ -12,10 +12,63 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 
 from . import events as ev
 from .sandbox import Limits, get_launcher
 from .supervisor import Runner, supervise, wait_ready
+
+
+@dataclass
+class RunResult:
+    """A run's events, with what tests and tools ask of them."""
+
+    events: list[dict]
+    finished: dict = field(init=False)
+
+    def __post_init__(self):
+        self.finished = self.events[-1]
+        assert self.finished["type"] == ev.FINISHED, self.events
+
+    @property
+    def status(self) -> str:
+        return self.finished["status"]
+
+    @property
+    def message(self) -> str:
+        return self.finished["message"]
+
+    @property
+    def started(self) -> dict:
+        return self.events[0]
+
+    def of(self, type_: str, **match) -> list[dict]:
+        return [e for e in self.events if e["type"] == type_
+                and all(e.get(k) == v for k, v in match.items())]
+
+    def text(self, kind: str) -> str:
+        return "".join(e["text"] for e in self.of(kind))
+
+    @property
+    def stdout(self) -> str:
+        return self.text(ev.STDOUT)
+
+    @property
+    def stderr(self) -> str:
+        return self.text(ev.STDERR)
+
+    @property
+    def errors(self) -> list[dict]:
+        return self.of(ev.ERROR)
+
+    @property
+    def error(self) -> dict | None:
+        return self.errors[0] if self.errors else None
+
+    def __repr__(self) -> str:
+        short = [{k: (v[:200] + "…" if isinstance(v, str) and len(v) > 200 else v)
+                  for k, v in e.items() if k != "data"} for e in self.events]
+        return f"RunResult({short})"
 
 
 def run_local(code: str, *, launcher, limits: Limits | None = None, options: dict | None = None,

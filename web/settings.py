@@ -4,48 +4,17 @@ value raises ImproperlyConfigured with how to fix it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from executor.envvars import env_bool, env_choice, env_int, env_list, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Local state of a checkout (the SQLite database, the beat schedule): git ignores it.
 VAR_DIR = BASE_DIR / "var"
 VAR_DIR.mkdir(exist_ok=True)
-
-
-def env_str(name: str, default: str) -> str:
-    return os.environ.get(name) or default
-
-
-def env_int(name: str, default: int, minimum: int = 0) -> int:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}")
-    return value
-
-
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    if raw.lower() in ("1", "true", "yes", "on"):
-        return True
-    if raw.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ImproperlyConfigured(f"{name}={raw!r}: use 1/0, true/false, yes/no or on/off")
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -123,9 +92,7 @@ WATCHDOG_EVERY_S = env_int("WATCHDOG_EVERY_S", 5, minimum=1)
 
 # Runs.
 RUN_DEVICE_KINDS = ("cpu", "gpu", "tpu")
-RUN_DEFAULT_DEVICE = env_str("RUN_DEFAULT_DEVICE", "cpu")
-if RUN_DEFAULT_DEVICE not in RUN_DEVICE_KINDS:
-    raise ImproperlyConfigured(f"RUN_DEFAULT_DEVICE={RUN_DEFAULT_DEVICE!r}: choose one of {RUN_DEVICE_KINDS}")
+RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
 # Runs one client (IP address) may start per minute; 0 turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)

@@ -8,68 +8,22 @@ own (62000+) keeps these runners apart from a worker's (60000+) and the sandbox 
 
 from __future__ import annotations
 
-import os
-import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from executor.local import RunResult
+from tests.sandboxed import skip_unless_sandbox
 
 UID_BASE = 62000
 HERE = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = None
-    if not shutil.which("bwrap"):
-        reason = "bubblewrap is not installed (apt-get install bubblewrap)"
-    elif os.geteuid() != 0:
-        reason = "the bwrap sandbox needs root (cgroups, a uid per slot)"
-    if reason:
-        for item in items:
-            path = Path(item.fspath)
-            if path.is_relative_to(HERE) and path.name != "test_units.py":
-                item.add_marker(pytest.mark.skip(reason=reason))
+    skip_unless_sandbox(items, HERE, keep=("test_units.py",))
 
 
-@dataclass
-class Run:
-    events: list[dict]
-    finished: dict = field(init=False)
-
-    def __post_init__(self):
-        self.finished = self.events[-1]
-        assert self.finished["type"] == "finished", self.events
-
-    @property
-    def status(self) -> str:
-        return self.finished["status"]
-
-    @property
-    def started(self) -> dict:
-        return self.events[0]
-
-    def of(self, type_: str, **match) -> list[dict]:
-        return [e for e in self.events if e["type"] == type_
-                and all(e.get(k) == v for k, v in match.items())]
-
-    @property
-    def stdout(self) -> str:
-        return "".join(e["text"] for e in self.of("stdout"))
-
-    @property
-    def stderr(self) -> str:
-        return "".join(e["text"] for e in self.of("stderr"))
-
-    @property
-    def error(self) -> dict | None:
-        errors = self.of("error")
-        return errors[0] if errors else None
-
-    def __repr__(self) -> str:
-        short = [{k: (v[:200] + "…" if isinstance(v, str) and len(v) > 200 else v)
-                  for k, v in e.items() if k not in ("data",)} for e in self.events]
-        return f"Run({short})"
+Run = RunResult
 
 
 @pytest.fixture(scope="session")

@@ -10,12 +10,13 @@ worker or another test session using the default one (60000+) on the same machin
 from __future__ import annotations
 
 import os
-import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from executor.local import RunResult
+from tests.sandboxed import skip_unless_sandbox
 
 from executor.sandbox import Limits, get_launcher
 
@@ -28,57 +29,10 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def pytest_collection_modifyitems(config, items):
-    reason = None
-    if not shutil.which("bwrap"):
-        reason = "bubblewrap is not installed (apt-get install bubblewrap)"
-    elif os.geteuid() != 0:
-        reason = "the bwrap sandbox needs root (cgroups, a uid per slot)"
-    if reason:
-        here = Path(__file__).parent
-        for item in items:
-            if Path(item.fspath).is_relative_to(here):
-                item.add_marker(pytest.mark.skip(reason=reason))
+    skip_unless_sandbox(items, Path(__file__).parent)
 
 
-@dataclass
-class Result:
-    events: list[dict]
-    finished: dict = field(init=False)
-
-    def __post_init__(self):
-        self.finished = self.events[-1]
-        assert self.finished["type"] == "finished", self.events
-
-    @property
-    def status(self) -> str:
-        return self.finished["status"]
-
-    @property
-    def message(self) -> str:
-        return self.finished["message"]
-
-    def text(self, kind: str) -> str:
-        return "".join(e["text"] for e in self.events if e["type"] == kind)
-
-    @property
-    def stdout(self) -> str:
-        return self.text("stdout")
-
-    @property
-    def stderr(self) -> str:
-        return self.text("stderr")
-
-    @property
-    def errors(self) -> list[dict]:
-        return [e for e in self.events if e["type"] == "error"]
-
-    @property
-    def error(self) -> dict | None:
-        return self.errors[0] if self.errors else None
-
-    def __repr__(self) -> str:
-        short = [{k: (v[:300] if isinstance(v, str) else v) for k, v in e.items()} for e in self.events]
-        return f"Result({short})"
+Result = RunResult
 
 
 @pytest.fixture(scope="session")
