@@ -114,6 +114,11 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
     events = [e for e in events if e]
     if not events:
         return
+    if not Run.objects.filter(id=run_id).exists():
+        # A task queued against another database (a reset development database, say): there
+        # is nothing to record it on, and retrying will not change that.
+        log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
+        return
     RunEvent.objects.bulk_create(
         [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"], data=e) for e in events],
         ignore_conflicts=True,

@@ -180,3 +180,11 @@ class TestCancel:
         texts = "".join(e.get("text", "") for e in finished["events"])
         assert "before" in texts and "after" not in texts
         assert client.post(f"/api/runs/{run['id']}/cancel").status_code == 409
+
+
+def test_events_of_a_run_this_database_does_not_have_are_dropped():
+    from playground.actions.runs import do_record_events
+
+    ghost = "11111111-1111-1111-1111-111111111111"
+    do_record_events(ghost, [{"seq": 1, "type": "queued", "ts": time.time(), "position": 1}])
+    assert not RunEvent.objects.filter(run_id=ghost).exists()
