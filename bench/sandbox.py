@@ -1,7 +1,7 @@
 """Measure the sandbox: cold start to "ready", first output byte of print(1) from a warm runner,
 and the memory of an idle warm runner (RSS and PSS from the host's smaps_rollup).
 
-    .venv/bin/python -m tests.sandbox.measure [--runs 10] [--sandbox bwrap|none]
+    .venv/bin/python -m bench.sandbox [--runs 10] [--sandbox bwrap|none]
 
 Not a test: numbers depend on the machine and its load, which it prints with them.
 """
