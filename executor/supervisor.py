@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import events as ev
-from .sandbox import Launcher, Limits
+from .sandbox import Launcher, Limits, human_bytes
 
 READ_CHUNK = 64 * 1024
 # Structured events (jaxpr and HLO dumps) are bounded apart from the user's output.
@@ -32,14 +32,6 @@ EVENT_BYTES_CAP = 16 * 1024**2
 TICK_S = 0.1
 COALESCE_QUIET_S = 0.005
 COALESCE_MAX_S = 0.05
-
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            value = n / size
-            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
 
 
 @dataclass

@@ -20,6 +20,14 @@ RUNNER_PARENT = Path(__file__).resolve().parent.parent  # the folder holding run
 PROJECT_ROOT = RUNNER_PARENT.parent
 
 
+def human_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= size:
+            value = n / size
+            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"
+
+
 @dataclass(frozen=True)
 class Limits:
     """Everything that bounds one run. Defined once, here; the worker's settings give the

@@ -44,7 +44,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import RUNNER_PARENT, Launcher, Limits
+from . import RUNNER_PARENT, Launcher, Limits, human_bytes
 from .cgroups import RUN_PREFIX, CgroupError, Cgroups, RunCgroup
 
 log = logging.getLogger(__name__)
@@ -67,13 +67,6 @@ WARMUP_CPU_S = 60
 # tables and the libraries' file pages, which RLIMIT_DATA does not.
 DATA_HEADROOM = 0.125
 
-
-def human_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= size:
-            value = n / size
-            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
 
 
 class BwrapLauncher(Launcher):
