@@ -218,7 +218,7 @@ def _arg_label(fun, i: int) -> str:
 def _short_repr(value, limit: int = 80) -> str:
     try:
         text = repr(value)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -317,7 +317,7 @@ def _signature(jaxpr, info: dict, in_shardings, donated) -> dict:
     try:
         ctx = config.trace_context()
         hash(ctx)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         ctx = None
     return {
         "args": args,
@@ -333,7 +333,7 @@ def _signature(jaxpr, info: dict, in_shardings, donated) -> dict:
 def _aval_str(aval) -> str:
     try:
         return aval.str_short(short_dtypes=True)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return str(aval)
 
 
@@ -455,7 +455,7 @@ def jaxpr_text(jaxpr) -> tuple[str, list]:
             # A small jaxpr fits on one line; one equation per line reads (and diffs) better.
             annotated = jaxpr.pretty_print(source_info=True, name_stack=False,
                                            width=max(len(body.rstrip()) - 1, 20))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return str(jaxpr), []
     lines, where = [], []
     for line in annotated.split("\n"):
@@ -560,7 +560,7 @@ def _cost(executable) -> dict:
 def _memory(executable) -> dict | None:
     try:
         m = executable.get_compiled_memory_stats()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return None
     out = {}
     for src, dst in (("argument_size_in_bytes", "argument_bytes"),
@@ -598,18 +598,18 @@ def _texts(jaxpr, computation, executable) -> dict:
     try:
         text, where = jaxpr_text(jaxpr)
         put("jaxpr", text, where)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
         fields["jaxpr"] = f"[jaxpr unavailable: {exc}]"
     try:
         from jax._src.interpreters import mlir
 
         put("stablehlo", mlir.module_to_string(computation.stablehlo(), enable_debug_info=False))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
         fields["stablehlo"] = f"[StableHLO unavailable: {exc}]"
     try:
         text, where = hlo_text(executable.as_text())
         put("hlo", text, where)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
         fields["hlo"] = f"[optimised HLO unavailable on this backend: {exc}]"
     fields["truncated"] = truncated
     return fields
@@ -680,7 +680,7 @@ def install() -> bool:
         compile_s = time.perf_counter() - t0
         try:
             _emit(self, info, executable, compile_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
             common.send("compiled", name=info.get("name"), capture_error=f"{type(exc).__name__}: {exc}")
         return executable
 

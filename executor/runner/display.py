@@ -60,7 +60,7 @@ def _repr_png(value) -> bytes | None:
         return None
     try:
         data = method(value)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return None
     return data if isinstance(data, (bytes, bytearray)) and data[:8] == b"\x89PNG\r\n\x1a\n" else None
 
@@ -68,7 +68,7 @@ def _repr_png(value) -> bytes | None:
 def _safe_repr(value) -> str:
     try:
         return repr(value)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
         return f"<{type(value).__name__} (repr failed: {exc})>"
 
 
@@ -79,7 +79,7 @@ def _format(value) -> str:
             if len(text) > 100:
                 return pprint.pformat(value, width=100, sort_dicts=False)
             return text
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
             pass
     return _safe_repr(value)
 
@@ -103,13 +103,13 @@ def array_info(x) -> dict:
         try:
             devices = sorted(x.devices(), key=lambda d: d.id)
             info["devices"] = [f"{d.platform}:{d.id}" for d in devices]
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
             info["devices"] = []
         try:
             info["sharding"] = str(x.sharding)
             spec = getattr(x.sharding, "spec", None)
             info["partition_spec"] = str(spec) if spec is not None else None
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
             info["sharding"] = None
         info["array_type"] = "jax.Array"
     return info
@@ -148,7 +148,7 @@ def _host_copy(x):
         return None
     try:
         return np.asarray(x)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return None
 
 
@@ -162,7 +162,7 @@ def _corners(x):
     try:
         return np.asarray(x[np.ix_(*[np.arange(n) if isinstance(i, slice) else i
                                      for i, n in zip(index, x.shape)])])
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return None
 
 
@@ -193,7 +193,7 @@ def array_summary(x) -> tuple[dict, str]:
             if host is None:
                 lines.append("corners (3 per side of each axis):")
             lines.append(text)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
             pass
     info["stats"] = stats
     return info, "\n".join(lines)
@@ -243,13 +243,13 @@ def flush_figures() -> None:
     try:
         from matplotlib._pylab_helpers import Gcf
         import matplotlib.pyplot as plt
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return
     managers = Gcf.get_all_fig_managers()
     for manager in managers:
         try:
             send_figure(manager.canvas.figure)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
             common._stderr(f"[playground] a figure could not be drawn: {type(exc).__name__}: {exc}")
     if managers:
         plt.close("all")

@@ -192,12 +192,12 @@ def _device_of(args) -> tuple[str | None, str | None]:
             try:
                 d = next(iter(leaf.devices()))
                 return d.platform, d.device_kind
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
                 break
     try:
         d = jax.devices()[0]
         return d.platform, d.device_kind
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return None, None
 
 
@@ -255,7 +255,7 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
             cost = {k: int(v) if isinstance(v, float) and v.is_integer() else v
                     for k, v in (("flops", analysis.get("flops")),
                                  ("bytes_accessed", analysis.get("bytes accessed")))}
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
             cost = {}
     flops = flops if flops is not None else cost.get("flops")
     bytes_accessed = bytes_accessed if bytes_accessed is not None else cost.get("bytes_accessed")

@@ -242,7 +242,7 @@ def _contains_jax_array(value) -> bool:
         import jax
 
         return any(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(value))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
         return False
 
 
