@@ -4,7 +4,7 @@
 // side-by-side jaxprs go to Compiled.
 import type { DisplayEvent, RunEvent } from "../events";
 import { el, num, str } from "../format";
-import type { Pane } from "./pane";
+import { CardListPane } from "./cardlist";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"]);
 const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
@@ -19,44 +19,21 @@ export function isTextDisplay(event: DisplayEvent): boolean {
   );
 }
 
-export class FiguresPane implements Pane {
+export class FiguresPane extends CardListPane {
   readonly id = "figures";
   readonly title = "Figures";
-  readonly element: HTMLElement;
-  onChange?: (count: number | null) => void;
-
-  private readonly placeholder: HTMLElement;
-  private readonly gallery: HTMLElement;
   private figures = 0;
-  private items = 0;
-  private finished = false;
 
   constructor() {
-    this.element = el("div", "pane-scroll figures");
-    this.placeholder = el("div", "pane-placeholder");
-    this.gallery = el("div", "figure-list");
-    this.element.append(this.placeholder, this.gallery);
+    super("figures", "figure-list");
     this.reset();
   }
 
-  reset(): void {
-    this.gallery.replaceChildren();
+  protected clear(): void {
     this.figures = 0;
-    this.items = 0;
-    this.finished = false;
-    this.renderPlaceholder();
   }
 
-  idle(): void {
-    this.reset();
-  }
-
-  handle(event: RunEvent): void {
-    if (event.type === "finished") {
-      this.finished = true;
-      this.renderPlaceholder();
-      return;
-    }
+  protected take(event: RunEvent): void {
     if (event.type !== "display" || event.kind === "jaxprs" || isTextDisplay(event)) return;
     const mime = str(event.mime) ?? "";
     let card: HTMLElement;
@@ -68,26 +45,15 @@ export class FiguresPane implements Pane {
     } else {
       card = genericCard(event);
     }
-    this.gallery.append(card);
-    this.items += 1;
-    this.renderPlaceholder();
-    this.onChange?.(this.items);
+    this.list.append(card);
+    this.added();
   }
 
-  private renderPlaceholder(): void {
-    this.placeholder.hidden = this.items > 0;
-    if (this.items > 0) return;
-    const code = (text: string) => el("code", null, text);
-    this.placeholder.replaceChildren(
-      el("p", "pane-placeholder-title", this.finished ? "This run showed no figures." : "No figures yet."),
-      el(
-        "p",
-        null,
-        "Matplotlib figures land here: call ",
-        code("plt.show()"),
-        ", or leave them open when the run ends.",
-      ),
-    );
+  protected placeholderText(finished: boolean): [string, (string | Node)[]] {
+    return [
+      finished ? "This run showed no figures." : "No figures yet.",
+      ["Matplotlib figures land here: call ", el("code", null, "plt.show()"), ", or leave them open when the run ends."],
+    ];
   }
 }
 

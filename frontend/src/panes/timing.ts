@@ -3,81 +3,52 @@
 // spread above a table with speed-ups against the first row.
 import type { RunEvent, TimingRow, TimingSingle } from "../events";
 import { count, duration, el, num, percent, rate, speedup, str } from "../format";
-import type { Pane } from "./pane";
+import { CardListPane } from "./cardlist";
 
 const SINGLE_KINDS = new Set(["single", "bench", "timeit", "time"]);
 const KIND_CHIPS: Record<string, string> = { timeit: "%timeit", time: "%time", bench: "bench" };
 
-export class TimingPane implements Pane {
+export class TimingPane extends CardListPane {
   readonly id = "timing";
   readonly title = "Timing";
-  readonly element: HTMLElement;
-  onChange?: (count: number | null) => void;
-
-  private readonly placeholder: HTMLElement;
-  private readonly cards: HTMLElement;
   private singles: HTMLElement | null = null;
-  private count = 0;
-  private finished = false;
 
   constructor() {
-    this.element = el("div", "pane-scroll timing");
-    this.placeholder = el("div", "pane-placeholder");
-    this.cards = el("div", "timing-cards");
-    this.element.append(this.placeholder, this.cards);
+    super("timing", "timing-cards");
     this.reset();
   }
 
-  reset(): void {
-    this.cards.replaceChildren();
+  protected clear(): void {
     this.singles = null;
-    this.count = 0;
-    this.finished = false;
-    this.renderPlaceholder();
   }
 
-  idle(): void {
-    this.reset();
-  }
-
-  handle(event: RunEvent): void {
-    if (event.type === "finished") {
-      this.finished = true;
-      this.renderPlaceholder();
-      return;
-    }
+  protected take(event: RunEvent): void {
     if (event.type !== "timing") return;
     const data = event as unknown as Record<string, unknown>;
     const kind = str(data.kind) ?? "single";
     if (kind === "comparison" && Array.isArray(data.rows)) {
-      this.cards.append(comparisonCard(data));
+      this.list.append(comparisonCard(data));
       // Later single measurements start a list of their own, below the comparison.
       this.singles = null;
     } else if (SINGLE_KINDS.has(kind)) {
       if (!this.singles) {
         this.singles = el("ul", "measure-list");
-        this.cards.append(
+        this.list.append(
           el("section", "card timing-card", el("header", "card-header", el("h3", "card-title", "Measurements")), this.singles),
         );
       }
       this.singles.append(measurement(data as TimingSingle, kind));
     } else {
-      this.cards.append(genericCard(data));
+      this.list.append(genericCard(data));
     }
-    this.count += 1;
-    this.renderPlaceholder();
-    this.onChange?.(this.count);
+    this.added();
   }
 
-  private renderPlaceholder(): void {
-    this.placeholder.hidden = this.count > 0;
-    if (this.count > 0) return;
+  protected placeholderText(finished: boolean): [string, (string | Node)[]] {
     const code = (text: string) => el("code", null, text);
-    this.placeholder.replaceChildren(
-      el("p", "pane-placeholder-title", this.finished ? "This run timed nothing." : "No timings yet."),
-      el(
-        "p",
-        null,
+    return [
+      finished ? "This run timed nothing." : "No timings yet.",
+      [
         code("%timeit f(x)"),
         " and ",
         code("%time f(x)"),
@@ -86,8 +57,8 @@ export class TimingPane implements Pane {
         " times a function properly (compile apart, warm-up, block_until_ready, median and spread), and ",
         code('jaxplay.compare({"numpy": f, "jit": jax.jit(f)}, x)'),
         " times several side by side.",
-      ),
-    );
+      ],
+    ];
   }
 }
 
