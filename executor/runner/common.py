@@ -93,7 +93,7 @@ def _stderr(message: str) -> None:
     try:
         sys.stderr.write(message + "\n")
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+    except Exception:  # noqa: BLE001 - the snippet may have closed or replaced sys.stderr
         pass
 
 

@@ -20,6 +20,7 @@ import time
 import traceback
 
 from . import hooks
+from .common import flush_user_streams
 
 SNIPPET_FILENAME = "<snippet>"
 RUNNER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
@@ -129,24 +130,16 @@ def run_snippet(source: str, channel: EventChannel) -> str:
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status = "failed"
-            _flush_user_streams()
+            flush_user_streams()
             channel.send(
                 "error", exc_type="SystemExit", message=f"exited with code {exc.code}",
                 line=None, traceback="",
             )
     except BaseException as exc:  # noqa: BLE001 - the snippet's failure is the result
         status = "failed"
-        _flush_user_streams()
+        flush_user_streams()
         channel.send("error", **hooks.error_event(exc, describe_exception(exc)))
     return status
-
-
-def _flush_user_streams() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:  # noqa: BLE001 - the snippet may have closed or replaced it
-            pass
 
 
 def _confine(args) -> None:
@@ -201,6 +194,6 @@ def main(argv: list[str]) -> int:
 
     status = run_snippet(request["code"], channel)
     hooks.finish()  # figures left open
-    _flush_user_streams()
+    flush_user_streams()
     channel.send("exit", status=status)
     os._exit(0 if status == "succeeded" else 1)
