@@ -46,8 +46,34 @@ def pytest_collection_modifyitems(items):
     """A test on the live stack needs the test database (the stack writes to it) and real
     commits (the stack's processes cannot see a test's open transaction)."""
     for item in items:
-        if "live_stack" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("django_db"):
-            item.add_marker(pytest.mark.django_db(transaction=True))
+        if "live_stack" in getattr(item, "fixturenames", ()):
+            if not item.get_closest_marker("django_db"):
+                item.add_marker(pytest.mark.django_db(transaction=True))
+            # Torn down before the database is flushed (the database fixture is set up first).
+            item.add_marker(pytest.mark.usefixtures("_recording_settled"))
+
+
+@pytest.fixture
+def _recording_settled(redis_client):
+    """After a test on the live stack: wait until the recorder has written every run's last
+    event. Flushing the tables while it still writes a batch can deadlock on PostgreSQL (its
+    foreign-key check and the TRUNCATE take the two tables' locks in opposite orders)."""
+    yield
+    import time
+
+    from executor import events as ev
+    from playground.models import Run, RunEvent
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        unsettled = 0
+        for run_id, status in Run.objects.values_list("id", "status"):
+            logged = int(redis_client.get(ev.seq_key(str(run_id))) or 0)
+            if status not in ev.TERMINAL_STATUSES or RunEvent.objects.filter(run_id=run_id).count() < logged:
+                unsettled += 1
+        if not unsettled:
+            return
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
