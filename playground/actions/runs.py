@@ -114,29 +114,33 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
     events = [e for e in events if e]
     if not events:
         return
-    if not Run.objects.filter(id=run_id).exists():
-        # A task queued against another database (a reset development database, say): there
-        # is nothing to record it on, and retrying will not change that.
-        log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
-        return
-    RunEvent.objects.bulk_create(
-        [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"], data=e) for e in events],
-        ignore_conflicts=True,
-    )
-    for e in events:
-        if e["type"] == ev.STARTED:
-            Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
-                status=ev.STATUS_RUNNING, started_at=_when(e), worker=e.get("worker") or ""
-            )
-        elif e["type"] == ev.FINISHED:
-            Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
-                status=e["status"],
-                finished_at=_when(e),
-                message=e.get("message") or "",
-                wall_ms=e.get("wall_ms"),
-                cpu_ms=e.get("cpu_ms"),
-                peak_memory_kb=e.get("peak_memory_kb"),
-            )
+    with transaction.atomic():
+        # Lock the run's row first, then write its events: the same order as PostgreSQL's
+        # TRUNCATE of both tables (and any other writer), so the two can wait but not deadlock.
+        # (An insert's foreign-key check would otherwise lock the run only after the event.)
+        if not Run.objects.select_for_update(no_key=True).filter(id=run_id).exists():
+            # A task queued against another database (a reset development database, say):
+            # there is nothing to record it on, and retrying will not change that.
+            log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
+            return
+        RunEvent.objects.bulk_create(
+            [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"], data=e) for e in events],
+            ignore_conflicts=True,
+        )
+        for e in events:
+            if e["type"] == ev.STARTED:
+                Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
+                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=e.get("worker") or ""
+                )
+            elif e["type"] == ev.FINISHED:
+                Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
+                    status=e["status"],
+                    finished_at=_when(e),
+                    message=e.get("message") or "",
+                    wall_ms=e.get("wall_ms"),
+                    cpu_ms=e.get("cpu_ms"),
+                    peak_memory_kb=e.get("peak_memory_kb"),
+                )
 
 
 # Cancelling --------------------------------------------------------------------------------------
