@@ -53,25 +53,47 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.usefixtures("_recording_settled"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _flush_tables_in_lock_order():
+    """Between tests the database is flushed with one TRUNCATE of every table, which locks them
+    in the order Django lists them, and Django lists them from a set: a different order in each
+    process (string hashing is randomised). Writers in the stack lock a run before its events, so
+    a flush that locked the events first could deadlock with a batch still being recorded. Listed
+    in sorted order (``playground_run`` before ``playground_runevent``), the two only ever wait."""
+    from django.db.backends.base.introspection import BaseDatabaseIntrospection
+
+    unordered = BaseDatabaseIntrospection.django_table_names
+
+    def django_table_names(self, *args, **kwargs):
+        return sorted(unordered(self, *args, **kwargs))
+
+    BaseDatabaseIntrospection.django_table_names = django_table_names
+    yield
+    BaseDatabaseIntrospection.django_table_names = unordered
+
+
 @pytest.fixture
 def _recording_settled(redis_client):
     """After a test on the live stack: wait until the recorder has written every run's last
-    event. Flushing the tables while it still writes a batch can deadlock on PostgreSQL (its
-    foreign-key check and the TRUNCATE take the two tables' locks in opposite orders)."""
+    event, so that the flush that follows does not race the stack's writes into the next test."""
     yield
     import time
+    import warnings
 
     from executor import events as ev
     from playground.models import Run, RunEvent
 
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        unsettled = 0
+    while True:
+        unsettled = []
         for run_id, status in Run.objects.values_list("id", "status"):
             logged = int(redis_client.get(ev.seq_key(str(run_id))) or 0)
             if status not in ev.TERMINAL_STATUSES or RunEvent.objects.filter(run_id=run_id).count() < logged:
-                unsettled += 1
+                unsettled.append(str(run_id))
         if not unsettled:
+            return
+        if time.monotonic() > deadline:
+            warnings.warn(f"runs still being recorded when the test ended: {unsettled}")
             return
         time.sleep(0.1)
 
@@ -110,3 +132,16 @@ def live_stack(django_db_setup, django_db_blocker, redis_client, tmp_path_factor
         yield stack
     finally:
         stack.stop()
+        close_async_database_connections()
+
+
+def close_async_database_connections() -> None:
+    """Close the database connection of the thread where in-process websocket consumers ran their
+    queries (asgiref's shared executor thread): left open, it keeps the test database from being
+    dropped at the end of the session."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    asyncio.run(sync_to_async(connections.close_all)())

@@ -120,10 +120,9 @@ def test_it_opens_an_example_from_the_gallery_runs_it_and_shows_its_jaxpr(page: 
 
 
 def test_it_runs_the_article_speed_test_and_compares_the_four_ways(page: Page):
-    # Read from the file rather than the menu: the gallery loader cannot list it yet (its
-    # %timeit lines are not Python; see playground/examples/01-speed-test.*).
-    source = next(EXAMPLES.glob("01-speed-test.*")).read_text()
-    set_code(page, source)
+    # Opened from a link to the gallery's example, as a reader of the article would.
+    open_playground(page, path="/#example=speed-test")
+    assert get_code(page) == (EXAMPLES / "01-speed-test.py").read_text()
     page.click("#run-button")
     assert wait_until_finished(page, EXAMPLE_TIMEOUT_MS) == "succeeded"
 
