@@ -1,5 +1,6 @@
 """Measure the sandbox: cold start to "ready", first output byte of print(1) from a warm runner,
-and the memory of an idle warm runner (RSS and PSS from the host's smaps_rollup).
+the memory of an idle warm runner (RSS and PSS from the host's smaps_rollup), and a run's first
+figure with and without the worker's prepared matplotlib font list.
 
     .venv/bin/python -m bench.sandbox [--runs 10] [--sandbox bwrap|none]
 
@@ -17,6 +18,16 @@ import time
 from pathlib import Path
 
 from executor.sandbox import Limits, get_launcher
+
+
+FIRST_FIGURE = """\
+import time
+t = time.perf_counter()
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+plt.show()
+print((time.perf_counter() - t) * 1000)
+"""
 
 
 def wait_line(fd: int, timeout: float = 120.0) -> bytes:
@@ -101,6 +112,21 @@ def main() -> None:
         via_supervisor.append((first[0] - t1) * 1000)
         launcher.cleanup(runner.proc)  # supervise() closed the pipes and reaped it
 
+    # A run's first figure: importing pyplot and drawing, as the snippet itself times it, with the
+    # worker's prepared font list (what executors do) and without (each run scans the fonts).
+    from executor.local import RunResult, run_local
+
+    first_figure = {}
+    for prepared in (False, True):
+        if prepared:
+            launcher.prepare()
+        times = []
+        for i in range(args.runs):
+            result = RunResult(run_local(FIRST_FIGURE, launcher=launcher, limits=launcher.limits))
+            assert result.status == "succeeded", result.stderr
+            times.append(float(result.stdout))
+        first_figure[prepared] = times
+
     def summary(values):
         return f"median {statistics.median(values):.1f} ms (min {min(values):.1f}, max {max(values):.1f})"
 
@@ -116,6 +142,8 @@ def main() -> None:
     print(f"idle warm runner PSS:          median {statistics.median(pss):.1f} MiB "
           f"(anonymous {statistics.median(anon):.1f} MiB)")
     print(f"bwrap's two processes RSS:     median {statistics.median(others):.1f} MiB")
+    print(f"first figure, no font list:    {summary(first_figure[False])}")
+    print(f"first figure, worker's list:   {summary(first_figure[True])}")
 
 
 if __name__ == "__main__":

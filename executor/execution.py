@@ -82,6 +82,7 @@ class Executor:
     # Lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
         if not self.pool.size:
             # Learn what this node runs (platform, devices) from one runner, once.

@@ -2,6 +2,7 @@
 
     prepare(channel)   during warm-up, after jax is imported: capture hooks, the ``jaxplay``
                        module, matplotlib's backend (an environment variable: nothing imported)
+                       and the worker's font list
     configure(options) once the request arrived (``options["capture"] = False`` turns capture off)
     run(source, ns)    the snippet, through the notebook transformation
     finish()           figures still open are sent
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import capture, common, display, explain, notebook
+from . import capture, common, display, explain, fonts, notebook
 
 LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
              "matplotlib", "rich")
@@ -36,7 +37,7 @@ def libraries() -> dict[str, str]:
     return out
 
 
-def prepare(channel) -> None:
+def prepare(channel, font_cache: str | None = None) -> None:
     common.set_channel(channel)
     _state["capture"] = capture.install()
     from . import jaxplay
@@ -45,7 +46,8 @@ def prepare(channel) -> None:
     package = __name__.rpartition(".")[0]
     os.environ["MPLBACKEND"] = f"module://{package}.mpl_backend"
     # matplotlib wants a writable config/cache directory; the sandbox's HOME is /tmp.
-    os.environ.setdefault("MPLCONFIGDIR", os.path.join(os.environ.get("TMPDIR", "/tmp"), "matplotlib"))
+    os.environ.setdefault("MPLCONFIGDIR", fonts.config_dir())
+    fonts.install(font_cache)  # the worker's font list: the first figure skips the font scan
 
 
 def configure(options: dict | None) -> None:

@@ -171,6 +171,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--seccomp", action="store_true", help="confine the snippet's syscalls")
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU seconds for the snippet")
+    parser.add_argument("--font-cache", help="folder holding the worker's matplotlib font list")
     args = parser.parse_args(argv)
 
     _die_with_parent()
@@ -178,7 +179,7 @@ def main(argv: list[str]) -> int:
     os.set_inheritable(args.event_fd, False)
     t0 = time.perf_counter()
     info = warm_up(args.cpu_devices or None)
-    hooks.prepare(channel)  # compile capture, the jaxplay module, the figure backend
+    hooks.prepare(channel, font_cache=args.font_cache)  # capture, jaxplay, figures
     info["libraries"] = hooks.libraries()
     _confine(args)
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)

@@ -65,8 +65,16 @@ class Launcher:
         self.cpu_devices = cpu_devices
         self.devices = devices
 
+    # Where runners find the worker's prepared matplotlib font list (see runner/fonts.py), as a
+    # path they can read; None when there is none.
+    font_cache: str | None = None
+
     def check(self) -> None:
         """Raise RuntimeError with a fix if this backend cannot run on this host."""
+
+    def prepare(self) -> None:
+        """Once, when a worker starts and before its first runner: build what every runner
+        shares. Never fatal: without it runners are only slower."""
 
     def start(self, slot: int) -> subprocess.Popen:
         """Start a runner. Its stdin, stdout and stderr are pipes; its event pipe's read end is
@@ -101,6 +109,8 @@ class Launcher:
         args = ["--event-fd", str(event_fd)]
         if self.cpu_devices:
             args += ["--cpu-devices", str(self.cpu_devices)]
+        if self.font_cache:
+            args += ["--font-cache", self.font_cache]
         return args
 
 
