@@ -61,6 +61,16 @@ def parse_json(request):
 
 
 def client_address(request) -> str:
+    """The address a client's rate limit counts against. Behind N reverse proxies of our own
+    (``TRUSTED_PROXIES=N``) it is the N-th address from the right of X-Forwarded-For, the one the
+    outermost of them saw; whatever a client wrote there itself stands further left and is
+    ignored."""
+    hops = settings.TRUSTED_PROXIES
+    if hops:
+        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        forwarded = [a for a in forwarded if a]
+        if len(forwarded) >= hops:
+            return forwarded[-hops]
     return request.META.get("REMOTE_ADDR") or "unknown"
 
 

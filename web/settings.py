@@ -96,6 +96,9 @@ RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
 # Runs one client (IP address) may start per minute; 0 turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
+# Reverse proxies of our own in front of daphne (each appends to X-Forwarded-For); 0 when
+# clients connect directly, so that a client cannot choose its address by sending the header.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 # Limits asked for each run; an executor enforces the stricter of these and its own.
 RUN_LIMITS = {"wall_s": env_int("RUN_WALL_S", 30, minimum=1)}
 
