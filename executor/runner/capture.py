@@ -19,8 +19,16 @@ they are not enough by themselves.
 What is a user function: one whose source (``debug_info.func_filename``) is the snippet, or a
 library outside JAX (optax, flax...). JAX's own jitted helpers (``jit(cos)`` for an eager
 ``jnp.cos``, ``broadcast_in_dim``, ``jnp.linalg.norm``...) are skipped, except where they carry
-user code: ``pmap(f)`` (JAX's ``_fun`` wrapping ``f``) and an eager ``lax.scan``/``fori_loop`` of
-a user body. A consequence: ``jax.jit(jnp.sin)`` is JAX's function and is not shown.
+user code: ``pmap(f)`` (JAX's ``_fun`` wrapping ``f``), an eager ``lax.scan``/``fori_loop`` of
+a user body, and a JAX function the snippet jitted itself (``fast_sin = jax.jit(jnp.sin)``). The
+last is told from JAX's own ``@jit`` on ``jnp.sin`` by where the jit wrapper was made: a third,
+cheap wrapper around ``pjit.make_jit`` notes each wrapper that ``jax.jit`` made when called
+directly from the snippet (its ``PjitInfo``, which ``cache_miss`` and ``jit_lower`` see again).
+
+Only real XLA compilations are reported: a lowering whose module XLA's in-memory cache already
+compiled (e.g. ``P()`` then the equivalent ``P(None, None)``: a new lowering, the same module)
+reuses the executable and is neither an event nor a recompilation. Whether XLA ran is read from
+``backend_compile_duration``, which JAX records only when it really compiles.
 """
 
 from __future__ import annotations
@@ -67,6 +75,15 @@ class _History:
         self.warned = False
 
 
+# jax.jit wrappers the snippet made itself, ``jax.jit(jnp.sin)`` included: id(their PjitInfo) ->
+# (a weak reference to the wrapper, the snippet line that made it or None).
+_user_jits: dict[int, tuple] = {}
+# The frames between ``pjit.make_jit`` and whoever called ``jax.jit``: the decorator form's
+# lambda, jax.jit itself, its api_boundary wrapper, and the old ``pjit.pjit``.
+_JIT_ENTRY = frozenset({("api.py", "jit"), ("api.py", "<lambda>"), ("pjit.py", "pjit"),
+                        ("traceback_util.py", "reraise_with_filtered_traceback")})
+
+
 # -- where a function comes from ---------------------------------------------------------------
 
 _JAX_DIRS: tuple[str, ...] = ()
@@ -94,6 +111,54 @@ def file_kind(filename: str | None) -> str:
     if filename.startswith(_JAX_DIRS) or filename.startswith(_STDLIB_DIR):
         return "jax"
     return "library"
+
+
+def _jit_maker(frame) -> tuple[int | None] | None:
+    """Who called ``jax.jit`` (``frame`` is ``make_jit``'s caller): ``(line,)`` when it was the
+    snippet (line None for code the snippet exec'd), None when JAX itself (``@jit`` on
+    ``jnp.sin``, pmap's inner jit, a jit made on the fly for an eager op) or a library."""
+    f = frame
+    for _ in range(8):
+        if f is None:
+            return None
+        code = f.f_code
+        filename = code.co_filename
+        if filename.startswith(_JAX_DIRS) and (os.path.basename(filename), code.co_name) in _JIT_ENTRY:
+            f = f.f_back
+            continue
+        kind = file_kind(filename)
+        if kind == "snippet":
+            return (f.f_lineno,)
+        if kind == "other" and not filename.startswith("<frozen"):
+            return (None,)
+        return None
+    return None
+
+
+def _note_jit(jitted, frame) -> None:
+    made = _jit_maker(frame)
+    ji = getattr(jitted, "_jit_info", None)
+    if made is None or ji is None:
+        return
+    key = id(ji)
+
+    def forget(ref, key=key):
+        entry = _user_jits.get(key)
+        if entry is not None and entry[0] is ref:
+            _user_jits.pop(key, None)
+
+    _user_jits[key] = (weakref.ref(jitted, forget), made[0])
+
+
+def _user_jit(ji) -> tuple | None:
+    """(wrapper, line) when ``ji`` is the PjitInfo of a jax.jit wrapper the snippet made."""
+    entry = _user_jits.get(id(ji)) if ji is not None else None
+    if entry is None:
+        return None
+    jitted = entry[0]()
+    if jitted is None or getattr(jitted, "_jit_info", None) is not ji:
+        return None
+    return jitted, entry[1]
 
 
 def _transform_name(fun, base: str) -> str:
@@ -167,7 +232,8 @@ def _user_function_in_eqns(jaxpr) -> tuple[str, int] | None:
 def _jit_frame_info(start) -> dict:
     """From pjit's ``cache_miss`` (a call) or ``jit_lower``/``jit_trace`` (AOT) frame above
     us: the jitted callable, its static arguments, and the user's line that made the call."""
-    out: dict = {"fun": None, "static": {}, "call_line": None, "call_site": None, "aot": False}
+    out: dict = {"fun": None, "jit_info": None, "static": {}, "call_line": None,
+                 "call_site": None, "aot": False}
     f = start
     found = False
     while f is not None:
@@ -182,7 +248,7 @@ def _jit_frame_info(start) -> dict:
                     jf = loc.get("jit_func")
                     fun, ji = getattr(jf, "_fun", None), getattr(jf, "_jit_info", None)
                     out["aot"] = True
-                out["fun"] = fun
+                out["fun"], out["jit_info"] = fun, ji
                 args, kwargs = loc.get("args") or (), loc.get("kwargs") or {}
                 if ji is not None:
                     for i in ji.static_argnums or ():
@@ -285,6 +351,22 @@ def classify(jaxpr, frame) -> dict | None:
                     "file": None, "fun": None, "static": {}, "call_line": info["call_line"],
                     "call_site": info["call_site"], "key": (sdbg.func_src_info, name),
                 }
+        return None
+    # A JAX function is the user's when the snippet jitted it itself (``jax.jit(jnp.sin)``);
+    # the same function run eagerly goes through JAX's own jit of it, made when JAX was imported.
+    if not _user_jits:
+        return None
+    info = _jit_frame_info(frame)
+    made = _user_jit(info["jit_info"])
+    if made is not None:
+        base = dbg.func_name or "<function>"
+        name = _transform_name(info["fun"], base) if info["fun"] is not None else base
+        return {
+            "name": name, "origin": "jax", "via": "aot" if info["aot"] else "jit",
+            "line": made[1], "file": filename, "fun": info["fun"], "static": info["static"],
+            "call_line": info["call_line"], "call_site": info["call_site"],
+            "key": (dbg.func_src_info, name),
+        }
     return None
 
 
@@ -304,6 +386,7 @@ def _signature(jaxpr, info: dict, in_shardings, donated) -> dict:
             "shape": tuple(getattr(aval, "shape", ()) or ()),
             "dtype": str(getattr(aval, "dtype", "")),
             "weak": bool(getattr(aval, "weak_type", False)),
+            "sharding": _aval_sharding(aval),
         })
     shardings = []
     for s in in_shardings or ():
@@ -328,6 +411,18 @@ def _signature(jaxpr, info: dict, in_shardings, donated) -> dict:
         "fun_id": id(fun) if fun is not None else None,
         "ctx": ctx,
     }
+
+
+def _aval_sharding(aval) -> str | None:
+    """The sharding JAX keeps on an argument's abstract value: part of jit's tracing cache key, and
+    not always in its printed type (a pmap's output carries pmap's mesh, printed plain ``f32[8]``)."""
+    sharding = getattr(aval, "sharding", None)
+    if sharding is None:
+        return None
+    try:
+        return repr(sharding)
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+        return type(sharding).__name__
 
 
 def _aval_str(aval) -> str:
@@ -371,7 +466,8 @@ def _diff(new: dict, old: dict) -> tuple[list[tuple[str, str]], int]:
         before, after = old["static"].get(key, "—"), new["static"].get(key, "—")
         if before != after:
             reasons.append(("static", f"static argument {key} changed value: {before} → {after}"))
-    if not reasons and new["shardings"] != old["shardings"]:
+    if not reasons and (new["shardings"] != old["shardings"] or
+                        [a.get("sharding") for a in na] != [a.get("sharding") for a in oa]):
         reasons.append(("sharding", "an argument is on a different device or has a different sharding"))
     if new["donated"] != old["donated"]:
         reasons.append(("donation", "the donated arguments differ"))
@@ -624,6 +720,7 @@ def _on_duration(event: str, duration: float, **kwargs) -> None:
     elif event == "/jax/core/compile/backend_compile_duration":
         stats.compiles += 1
         stats.compile_s += duration
+        _tls.backend_compiles = getattr(_tls, "backend_compiles", 0) + 1
 
 
 def install() -> bool:
@@ -633,11 +730,12 @@ def install() -> bool:
     if _installed:
         return True
     try:
-        from jax._src import monitoring, source_info_util, traceback_util
+        from jax._src import monitoring, pjit, source_info_util, traceback_util
         from jax._src.interpreters import pxla
 
         orig_lower = pxla.lower_sharding_computation
         orig_compile = pxla.MeshComputation.compile
+        orig_make_jit = pjit.make_jit
     except (ImportError, AttributeError):
         return False
     _JAX_DIRS = _jax_dirs()
@@ -675,18 +773,34 @@ def install() -> bool:
         if info is None or (self._executable is not None and compiler_options is None
                             and not kwargs.get("device_assignment")):
             return orig_compile(self, compiler_options, **kwargs)
+        before = getattr(_tls, "backend_compiles", 0)
         t0 = time.perf_counter()
         executable = orig_compile(self, compiler_options, **kwargs)
         compile_s = time.perf_counter() - t0
+        if getattr(_tls, "backend_compiles", 0) == before:
+            # XLA did not run: JAX's compilation cache already held this module's executable (a
+            # re-lowering for an equivalent sharding, P() then P(None, None)). Nothing new was
+            # compiled, so nothing to show and no recompilation to count.
+            return executable
         try:
             _emit(self, info, executable, compile_s)
         except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
             common.send("compiled", name=info.get("name"), capture_error=f"{type(exc).__name__}: {exc}")
         return executable
 
+    @functools.wraps(orig_make_jit)
+    def make_jit(*args, **kwargs):
+        jitted = orig_make_jit(*args, **kwargs)
+        try:
+            _note_jit(jitted, sys._getframe(1))
+        except Exception:  # noqa: BLE001 - capture must never break the user's program
+            pass
+        return jitted
+
     pxla.lower_sharding_computation = lower_sharding_computation
     pxla.MeshComputation.compile = compile
-    _originals.update(lower=orig_lower, compile=orig_compile)
+    pjit.make_jit = make_jit
+    _originals.update(lower=orig_lower, compile=orig_compile, make_jit=orig_make_jit)
     _installed = True
     return True
 
@@ -696,11 +810,12 @@ def uninstall() -> None:
     global _installed
     if not _installed:
         return
-    from jax._src import monitoring
+    from jax._src import monitoring, pjit
     from jax._src.interpreters import pxla
 
     pxla.lower_sharding_computation = _originals["lower"]
     pxla.MeshComputation.compile = _originals["compile"]
+    pjit.make_jit = _originals["make_jit"]
     try:
         monitoring.unregister_event_duration_listener(_on_duration)
     except (AssertionError, AttributeError):
