@@ -8,10 +8,8 @@ that says how to fix it.
 
 from __future__ import annotations
 
-import os
-
 from .envvars import ImproperlyConfigured, env_bool, env_choice, env_int, env_list, env_str
-from .sandbox import Limits
+from .sandbox import Limits, cpu_seconds_for
 
 KINDS = ("cpu", "gpu", "tpu")
 
@@ -40,15 +38,10 @@ CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 DEVICES = tuple(env_list("EXECUTOR_DEVICES", ""))
 
 # The most a run may use on this node; a run's own request can only lower these.
-# CPU time is counted over all of a run's threads, and XLA spreads one call across every core: by
-# default a run may keep this node's cores busy for its whole wall clock, so a multi-threaded
-# snippet ends at the wall clock rather than at a CPU limit reached sooner (a 30 s limit is used up
-# in 15 s of wall time on 2 cores).
-NODE_CPUS = len(os.sched_getaffinity(0))
 WALL_S = env_int("RUN_WALL_S", 30, minimum=1)
 LIMITS = Limits(
     wall_s=float(WALL_S),
-    cpu_s=env_int("RUN_CPU_S", WALL_S * NODE_CPUS, minimum=1),
+    cpu_s=env_int("RUN_CPU_S", cpu_seconds_for(WALL_S), minimum=1),  # wall × cores
     memory_bytes=env_int("RUN_MEMORY_MB", 2048, minimum=256) * 1024**2,
     output_bytes=env_int("RUN_OUTPUT_KB", 1024, minimum=1) * 1024,
     tmp_bytes=env_int("RUN_TMP_MB", 64, minimum=1) * 1024**2,

@@ -10,6 +10,7 @@ by name from ``LAUNCHERS``; an unknown name is an error at start-up, not at the 
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -26,6 +27,14 @@ def human_bytes(n: int) -> str:
             value = n / size
             return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
     return f"{n} bytes"
+
+
+def cpu_seconds_for(wall_s: float) -> int:
+    """The default CPU-time limit for a run of this wall clock on this node. CPU time counts all
+    of a run's threads, and XLA spreads one call across every core: a run may keep the node's
+    cores busy for its whole wall clock, so a multi-threaded snippet ends at the wall clock
+    rather than at a CPU limit reached sooner (30 CPU seconds last 15 s on 2 cores)."""
+    return max(1, math.ceil(wall_s)) * len(os.sched_getaffinity(0))
 
 
 @dataclass(frozen=True)
