@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import events as ev
-from .sandbox import Limits, cpu_seconds_for, get_launcher
+from .sandbox import Limits, get_launcher
 from .supervisor import Runner, supervise, wait_ready
 
 
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", action="append", default=[], help="a device node to bind (GPU)")
     args = parser.parse_args(argv)
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    limits = Limits(wall_s=args.wall, cpu_s=cpu_seconds_for(args.wall))
+    limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
                             devices=tuple(args.device))
     events = run_local(code, launcher=launcher, limits=limits,

@@ -43,11 +43,15 @@ class Limits:
     maximums and a run's message may only lower them."""
 
     wall_s: float = 30.0
-    cpu_s: int = 30
+    cpu_s: int | None = None  # None: cpu_seconds_for(wall_s), the wall clock times the cores
     memory_bytes: int = 2 * 1024**3
     output_bytes: int = 1024**2
     tmp_bytes: int = 64 * 1024**2
     pids: int = 128
+
+    def __post_init__(self):
+        if self.cpu_s is None:
+            object.__setattr__(self, "cpu_s", cpu_seconds_for(self.wall_s))
 
     def clamp(self, requested: dict | None) -> "Limits":
         """The stricter of these limits and those a run asked for."""

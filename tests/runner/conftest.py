@@ -28,10 +28,9 @@ Run = RunResult
 
 @pytest.fixture(scope="session")
 def launcher():
-    from executor.sandbox import Limits, cpu_seconds_for, get_launcher
+    from executor.sandbox import Limits, get_launcher
 
-    return get_launcher("bwrap", limits=Limits(wall_s=60, cpu_s=cpu_seconds_for(60)), cpu_devices=8,
-                        uid_base=UID_BASE)
+    return get_launcher("bwrap", limits=Limits(wall_s=60), cpu_devices=8, uid_base=UID_BASE)
 
 
 @pytest.fixture(scope="session")
