@@ -63,7 +63,13 @@ export interface CompiledEvent extends Base {
   signature?: string | null;
   /** How it was compiled: "jit", "pmap", ... */
   via?: string | null;
-  /** Snippet lines: where the function is defined, and the call that compiled it. */
+  /** Whose function: "snippet", "library" (optax, flax...) or "jax" (a JAX function the
+   *  snippet jitted itself, e.g. `jax.jit(jnp.sin)`). */
+  origin?: string | null;
+  /** Where a library's or JAX's function lives (a path in the run's environment). */
+  file?: string | null;
+  /** Snippet lines: where the function is defined (for origin "jax": where the snippet jitted
+   *  it), and the call that compiled it. */
   line?: number | null;
   call_line?: number | null;
   num_devices?: number | null;

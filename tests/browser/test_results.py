@@ -54,6 +54,14 @@ f(jnp.ones(3))        # the same shape: no new compilation
 f(jnp.ones((2, 4)))   # a new shape: compiled again
 """
 
+JITTED_JAX_FUNCTION = """\
+import jax
+import jax.numpy as jnp
+
+fast_sin = jax.jit(jnp.sin)
+print(fast_sin(jnp.ones(3)), jnp.cos(jnp.ones(3)))
+"""
+
 TRACER_BOOL = """\
 import jax
 
@@ -228,6 +236,24 @@ def test_it_lists_each_compilation_says_why_it_recompiled_and_diffs_two(page: Pa
     expect(diff).to_contain_text("tanh")
     expect(page.get_by_label("Left side")).to_have_value("f0")
     expect(page.get_by_label("Right side")).to_have_value("f1")
+
+
+def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Page):
+    set_code(page, JITTED_JAX_FUNCTION)
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+
+    select_tab(page, "compiled")
+    rows = page.locator("#panel-compiled .compiled-row")
+    expect(rows).to_have_count(1)  # the eager jnp.cos is JAX's own, not the snippet's
+    expect(rows.first).to_contain_text("sin")
+    stats = page.locator("#panel-compiled .stat")
+    expect(stats.filter(has_text="jitted")).to_contain_text("line 4")
+    origin = stats.filter(has_text="from")
+    expect(origin).to_contain_text("jax/_src/numpy/")
+    assert "site-packages" in origin.get_attribute("title")
+    view = page.locator("#panel-compiled .code-view .monaco-editor .view-lines")
+    expect(view).to_contain_text("sin")
 
 
 def test_it_explains_a_jax_error_under_its_message(page: Page):

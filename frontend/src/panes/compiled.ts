@@ -535,6 +535,13 @@ function jaxprPanels(event: DisplayEvent): Panel[] {
     .filter((p) => p.jaxpr !== null || p.error !== null);
 }
 
+/** A library's file as its import path shows it: "optax/_src/alias.py", not the venv's path. */
+function packagePath(file: string): string {
+  const marker = "site-packages/";
+  const at = file.lastIndexOf(marker);
+  return at >= 0 ? file.slice(at + marker.length) : file.split("/").slice(-3).join("/");
+}
+
 /** The cost of a compilation, as small labelled figures, and where it came from. */
 function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLElement[] {
   const out: HTMLElement[] = [];
@@ -555,8 +562,11 @@ function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLEle
   const group = () => {
     if (out.length && !out[out.length - 1].classList.contains("stat-sep")) out.push(el("span", "stat-sep"));
   };
-  lineLink("defined", ev.line);
+  lineLink(ev.origin === "jax" ? "jitted" : "defined", ev.line);
   lineLink("called", ev.call_line);
+  if ((ev.origin === "jax" || ev.origin === "library") && typeof ev.file === "string" && ev.file) {
+    stat("from", packagePath(ev.file), ev.file);
+  }
   group();
   const times: [string, unknown, string][] = [
     ["trace", ev.trace_ms, "Python tracing to a jaxpr"],
