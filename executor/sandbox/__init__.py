@@ -127,6 +127,33 @@ class Launcher:
         return args
 
 
+def spawn_runner(argv_for, *, cwd, env: dict) -> subprocess.Popen:
+    """Start a runner with pipes for stdin, stdout and stderr and the write end of its event
+    pipe (``argv_for(fd)`` gives the command that tells the runner which descriptor it is). The
+    read end is returned as ``proc.event_fd``. Nothing else is inherited, and the runner leads a
+    session of its own, so that everything it starts can be killed with it."""
+    event_r, event_w = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            argv_for(event_w),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(event_w,),
+            close_fds=True,
+            start_new_session=True,
+            cwd=cwd,
+            env=env,
+        )
+    except BaseException:
+        os.close(event_r)
+        raise
+    finally:
+        os.close(event_w)
+    proc.event_fd = event_r
+    return proc
+
+
 class DirectLauncher(Launcher):
     """A plain child process: no isolation at all. Only for development on a machine without
     bubblewrap, and only when settings allow it explicitly."""
@@ -135,26 +162,10 @@ class DirectLauncher(Launcher):
     sandboxed = False
 
     def start(self, slot: int) -> subprocess.Popen:
-        event_r, event_w = os.pipe()
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "executor.runner", *self.runner_args(event_w)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(event_w,),
-                close_fds=True,
-                start_new_session=True,
-                cwd=PROJECT_ROOT,
-                env={"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"},
-            )
-        except BaseException:
-            os.close(event_r)
-            raise
-        finally:
-            os.close(event_w)
-        proc.event_fd = event_r
-        return proc
+        return spawn_runner(
+            lambda event_w: [sys.executable, "-m", "executor.runner", *self.runner_args(event_w)],
+            cwd=PROJECT_ROOT, env={"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"},
+        )
 
     def cleanup(self, proc: subprocess.Popen) -> None:
         try:

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 from ..runner import fonts
-from . import RUNNER_PARENT, Launcher, Limits, human_bytes
+from . import RUNNER_PARENT, Launcher, Limits, human_bytes, spawn_runner
 from .cgroups import RUN_PREFIX, CgroupError, Cgroups, RunCgroup
 
 log = logging.getLogger(__name__)
@@ -301,27 +301,15 @@ class BwrapLauncher(Launcher):
     def start(self, slot: int) -> subprocess.Popen:
         STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
         cgroup = self._new_cgroup(slot)
-        event_r, event_w = os.pipe()
         try:
-            proc = subprocess.Popen(
-                self._wrapper_argv(self.bwrap_argv(event_w), slot=slot, cgroup=cgroup),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                # bwrap hands every inherited descriptor to the sandbox: only the event pipe.
-                pass_fds=(event_w,),
-                close_fds=True,
-                start_new_session=True,
-                cwd="/",
-                env={},
+            # bwrap hands every inherited descriptor to the sandbox: only the event pipe.
+            proc = spawn_runner(
+                lambda event_w: self._wrapper_argv(self.bwrap_argv(event_w), slot=slot, cgroup=cgroup),
+                cwd="/", env={},
             )
         except BaseException:
-            os.close(event_r)
             cgroup.remove()
             raise
-        finally:
-            os.close(event_w)
-        proc.event_fd = event_r
         proc.sandbox_cgroup = cgroup
         proc.sandbox_report = None
         proc.sandbox_runner_pid = None
