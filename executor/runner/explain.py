@@ -4,6 +4,10 @@ JAX's messages are precise but written for people who already know what a tracer
 sentence says what went wrong in the user's terms and the usual fix; the full message stays in
 ``message``. Matching is by exception class (``jax.errors``) first, then by the wording of the
 few ``TypeError``/``NameError`` messages that JAX raises for shapes, immutability and gradients.
+
+A few errors come from where the code runs rather than from the code: a run has no input, no
+network, only the listed libraries and only its executor's devices. Code pasted from a notebook
+meets these first, so they get a sentence too.
 """
 
 from __future__ import annotations
@@ -75,12 +79,65 @@ _BY_MESSAGE = [
     (re.compile(r"RESOURCE_EXHAUSTED|[Oo]ut of memory"),
      "The device ran out of memory for this computation: use smaller arrays or batches, or donate "
      "inputs (donate_argnums) so their buffers can be reused."),
+    (re.compile(r"Unknown backend: '(\w+)' requested.*Platforms present are: (\w+)", re.S),
+     lambda m: f"This run is on a {m.group(2).upper()} executor, which has no {m.group(1).upper()}: "
+               f"choose the device kind in the menu next to Run (when one is online), or use "
+               f"jax.devices() for what the run has."),
     (re.compile(r"requires (\d+) replicas, but only (\d+) XLA devices are available|"
                 r"cannot select an axis to squeeze out which has size not equal to one"),
      "pmap maps over the leading axis, one slice per device, so that axis must not be longer "
      "than the number of devices (jax.device_count()): reshape the input to "
      "(devices, per-device, ...)."),
 ]
+
+
+_NO_NETWORK = ("A run has no network (no internet, no local services), so nothing can be "
+               "downloaded or fetched: make the data in the code (np.random, jax.random, a small "
+               "literal) instead.")
+
+
+def _raised_in(exc: BaseException, *names: str) -> bool:
+    """Whether the innermost frame of ``exc``'s traceback is in a module file named so."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.endswith(names)
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def environment_explanation(exc: BaseException) -> str | None:
+    """The sentence for an error that comes from the sandbox rather than the code."""
+    import socket
+
+    if isinstance(exc, EOFError) and "reading a line" in str(exc):
+        return ("A run gets no input: there is no keyboard or terminal behind it, so input() "
+                "finds nothing. Put the value in the code instead.")
+    if isinstance(exc, ModuleNotFoundError) and exc.name and not _importable(exc.name.partition(".")[0]):
+        from .hooks import LIBRARIES
+
+        top = exc.name.partition(".")[0]
+        listed = ", ".join(name for name in LIBRARIES if name != "jaxlib")
+        return (f"`{top}` is not installed here, and a run cannot install packages (no network, "
+                f"no pip). A run can import Python's standard library and {listed}; the "
+                f"Libraries menu lists their versions.")
+    reason = getattr(exc, "reason", None)  # urllib's URLError wraps the socket's error
+    for cause in (exc, reason, exc.__cause__, exc.__context__):
+        if isinstance(cause, socket.gaierror):  # no resolver: there is no network to ask
+            return _NO_NETWORK
+    # The sandbox refuses any socket but a unix one: EPERM where the socket is made.
+    if isinstance(reason, PermissionError):
+        return _NO_NETWORK
+    if isinstance(exc, PermissionError) and _raised_in(exc, "socket.py"):
+        return _NO_NETWORK
+    return None
 
 
 def _is_jax_error(exc: BaseException) -> bool:
@@ -103,7 +160,7 @@ def explanation(exc: BaseException) -> str | None:
         if name in names and type(exc).__module__.startswith("jax"):
             return sentence
     if not _is_jax_error(exc):
-        return None
+        return environment_explanation(exc)
     message = str(exc)
     for pattern, sentence in _BY_MESSAGE:
         m = pattern.search(message)

@@ -269,6 +269,32 @@ def test_jax_errors_get_a_plain_explanation(run):
     assert "jnp.where" in error["explanation"] and "lax.cond" in error["explanation"]
 
 
+@pytest.mark.parametrize(("code", "exc_type", "says"), [
+    ("name = input('name? ')\n", "EOFError", "no keyboard"),
+    ("import torch\n", "ModuleNotFoundError", "`torch` is not installed here"),
+    ("import urllib.request\nurllib.request.urlopen('http://example.com')\n", "URLError", "no network"),
+    ("import urllib.request\nurllib.request.urlopen('http://192.0.2.1')\n", "URLError", "no network"),
+    ("import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=1)\n", "PermissionError",
+     "no network"),
+    ("import jax\njax.devices('gpu')\n", "RuntimeError", "on a CPU executor, which has no GPU"),
+], ids=["input", "not-installed", "dns", "http", "socket", "no-gpu"])
+def test_errors_from_the_sandbox_rather_than_the_code_say_so(run, code, exc_type, says):
+    r = run(code)
+    assert r.status == "failed"
+    assert r.error["exc_type"] == exc_type and r.error["line"] == code.count("\n")
+    assert says in r.error["explanation"]
+
+
+@pytest.mark.parametrize("code", [
+    "import jax.not_a_module\n",  # jax is installed: the name is wrong, not the environment
+    "raise PermissionError('mine')\n",
+    "raise EOFError('the end')\n",
+])
+def test_the_code_s_own_errors_get_no_environment_sentence(run, code):
+    r = run(code)
+    assert r.status == "failed" and "explanation" not in r.error
+
+
 def test_pmap_and_shard_map_over_eight_simulated_devices(run):
     r = run(textwrap.dedent("""\
         import jax, jax.numpy as jnp
