@@ -213,7 +213,9 @@ def supervise(
                 exit_info.update(status=status, usage=usage)
         return bool(exit_info)
 
-    pidfd = os.pidfd_open(proc.pid)
+    # A pidfd becomes readable when the process exits (Linux); elsewhere (a Mac, unsandboxed)
+    # the wait below is a plain tick.
+    pidfd = os.pidfd_open(proc.pid) if hasattr(os, "pidfd_open") else None
     kill: _Kill | None = None
     # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
     cpu_at_start = launcher.cpu_seconds(proc)
@@ -241,12 +243,17 @@ def supervise(
             else:
                 # Pipes closed: it is exiting, or the snippet closed them and runs on. A pidfd
                 # becomes readable when the process exits, so this wakes at once, not on a tick.
-                select.select([pidfd], [], [], max(min(TICK_S, deadline - now), 0))
+                wait_s = max(min(TICK_S, deadline - now), 0)
+                if pidfd is not None:
+                    select.select([pidfd], [], [], wait_s)
+                else:
+                    time.sleep(min(wait_s, 0.01))
     except _Kill as k:
         kill = k
     finally:
         launcher.cleanup(proc)
-        os.close(pidfd)
+        if pidfd is not None:
+            os.close(pidfd)
 
     # What was written before a kill is still in the pipes: keep it.
     try:

@@ -52,7 +52,7 @@ def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except OSError:
+    except (OSError, AttributeError):  # not Linux (a Mac, unsandboxed): no such call
         pass
 
 

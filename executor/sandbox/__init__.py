@@ -34,7 +34,8 @@ def cpu_seconds_for(wall_s: float) -> int:
     of a run's threads, and XLA spreads one call across every core: a run may keep the node's
     cores busy for its whole wall clock, so a multi-threaded snippet ends at the wall clock
     rather than at a CPU limit reached sooner (30 CPU seconds last 15 s on 2 cores)."""
-    return max(1, math.ceil(wall_s)) * len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()  # macOS
+    return max(1, math.ceil(wall_s)) * (cores or 1)
 
 
 @dataclass(frozen=True)
