@@ -56,6 +56,7 @@ def build_launcher():
         limits=settings.LIMITS,
         cpu_devices=settings.CPU_DEVICES,
         devices=settings.DEVICES,
+        ro_binds=settings.RO_BINDS,
     )
     if not launcher.sandboxed:
         log.warning(

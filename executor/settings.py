@@ -36,6 +36,9 @@ POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 2, minimum=0)
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.
 DEVICES = tuple(env_list("EXECUTOR_DEVICES", ""))
+# Further host paths the sandbox binds read-only, e.g. a GPU driver's libraries when they live
+# outside the system's library folders (/usr/local/nvidia/lib64 in some containers).
+RO_BINDS = tuple(env_list("EXECUTOR_RO_BINDS", ""))
 
 # The most a run may use on this node; a run's own request can only lower these.
 WALL_S = env_int("RUN_WALL_S", 30, minimum=1)

@@ -74,10 +74,15 @@ class Launcher:
     name = "base"
     sandboxed = False
 
-    def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = ()):
+    def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = (),
+                 ro_binds: tuple[str, ...] = ()):
+        """``devices``: device nodes a runner may open (a GPU's). ``ro_binds``: further host
+        paths it must read, e.g. a GPU driver's libraries outside the system's library folders.
+        Both matter only to a sandbox, which shows a runner nothing else of the host."""
         self.limits = limits
         self.cpu_devices = cpu_devices
-        self.devices = devices
+        self.devices = tuple(devices)
+        self.ro_binds = tuple(ro_binds)
 
     # Where runners find the worker's prepared matplotlib font list (see runner/fonts.py), as a
     # path they can read; None when there is none.

@@ -96,8 +96,7 @@ class BwrapLauncher(Launcher):
         read-only: the installation at its own path (the venv's python links to it by absolute
         path), the venv at VENV_DEST, since its own path may lie under /tmp, which the sandbox's
         tmpfs hides (a checkout in /tmp, as CI's may be)."""
-        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=tuple(devices))
-        self.ro_binds = tuple(ro_binds)
+        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=devices, ro_binds=ro_binds)
         self.python_prefix = python_prefix or sys.base_prefix
         self.venv = venv or sys.prefix
         self.uid_base = uid_base
@@ -123,6 +122,9 @@ class BwrapLauncher(Launcher):
         binds.append((str(RUNNER_PARENT / "runner"), f"{WORKDIR}/runner"))
         if self.font_cache:
             binds.append((str(FONT_CACHE_DIR), FONT_CACHE_DEST))
+        # At their own place; staged like the rest, since bwrap (no longer root) may not be
+        # allowed to walk to them.
+        binds += [(path, path) for path in self.ro_binds]
         return binds
 
     def system_args(self) -> list[str]:
@@ -140,8 +142,6 @@ class BwrapLauncher(Launcher):
                 args += ["--ro-bind", path, path]
         if os.path.exists("/etc/ld.so.cache"):
             args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
-        for path in self.ro_binds:
-            args += ["--ro-bind", path, path]
         return args
 
     def bwrap_argv(self, event_fd: int) -> list[str]:
@@ -207,6 +207,9 @@ class BwrapLauncher(Launcher):
         for path in self.devices:
             if not os.path.exists(path):
                 raise RuntimeError(f"device {path} (EXECUTOR_DEVICES) does not exist on this host")
+        for path in self.ro_binds:
+            if not os.path.isabs(path) or not os.path.exists(path):
+                raise RuntimeError(f"{path} (EXECUTOR_RO_BINDS) is not an existing absolute path")
         try:
             STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)
         except OSError as exc:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -156,6 +158,27 @@ def test_a_configured_device_is_bound_into_the_sandbox(launcher):
 
     assert (with_device.returncode, with_device.stdout) == (0, b"True False\n"), with_device.stderr
     assert without.returncode == 1 and b"FileNotFoundError" in without.stderr
+
+
+def test_configured_host_paths_are_bound_read_only(launcher):
+    # A GPU driver's library folder outside /usr/lib, say: readable in the sandbox, not writable.
+    # Under a folder only root may enter, and not under /tmp (the sandbox's own /tmp hides it).
+    parent = Path(tempfile.mkdtemp(dir="/var/tmp"))  # mode 0700
+    try:
+        folder = parent / "driver"
+        folder.mkdir(mode=0o755)
+        (folder / "libdriver.so").write_text("driver")
+        with_binds = get_launcher("bwrap", limits=LIMITS, uid_base=launcher.uid_base,
+                                  ro_binds=(str(folder),))
+        code = f"print(open('{folder}/libdriver.so').read())\nopen('{folder}/new', 'w')\n"
+        result = with_binds.run_inside([with_binds.python, "-c", code], slot=SLOT, timeout=60)
+    finally:
+        shutil.rmtree(parent)
+
+    assert result.stdout == b"driver\n", result.stderr
+    assert result.returncode == 1 and b"Read-only file system" in result.stderr
+    with pytest.raises(RuntimeError, match="EXECUTOR_RO_BINDS"):
+        get_launcher("bwrap", limits=LIMITS, uid_base=launcher.uid_base, ro_binds=("relative/lib",))
 
 
 def test_check_explains_a_missing_bubblewrap(monkeypatch):
