@@ -6,6 +6,7 @@ import json
 from functools import wraps
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
@@ -55,7 +56,14 @@ def parse_json(request):
     if request.content_type not in ("application/json", ""):
         raise ActionError("send the body as JSON (Content-Type: application/json)", status=415)
     try:
-        return json.loads(request.body or b"null")
+        body = request.body
+    except RequestDataTooBig:
+        raise ActionError(
+            f"the body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024} KiB; code may be at "
+            f"most {settings.RUN_MAX_CODE_BYTES} bytes ({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
+        ) from None
+    try:
+        return json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ActionError(f"the body is not valid JSON: {exc}") from None
 
@@ -72,6 +80,11 @@ def client_address(request) -> str:
         if len(forwarded) >= hops:
             return forwarded[-hops]
     return request.META.get("REMOTE_ADDR") or "unknown"
+
+
+@api("GET", "POST", "PUT", "PATCH", "DELETE")
+def api_not_found(request, rest: str = ""):
+    raise Http404("no such endpoint; the API is described at /api/openapi.json")
 
 
 @require_GET

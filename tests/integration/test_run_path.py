@@ -116,6 +116,8 @@ class TestBadInput:
         (json.dumps({"code": "x" * (64 * 1024 + 1)}).encode(), "the limit is 65536 bytes"),
         (json.dumps({"code": "print(1)", "device": "quantum"}).encode(), "unknown device 'quantum'"),
         (json.dumps({"code": "print(1)", "device": ["cpu"]}).encode(), "unknown device"),
+        # Refused unread: far over what any 64 KiB of code could be, however escaped.
+        (json.dumps({"code": "x" * 3_000_000}).encode(), "code may be at most 65536 bytes"),
     ])
     def test_it_rejects_bad_input_and_creates_nothing(self, live_stack, body, message):
         before = Run.objects.count()
@@ -152,6 +154,9 @@ class TestBadInput:
         assert client.get("/api/runs/not-a-uuid").json() == {"error": "no such run"}
         assert client.get("/api/runs/00000000-0000-0000-0000-000000000000").status_code == 404
         assert client.post("/api/runs/00000000-0000-0000-0000-000000000000/cancel").status_code == 404
+        for path in ("/api/nope", "/api/", "/api/runs/x/y"):
+            response = client.get(path)
+            assert response.status_code == 404 and "/api/openapi.json" in response.json()["error"]
 
     @pytest.mark.parametrize("path", ["00000000-0000-0000-0000-000000000000", "nope"])
     async def test_a_websocket_for_an_unknown_run_is_closed_with_a_reason(self, live_stack, path):
