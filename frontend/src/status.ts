@@ -12,9 +12,19 @@ const ENDINGS: Record<string, string> = {
   lost: "The executor running this snippet stopped responding; the run is lost.",
 };
 
+/** How often the running clock moves. */
+const CLOCK_MS = 100;
+
 export class StatusLine {
   private messageSource: "connection" | "other" | null = null;
   private started: StartedEvent | null = null;
+  // The running clock counts in the server's time between events (so a replay after a reload
+  // shows how long the run has really been going, whatever the browser's clock says) and in
+  // the browser's since the latest one.
+  private clock: number | null = null;
+  private startedTs = 0;
+  private lastServerTs = 0;
+  private lastLocal = 0;
 
   constructor(
     private readonly badge: HTMLElement,
@@ -25,6 +35,7 @@ export class StatusLine {
 
   /** Nothing to show: no run yet, or a run that is gone. */
   clear(): void {
+    this.stopClock();
     this.setStatus(null);
     this.wallTime.textContent = "";
     this.info.textContent = "";
@@ -52,6 +63,11 @@ export class StatusLine {
   }
 
   handle(event: RunEvent): void {
+    if (typeof event.ts === "number" && this.clock !== null) {
+      this.lastServerTs = Math.max(this.lastServerTs, event.ts);
+      this.lastLocal = performance.now();
+      this.showClock(); // a replay's events move it at once, not on the next tick
+    }
     switch (event.type) {
       case "queued":
         this.setStatus("queued");
@@ -68,6 +84,7 @@ export class StatusLine {
         this.info.textContent = describeWorker(event);
         this.info.title = this.info.textContent;
         if (this.messageSource !== "connection") this.setMessage(null);
+        if (typeof event.ts === "number") this.startClock(event.ts);
         break;
       case "finished":
         this.finish(event);
@@ -86,7 +103,29 @@ export class StatusLine {
     }
   }
 
+  private startClock(startedTs: number): void {
+    this.stopClock();
+    this.startedTs = startedTs;
+    this.lastServerTs = startedTs;
+    this.lastLocal = performance.now();
+    this.clock = window.setInterval(() => this.showClock(), CLOCK_MS);
+    this.showClock();
+  }
+
+  private showClock(): void {
+    const ms = Math.max(0, (this.lastServerTs - this.startedTs) * 1000 + (performance.now() - this.lastLocal));
+    // Tenths while it runs: a clock, not a measurement (that comes with "finished").
+    this.wallTime.textContent = ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : formatMs(ms);
+    this.wallTime.title = "Running for this long so far";
+  }
+
+  private stopClock(): void {
+    if (this.clock !== null) window.clearInterval(this.clock);
+    this.clock = null;
+  }
+
   private finish(event: FinishedEvent): void {
+    this.stopClock();
     this.setStatus(event.status);
     this.wallTime.textContent = typeof event.wall_ms === "number" ? formatMs(event.wall_ms) : "";
     this.wallTime.title = "Wall-clock time of the run";

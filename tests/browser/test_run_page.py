@@ -58,13 +58,20 @@ def test_it_streams_output_while_the_run_is_running(page: Page):
         """() => {
             const out = document.querySelector('#output').textContent;
             if (!out.includes('line 0')) return null;
-            return {out, status: document.querySelector('#run-status').textContent};
+            return {out, status: document.querySelector('#run-status').textContent,
+                    clock: document.querySelector('#wall-time').textContent};
         }""",
         timeout=RUN_TIMEOUT_MS,
         polling="raf",
     ).json_value()
     assert first["status"] == "running"
     assert "line 4" not in first["out"]
+    # While it runs, a clock shows how long it has been going, and it moves.
+    assert re.fullmatch(r"\d+\.\d s", first["clock"]), first["clock"]
+    page.wait_for_function(
+        "(before) => parseFloat(document.querySelector('#wall-time').textContent) > before",
+        arg=float(first["clock"].split()[0]) + 0.25, timeout=5000,
+    )
 
     assert wait_until_finished(page) == "succeeded"
     assert output(page) == "".join(f"{line}\n" for line in LINES)
@@ -116,6 +123,16 @@ def test_it_shows_the_whole_run_exactly_once_after_a_reload_mid_run(page: Page):
     assert run_status(page) == "running"
 
     open_playground(page, reload=True)
+    # The replayed run's clock counts from when it started, not from the reload: once line 1
+    # (printed 0.3 s in) is replayed, it shows at least that (unless the run ended meanwhile).
+    clock = page.wait_for_function(
+        "() => { const status = document.querySelector('#run-status').textContent;"
+        " const t = document.querySelector('#wall-time').textContent;"
+        " const replayed = document.querySelector('#output').textContent.includes('line 1');"
+        " return status === 'running' ? (replayed && t) : (status === 'queued' || !status ? null : 'ended'); }",
+        timeout=RUN_TIMEOUT_MS,
+    ).json_value()
+    assert clock == "ended" or float(clock.split()[0]) >= 0.3, clock
     assert wait_until_finished(page) == "succeeded"
     text = output(page)
     assert [text.count(f"{line}\n") for line in LINES] == [1] * 5, text
