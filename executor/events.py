@@ -22,17 +22,18 @@ QUEUED = "queued"
 STARTED = "started"
 STDOUT = "stdout"
 STDERR = "stderr"
+COMPILING = "compiling"
 COMPILED = "compiled"
 TIMING = "timing"
 DISPLAY = "display"
 ERROR = "error"
 FINISHED = "finished"
 
-EVENT_TYPES = (QUEUED, STARTED, STDOUT, STDERR, COMPILED, TIMING, DISPLAY, ERROR, FINISHED)
+EVENT_TYPES = (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, FINISHED)
 
 # What the runner inside the sandbox may report. It is untrusted (user code can write to its
 # event pipe), so "finished" and "started" are never taken from it: the supervisor decides.
-RUNNER_EVENT_TYPES = frozenset({COMPILED, TIMING, DISPLAY, ERROR})
+RUNNER_EVENT_TYPES = frozenset({COMPILING, COMPILED, TIMING, DISPLAY, ERROR})
 
 # Terminal statuses of a run. Every run ends in exactly one of them.
 SUCCEEDED = "succeeded"

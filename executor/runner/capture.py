@@ -75,6 +75,9 @@ class _History:
         self.warned = False
 
 
+# An XLA compile still running after this long is announced with a "compiling" event.
+COMPILING_NOTICE_S = 0.5
+
 # jax.jit wrappers the snippet made itself, ``jax.jit(jnp.sin)`` included: id(their PjitInfo) ->
 # (a weak reference to the wrapper, the snippet line that made it or None).
 _user_jits: dict[int, tuple] = {}
@@ -774,8 +777,16 @@ def install() -> bool:
                             and not kwargs.get("device_assignment")):
             return orig_compile(self, compiler_options, **kwargs)
         before = getattr(_tls, "backend_compiles", 0)
+        # A long compile says so while it lasts: the page shows what is being compiled rather
+        # than a run that seems to do nothing (XLA can take seconds, or never finish).
+        notice = threading.Timer(COMPILING_NOTICE_S, _say_compiling, args=(info,))
+        notice.daemon = True
+        notice.start()
         t0 = time.perf_counter()
-        executable = orig_compile(self, compiler_options, **kwargs)
+        try:
+            executable = orig_compile(self, compiler_options, **kwargs)
+        finally:
+            notice.cancel()
         compile_s = time.perf_counter() - t0
         if getattr(_tls, "backend_compiles", 0) == before:
             # XLA did not run: JAX's compilation cache already held this module's executable (a
@@ -823,6 +834,22 @@ def uninstall() -> None:
     _installed = False
 
 
+def _call_text(info: dict) -> str:
+    """``f(x: f32[3], n=2)``: the function, its arguments' types and its static arguments."""
+    sig = info["signature"]
+    args_text = ", ".join(f"{a['name']}: {a['type']}" for a in sig["args"])
+    statics = ", ".join(f"{k}={v}" for k, v in sig["static"].items())
+    return f"{info['name']}({args_text}{', ' if args_text and statics else ''}{statics})"
+
+
+def _say_compiling(info: dict) -> None:
+    try:
+        common.send("compiling", name=info["name"], signature=_call_text(info), via=info["via"],
+                    line=info["line"], call_line=info["call_line"], after_s=COMPILING_NOTICE_S)
+    except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
+        pass
+
+
 def _emit(computation, info: dict, executable, compile_s: float) -> None:
     stats.user_compiles += 1
     stats.user_compile_s += compile_s
@@ -833,8 +860,6 @@ def _emit(computation, info: dict, executable, compile_s: float) -> None:
                                                 compile_ms)
     jaxpr = info.pop("jaxpr", None)
     xla_exe = getattr(executable, "xla_executable", None)
-    args_text = ", ".join(f"{a['name']}: {a['type']}" for a in sig["args"])
-    statics = ", ".join(f"{k}={v}" for k, v in sig["static"].items())
     fields = {
         "name": info["name"],
         "module": getattr(computation, "_name", None),
@@ -843,7 +868,7 @@ def _emit(computation, info: dict, executable, compile_s: float) -> None:
         "line": info["line"],
         "file": info["file"],
         "call_line": info["call_line"],
-        "signature": f"{info['name']}({args_text}{', ' if args_text and statics else ''}{statics})",
+        "signature": _call_text(info),
         "in_types": [a["type"] for a in sig["args"]],
         "out_types": [_aval_str(a) for a in getattr(jaxpr, "out_avals", ())],
         "static_args": sig["static"],

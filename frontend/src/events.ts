@@ -48,12 +48,25 @@ export interface OutputEvent extends Base {
   text: string;
 }
 
-// The rich events (compiled, timing, display) come from code inside the sandbox that grows
+// The rich events (compiling, compiled, timing, display) come from code inside the sandbox that grows
 // with the runner (executor/runner/capture.py, notebook.py, jaxplay.py, display.py): every field
 // is optional here, renderers check what they get, and unknown kinds are shown as they come.
 
 /** Snippet line numbers for each line of a text (null where none), e.g. `jaxpr_lines`. */
 export type LineMap = (number | null)[];
+
+/** An XLA compilation of a user function that is taking a while (sent once it has run for
+ *  `after_s`); its `compiled` event follows when it is done. */
+export interface CompilingEvent extends Base {
+  type: "compiling";
+  name?: string;
+  /** e.g. "f(x: f32[3])". */
+  signature?: string | null;
+  via?: string | null;
+  line?: number | null;
+  call_line?: number | null;
+  after_s?: number | null;
+}
 
 /** One XLA compilation of a user function. Large texts may end with a "[truncated: ...]" mark. */
 export interface CompiledEvent extends Base {
@@ -202,6 +215,7 @@ export type RunEvent =
   | QueuedEvent
   | StartedEvent
   | OutputEvent
+  | CompilingEvent
   | CompiledEvent
   | TimingEvent
   | DisplayEvent
@@ -213,6 +227,7 @@ const EVENT_TYPES = new Set<string>([
   "started",
   "stdout",
   "stderr",
+  "compiling",
   "compiled",
   "timing",
   "display",

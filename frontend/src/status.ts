@@ -4,6 +4,9 @@
 import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent } from "./events";
 
 type Tone = "muted" | "info" | "warning" | "error";
+/** Who set the message, so that each clears only its own: a reconnect notice, a compile in
+ *  progress, anything else. */
+type MessageSource = "connection" | "compiling" | "other";
 
 const ENDINGS: Record<string, string> = {
   timed_out: "The run hit its time limit and was stopped.",
@@ -16,7 +19,7 @@ const ENDINGS: Record<string, string> = {
 const CLOCK_MS = 100;
 
 export class StatusLine {
-  private messageSource: "connection" | "other" | null = null;
+  private messageSource: MessageSource | null = null;
   private started: StartedEvent | null = null;
   // The running clock counts in the server's time between events (so a replay after a reload
   // shows how long the run has really been going, whatever the browser's clock says) and in
@@ -68,6 +71,9 @@ export class StatusLine {
       this.lastLocal = performance.now();
       this.showClock(); // a replay's events move it at once, not on the next tick
     }
+    if (event.type !== "queued" && event.type !== "finished" && this.badge.textContent === "queued") {
+      this.setStatus("running");
+    }
     switch (event.type) {
       case "queued":
         this.setStatus("queued");
@@ -86,11 +92,17 @@ export class StatusLine {
         if (this.messageSource !== "connection") this.setMessage(null);
         if (typeof event.ts === "number") this.startClock(event.ts);
         break;
+      case "compiling":
+        if (this.messageSource !== "connection") {
+          const what = event.signature || event.name || "a function";
+          this.setMessage(`XLA is compiling ${what}…`, "info", "compiling");
+        }
+        break;
+      case "compiled":
+        if (this.messageSource === "compiling") this.setMessage(null);
+        break;
       case "finished":
         this.finish(event);
-        break;
-      default:
-        if (this.badge.textContent === "queued") this.setStatus("running");
         break;
     }
   }
@@ -152,7 +164,7 @@ export class StatusLine {
   private setMessage(
     text: string | null,
     tone: Tone = "muted",
-    source: "connection" | "other" = "other",
+    source: MessageSource = "other",
   ): void {
     this.message.textContent = text ?? "";
     this.message.dataset.tone = text ? tone : "";

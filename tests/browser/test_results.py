@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .playground import RUN_TIMEOUT_MS, get_code, open_playground, set_code, wait_until_finished
+from .playground import RUN_TIMEOUT_MS, get_code, open_playground, run_status, set_code, wait_until_finished
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -60,6 +60,18 @@ import jax.numpy as jnp
 
 fast_sin = jax.jit(jnp.sin)
 print(fast_sin(jnp.ones(3)), jnp.cos(jnp.ones(3)))
+"""
+
+SLOW_COMPILE = """\
+import jax, jax.numpy as jnp
+
+@jax.jit
+def long_chain(x):
+    for i in range(300):             # 300 small matmuls: XLA takes over a second here
+        x = jnp.sin(x @ x) * 1.0001 + i
+    return x
+
+print(long_chain(jnp.ones((8, 8))).shape)
 """
 
 TRACER_BOOL = """\
@@ -254,6 +266,18 @@ def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Pa
     assert "site-packages" in origin.get_attribute("title")
     view = page.locator("#panel-compiled .code-view .monaco-editor .view-lines")
     expect(view).to_contain_text("sin")
+
+
+def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
+    set_code(page, SLOW_COMPILE)
+    page.keyboard.press("Control+Enter")
+    message = page.locator("#run-message")
+    expect(message).to_have_text("XLA is compiling long_chain(x: f32[8,8])…", timeout=RUN_TIMEOUT_MS)
+    assert run_status(page) == "running"
+    assert wait_until_finished(page) == "succeeded"
+    expect(message).to_have_text("")  # done: the notice goes with the compile
+    select_tab(page, "compiled")
+    expect(page.locator("#panel-compiled .compiled-row").filter(has_text="long_chain")).to_have_count(1)
 
 
 def test_it_explains_a_jax_error_under_its_message(page: Page):

@@ -83,3 +83,33 @@ def test_an_equivalent_sharding_that_xla_has_compiled_is_no_recompilation(run):
     assert first["compiles"] == 1 and first["recompile"] is None
     assert second["compiles"] == 2 and second["recompile"]["kind"] == "sharding"
     assert "compiled 2 times" not in r.stderr and "compiled 3 times" not in r.stderr
+
+
+SLOW_COMPILE = """\
+import jax, jax.numpy as jnp
+
+@jax.jit
+def long_chain(x):
+    for i in range(300):             # 300 small matmuls: XLA takes over a second here
+        x = jnp.sin(x @ x) * 1.0001 + i
+    return x
+
+quick = jax.jit(lambda x: x + 1)
+quick(jnp.ones((8, 8)))
+print(long_chain(jnp.ones((8, 8))).shape)
+"""
+
+
+def test_a_long_compile_is_announced_while_it_lasts_and_a_quick_one_is_not(run):
+    r = run(SLOW_COMPILE)
+    assert r.status == "succeeded", r
+    [compiling] = r.of("compiling")
+    assert compiling["name"] == "long_chain" and compiling["signature"] == "long_chain(x: f32[8,8])"
+    compiled = compiled_named(r, "long_chain")[0]
+    assert (compiling["line"], compiling["call_line"]) == (compiled["line"], compiled["call_line"]) == (3, 11)
+    assert compiling["after_s"] == 0.5
+    assert compiled["compile_ms"] > 500
+    # In the order it happened: announced during the compile, before its result and the print.
+    order = [e["type"] for e in r.events if e["type"] in ("compiling", "compiled", "stdout")]
+    assert order == ["compiled", "compiling", "compiled", "stdout"], order
+    assert compiling["seq"] < compiled["seq"]
