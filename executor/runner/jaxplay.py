@@ -32,12 +32,13 @@ bench(f, *args, label=None, repeats=7, number=None, warmup=1, target_s=0.2, flop
     is fed back as the donated argument (the arguments you passed are copied first, never
     consumed). Returns a ``BenchResult``; emits a ``timing`` event of kind "bench".
 
-compare(impls, *args, label=None, repeats=7, quiet=False, **kwargs)
+compare(impls, *args, label=None, repeats=7, quiet=False, note=None, **kwargs)
     ``impls`` maps a label to a function, or to a tuple ``(function, *its own args)`` when the
     implementations take different inputs (a NumPy array for NumPy, a JAX array for JAX). Each
     is timed with ``bench``; speed-ups are relative to the first. Rows whose function cannot
     be cost-analysed (NumPy, un-jitted JAX) borrow the FLOPs and bytes of a jitted row, so
     their GB/s are the effective rate for the same computation (``cost_from`` says whose).
+    ``note``: a sentence shown with the table, e.g. why the numbers come out as they do.
     Returns a ``Comparison``; emits one ``timing`` event of kind "comparison".
 
 show(value, label=None)
@@ -359,7 +360,7 @@ class Comparison(list):
 
 
 def compare(impls: dict, *args, label: str | None = None, repeats: int = 7, quiet: bool = False,
-            **kwargs):
+            note: str | None = None, **kwargs):
     if not isinstance(impls, dict) or not impls:
         raise TypeError("compare takes a dict {label: function or (function, *args)}")
     rows: list[BenchResult] = []
@@ -400,6 +401,7 @@ def compare(impls: dict, *args, label: str | None = None, repeats: int = 7, quie
         baseline=rows[0].label,
         repeats=repeats,
         rows=[dict(r.as_event(), speedup=r.speedup) for r in rows],
+        note=str(note) if note else None,
         text=text,
     )
     return Comparison(rows, text)

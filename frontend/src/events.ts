@@ -154,6 +154,8 @@ export interface TimingComparison {
   label?: string;
   rows?: TimingRow[];
   baseline?: string | null;
+  /** The snippet's own sentence about the comparison (jaxplay.compare(note=...)). */
+  note?: string | null;
 }
 
 export type TimingEvent = Base & { type: "timing" } & (TimingSingle | TimingComparison) &

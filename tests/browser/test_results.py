@@ -153,6 +153,8 @@ def test_it_runs_the_article_speed_test_and_compares_the_four_ways(page: Page):
     expect(panel.locator(".measure .chip", has_text="%timeit")).to_have_count(2)
     rows = panel.locator(".comparison .data-table tbody tr.data-row th")
     expect(rows).to_have_text(["NumPy", "JAX, no jit", "jit", "jit, donate_argnums=0"])
+    # With the sentence that says why, beside the numbers.
+    expect(panel.locator(".comparison .card-note")).to_contain_text("donate_argnums=0, XLA writes the result")
     # Donation reuses the input's buffer: the Compiled tab says how much memory is aliased.
     select_tab(page, "compiled")
     donated = page.locator("#panel-compiled .compiled-row").filter(has_text="recompiled")

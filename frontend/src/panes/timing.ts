@@ -185,6 +185,8 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
   const title = el("h3", "card-title", str(data.label) ?? "Comparison");
   const sub = el("span", "card-sub", baseline ? `speed-up against ${baseline}` : "");
   card.append(el("header", "card-header", title, sub));
+  const note = str(data.note);
+  if (note) card.append(el("p", "card-note", note));
   card.append(barChart(rows, speedOf));
 
   const columns: Column<TimingRow>[] = [
