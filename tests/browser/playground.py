@@ -53,5 +53,16 @@ def wait_until_finished(page: Page, timeout_ms: int = RUN_TIMEOUT_MS) -> str:
     return run_status(page)
 
 
+def run_code(page: Page, code: str, timeout_ms: int = RUN_TIMEOUT_MS) -> str:
+    """Put ``code`` in the editor, run it with Ctrl+Enter and wait: its final status."""
+    start_code(page, code)
+    return wait_until_finished(page, timeout_ms)
+
+
+def start_code(page: Page, code: str) -> None:
+    set_code(page, code)
+    page.keyboard.press("Control+Enter")
+
+
 def output(page: Page) -> str:
     return page.locator("#output").text_content()

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from .playground import RUN_TIMEOUT_MS, get_code, open_playground, run_status, set_code, wait_until_finished
+from tests.snippets import SLOW_COMPILE
+
+from .playground import (RUN_TIMEOUT_MS, get_code, open_playground, run_code, run_status, set_code,
+                         start_code, wait_until_finished)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -62,17 +65,6 @@ fast_sin = jax.jit(jnp.sin)
 print(fast_sin(jnp.ones(3)), jnp.cos(jnp.ones(3)))
 """
 
-SLOW_COMPILE = """\
-import jax, jax.numpy as jnp
-
-@jax.jit
-def long_chain(x):
-    for i in range(300):             # 300 small matmuls: XLA takes over a second here
-        x = jnp.sin(x @ x) * 1.0001 + i
-    return x
-
-print(long_chain(jnp.ones((8, 8))).shape)
-"""
 
 TRACER_BOOL = """\
 import jax
@@ -181,9 +173,7 @@ def test_it_opens_an_example_named_in_the_link_and_keeps_the_persons_code(page: 
 
 
 def test_it_shows_a_matplotlib_figure_in_figures(page: Page):
-    set_code(page, FIGURE)
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "succeeded"
+    assert run_code(page, FIGURE) == "succeeded"
 
     expect(page.locator("#tab-output")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#tab-figures .tab-count")).to_have_text("1")
@@ -199,9 +189,7 @@ def test_it_shows_a_matplotlib_figure_in_figures(page: Page):
 
 
 def test_it_shows_a_comparison_in_timing_as_a_row_per_implementation(page: Page):
-    set_code(page, COMPARISON)
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "succeeded"
+    assert run_code(page, COMPARISON) == "succeeded"
 
     select_tab(page, "timing")
     panel = page.locator("#panel-timing")
@@ -224,9 +212,7 @@ def test_it_shows_a_comparison_in_timing_as_a_row_per_implementation(page: Page)
 
 
 def test_it_lists_each_compilation_says_why_it_recompiled_and_diffs_two(page: Page):
-    set_code(page, RECOMPILING)
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "succeeded"
+    assert run_code(page, RECOMPILING) == "succeeded"
 
     select_tab(page, "compiled")
     rows = page.locator("#panel-compiled .compiled-row")
@@ -253,9 +239,7 @@ def test_it_lists_each_compilation_says_why_it_recompiled_and_diffs_two(page: Pa
 
 
 def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Page):
-    set_code(page, JITTED_JAX_FUNCTION)
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "succeeded"
+    assert run_code(page, JITTED_JAX_FUNCTION) == "succeeded"
 
     select_tab(page, "compiled")
     rows = page.locator("#panel-compiled .compiled-row")
@@ -271,8 +255,7 @@ def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Pa
 
 
 def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
-    set_code(page, SLOW_COMPILE)
-    page.keyboard.press("Control+Enter")
+    start_code(page, SLOW_COMPILE)
     message = page.locator("#run-message")
     expect(message).to_have_text("XLA is compiling long_chain(x: f32[8,8])…", timeout=RUN_TIMEOUT_MS)
     assert run_status(page) == "running"
@@ -283,9 +266,7 @@ def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
 
 
 def test_it_explains_a_jax_error_under_its_message(page: Page):
-    set_code(page, TRACER_BOOL)
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "failed"
+    assert run_code(page, TRACER_BOOL) == "failed"
 
     box = page.locator("#error-box")
     expect(box.locator(".error-type")).to_contain_text("Error")
@@ -309,9 +290,7 @@ def test_it_lists_the_libraries_with_their_versions(page: Page):
     expect(menu.locator(".menu-footer")).to_contain_text("CPU")
     page.keyboard.press("Escape")
 
-    set_code(page, "print('hi')\n")
-    page.keyboard.press("Control+Enter")
-    assert wait_until_finished(page) == "succeeded"
+    assert run_code(page, "print('hi')\n") == "succeeded"
 
     page.click("#libraries-button")
     expect(jax_version).to_have_text(re.compile(r"^\d+\.\d+"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+from tests.snippets import SLOW_COMPILE
+
 
 def compiled_named(run, name: str) -> list[dict]:
     return [e for e in run.of("compiled") if e["name"] == name]
@@ -85,19 +87,6 @@ def test_an_equivalent_sharding_that_xla_has_compiled_is_no_recompilation(run):
     assert "compiled 2 times" not in r.stderr and "compiled 3 times" not in r.stderr
 
 
-SLOW_COMPILE = """\
-import jax, jax.numpy as jnp
-
-@jax.jit
-def long_chain(x):
-    for i in range(300):             # 300 small matmuls: XLA takes over a second here
-        x = jnp.sin(x @ x) * 1.0001 + i
-    return x
-
-quick = jax.jit(lambda x: x + 1)
-quick(jnp.ones((8, 8)))
-print(long_chain(jnp.ones((8, 8))).shape)
-"""
 
 
 def test_a_long_compile_is_announced_while_it_lasts_and_a_quick_one_is_not(run):
