@@ -779,9 +779,7 @@ def install() -> bool:
         before = getattr(_tls, "backend_compiles", 0)
         # A long compile says so while it lasts: the page shows what is being compiled rather
         # than a run that seems to do nothing (XLA can take seconds, or never finish).
-        notice = threading.Timer(COMPILING_NOTICE_S, _say_compiling, args=(info,))
-        notice.daemon = True
-        notice.start()
+        notice = _CompileNotice(info)
         t0 = time.perf_counter()
         try:
             executable = orig_compile(self, compiler_options, **kwargs)
@@ -842,12 +840,35 @@ def _call_text(info: dict) -> str:
     return f"{info['name']}({args_text}{', ' if args_text and statics else ''}{statics})"
 
 
-def _say_compiling(info: dict) -> None:
-    try:
-        common.send("compiling", name=info["name"], signature=_call_text(info), via=info["via"],
-                    line=info["line"], call_line=info["call_line"], after_s=COMPILING_NOTICE_S)
-    except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
-        pass
+class _CompileNotice:
+    """Sends a "compiling" event if the compile is still running after COMPILING_NOTICE_S. A
+    notice that fires is sent before ``cancel`` returns, so it can never arrive after the
+    compile's own "compiled" event (which would leave the page saying it still compiles)."""
+
+    def __init__(self, info: dict):
+        self.info = info
+        self.lock = threading.Lock()
+        self.done = False
+        self.timer = threading.Timer(COMPILING_NOTICE_S, self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _fire(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            info = self.info
+            try:
+                common.send("compiling", name=info["name"], signature=_call_text(info),
+                            via=info["via"], line=info["line"], call_line=info["call_line"],
+                            after_s=COMPILING_NOTICE_S)
+            except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
+                pass
+
+    def cancel(self) -> None:
+        self.timer.cancel()
+        with self.lock:  # waits for a notice being sent right now
+            self.done = True
 
 
 def _emit(computation, info: dict, executable, compile_s: float) -> None:
