@@ -255,13 +255,18 @@ def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Pa
 
 
 def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
+    select_tab(page, "compiled")
     start_code(page, SLOW_COMPILE)
+    # In the status line, and in the Compiled pane above what has compiled so far.
     message = page.locator("#run-message")
+    pending = page.locator("#panel-compiled .compiled-pending")
     expect(message).to_have_text("XLA is compiling long_chain(x: f32[8,8])…", timeout=RUN_TIMEOUT_MS)
+    expect(pending).to_have_text("XLA is compiling long_chain(x: f32[8,8])…")
     assert run_status(page) == "running"
     assert wait_until_finished(page) == "succeeded"
-    expect(message).to_have_text("")  # done: the notice goes with the compile
-    select_tab(page, "compiled")
+    # Done: the notices go with the compile, which is listed now.
+    expect(message).to_have_text("")
+    expect(pending).to_be_hidden()
     expect(page.locator("#panel-compiled .compiled-row").filter(has_text="long_chain")).to_have_count(1)
 
 

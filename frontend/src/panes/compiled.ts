@@ -75,6 +75,8 @@ export class CompiledPane implements Pane {
   private sourceLine: number | null = null;
 
   private readonly placeholder: HTMLElement;
+  /** What XLA is compiling right now, when it takes a while (a "compiling" event). */
+  private readonly pending: HTMLElement;
   private readonly list: HTMLElement;
   private readonly detail: HTMLElement;
   private readonly toolbar: HTMLElement;
@@ -90,6 +92,9 @@ export class CompiledPane implements Pane {
   constructor(private readonly source: SourceLink) {
     this.element = el("div", "compiled");
     this.placeholder = el("div", "pane-placeholder");
+    this.pending = el("div", "compiled-pending");
+    this.pending.setAttribute("role", "status");
+    this.pending.hidden = true;
     this.list = el("div", "compiled-list");
     this.list.setAttribute("role", "listbox");
     this.list.setAttribute("aria-label", "Compiled functions");
@@ -107,11 +112,12 @@ export class CompiledPane implements Pane {
     this.diff = new DiffViewer(this.diffHost);
     this.detail = el("div", "compiled-detail", this.toolbar, this.stats, this.codeView, this.jaxprsGrid, this.diffHost);
 
-    this.element.append(this.placeholder, this.list, this.detail);
+    this.element.append(this.pending, this.placeholder, this.list, this.detail);
     this.reset();
   }
 
   reset(): void {
+    this.showPending(null);
     this.entries = [];
     this.selected = null;
     this.diffing = false;
@@ -130,7 +136,10 @@ export class CompiledPane implements Pane {
   }
 
   handle(event: RunEvent): void {
-    if (event.type === "compiled") {
+    if (event.type === "compiling") {
+      this.showPending(str(event.signature) ?? str(event.name) ?? "a function");
+    } else if (event.type === "compiled") {
+      this.showPending(null);
       this.add({ type: "function", id: this.entries.length, label: "", event });
     } else if (event.type === "display" && event.kind === "jaxprs") {
       const panels = jaxprPanels(event);
@@ -142,8 +151,17 @@ export class CompiledPane implements Pane {
         panels,
       });
     } else if (event.type === "finished") {
+      this.showPending(null);
       this.finished = true;
       if (this.entries.length === 0) this.render();
+    }
+  }
+
+  private showPending(what: string | null): void {
+    this.pending.hidden = what === null;
+    this.pending.replaceChildren();
+    if (what !== null) {
+      this.pending.append(el("span", "pending-dot"), el("span", null, "XLA is compiling ", el("code", null, what), "…"));
     }
   }
 
