@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -273,7 +274,7 @@ def supervise(
     proc.returncode = os.waitstatus_to_exitcode(exit_info["status"])
     usage = exit_info["usage"]
     cpu_ms = round((usage.ru_utime + usage.ru_stime) * 1000, 1)
-    peak_kb = usage.ru_maxrss
+    peak_kb = usage.ru_maxrss // 1024 if sys.platform == "darwin" else usage.ru_maxrss  # bytes there
     # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
     if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
         cpu_ms = round((cpu_now - cpu_at_start) * 1000, 1)

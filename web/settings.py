@@ -94,8 +94,9 @@ WATCHDOG_EVERY_S = env_int("WATCHDOG_EVERY_S", 5, minimum=1)
 RUN_DEVICE_KINDS = ("cpu", "gpu", "tpu")
 RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
-# A request body is refused unread above this: room for the largest code JSON-escaped (\u00XX
-# is 6 characters for one byte), nothing like Django's 2.5 MB default.
+# A request body above this is refused with a JSON error: room for the largest code
+# JSON-escaped (\u00XX is 6 characters for one byte), nothing like Django's 2.5 MB default. The
+# ASGI server has read the body by then; cap uploads at the reverse proxy to refuse them unread.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(1024**2, 8 * RUN_MAX_CODE_BYTES)
 # Runs one client (IP address) may start per minute; 0 turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)

@@ -783,14 +783,17 @@ def install() -> bool:
         t0 = time.perf_counter()
         try:
             executable = orig_compile(self, compiler_options, **kwargs)
-        finally:
-            notice.cancel()
+        except BaseException:
+            notice.cancel(withdraw=True)  # the snippet may catch the error and go on
+            raise
         compile_s = time.perf_counter() - t0
         if getattr(_tls, "backend_compiles", 0) == before:
             # XLA did not run: JAX's compilation cache already held this module's executable (a
             # re-lowering for an equivalent sharding, P() then P(None, None)). Nothing new was
             # compiled, so nothing to show and no recompilation to count.
+            notice.cancel(withdraw=True)
             return executable
+        notice.cancel()  # its "compiled" event follows
         try:
             _emit(self, info, executable, compile_s)
         except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
@@ -843,32 +846,43 @@ def _call_text(info: dict) -> str:
 class _CompileNotice:
     """Sends a "compiling" event if the compile is still running after COMPILING_NOTICE_S. A
     notice that fires is sent before ``cancel`` returns, so it can never arrive after the
-    compile's own "compiled" event (which would leave the page saying it still compiles)."""
+    compile's own "compiled" event (which would leave the page saying it still compiles). A
+    compile that ends without one (an error, or XLA's cache) withdraws it: the same event with
+    ``done: true``."""
 
     def __init__(self, info: dict):
         self.info = info
         self.lock = threading.Lock()
         self.done = False
+        self.sent = False
         self.timer = threading.Timer(COMPILING_NOTICE_S, self._fire)
         self.timer.daemon = True
-        self.timer.start()
+        try:
+            self.timer.start()
+        except RuntimeError:  # no thread to be had (the run is at its pids limit): no notice
+            self.timer = None
 
     def _fire(self) -> None:
         with self.lock:
-            if self.done:
-                return
-            info = self.info
-            try:
-                common.send("compiling", name=info["name"], signature=_call_text(info),
-                            via=info["via"], line=info["line"], call_line=info["call_line"],
-                            after_s=COMPILING_NOTICE_S)
-            except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
-                pass
+            if not self.done:
+                self.sent = self._send()
 
-    def cancel(self) -> None:
-        self.timer.cancel()
+    def _send(self, **extra) -> bool:
+        info = self.info
+        try:
+            return common.send("compiling", name=info["name"], signature=_call_text(info),
+                               via=info["via"], line=info["line"], call_line=info["call_line"],
+                               after_s=COMPILING_NOTICE_S, **extra)
+        except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
+            return False
+
+    def cancel(self, withdraw: bool = False) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         with self.lock:  # waits for a notice being sent right now
             self.done = True
+            if withdraw and self.sent:
+                self._send(done=True)
 
 
 def _emit(computation, info: dict, executable, compile_s: float) -> None:

@@ -5,7 +5,8 @@ A runner's ``/tmp`` is new for each run, so without help every run's first ``imp
 matplotlib.pyplot`` would scan the fonts again. Instead the worker runs ``python -m runner.fonts``
 once, inside a sandbox like a run's (so the list holds exactly the fonts a run can see), keeps
 what it prints, and binds it read-only into every sandbox; each runner copies it into its own
-``MPLCONFIGDIR`` during warm-up (``install``), before the snippet is known.
+``MPLCONFIGDIR`` during warm-up (``install``), before the snippet is known. Only the list of the
+matplotlib the worker runs is bound: a host may hold others' (other versions, other workers).
 """
 
 from __future__ import annotations
@@ -36,18 +37,16 @@ def build() -> dict:
         return {"name": name, "text": f.read()}
 
 
-def install(source_dir: str | None) -> None:
+def install(cache_file: str | None) -> None:
     """Copy the worker's prepared font list into this run's matplotlib folder (no matplotlib
-    import: a run that never draws pays a directory listing)."""
-    if not source_dir or not os.path.isdir(source_dir):
+    import: a run that never draws pays one small file copy)."""
+    if not cache_file or not CACHE_NAME.fullmatch(os.path.basename(cache_file)):
         return
-    names = [name for name in os.listdir(source_dir) if CACHE_NAME.fullmatch(name)]
-    if not names:
+    if not os.path.isfile(cache_file):
         return
     target = config_dir()
     os.makedirs(target, exist_ok=True)
-    for name in names:
-        shutil.copyfile(os.path.join(source_dir, name), os.path.join(target, name))
+    shutil.copyfile(cache_file, os.path.join(target, os.path.basename(cache_file)))
 
 
 if __name__ == "__main__":

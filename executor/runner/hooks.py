@@ -47,7 +47,10 @@ def prepare(channel, font_cache: str | None = None) -> None:
     os.environ["MPLBACKEND"] = f"module://{package}.mpl_backend"
     # matplotlib wants a writable config/cache directory; the sandbox's HOME is /tmp.
     os.environ.setdefault("MPLCONFIGDIR", fonts.config_dir())
-    fonts.install(font_cache)  # the worker's font list: the first figure skips the font scan
+    try:
+        fonts.install(font_cache)  # the worker's font list: the first figure skips the font scan
+    except OSError:
+        pass  # only slower: matplotlib scans the fonts itself
 
 
 def configure(options: dict | None) -> None:

@@ -171,7 +171,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--seccomp", action="store_true", help="confine the snippet's syscalls")
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU seconds for the snippet")
-    parser.add_argument("--font-cache", help="folder holding the worker's matplotlib font list")
+    parser.add_argument("--font-cache", help="the worker's matplotlib font list (a file)")
     args = parser.parse_args(argv)
 
     _die_with_parent()

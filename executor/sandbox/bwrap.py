@@ -120,8 +120,8 @@ class BwrapLauncher(Launcher):
         if self.has_venv:
             binds.append((self.venv, VENV_DEST))
         binds.append((str(RUNNER_PARENT / "runner"), f"{WORKDIR}/runner"))
-        if self.font_cache:
-            binds.append((str(FONT_CACHE_DIR), FONT_CACHE_DEST))
+        if self.font_cache:  # the one file, so that other versions' lists stay out
+            binds.append((str(FONT_CACHE_DIR / os.path.basename(self.font_cache)), self.font_cache))
         # At their own place; staged like the rest, since bwrap (no longer root) may not be
         # allowed to walk to them.
         binds += [(path, path) for path in self.ro_binds]
@@ -261,7 +261,7 @@ class BwrapLauncher(Launcher):
             log.warning("matplotlib's font list was not prepared (each run's first figure "
                         "scans the fonts instead): %s", exc)
             return
-        self.font_cache = FONT_CACHE_DEST
+        self.font_cache = f"{FONT_CACHE_DEST}/{name}"
 
     def run_inside(self, command: list[str], *, slot: int, timeout: float,
                    input: bytes | None = None) -> subprocess.CompletedProcess:
@@ -303,6 +303,11 @@ class BwrapLauncher(Launcher):
 
     def start(self, slot: int) -> subprocess.Popen:
         STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
+        if self.font_cache and not (FONT_CACHE_DIR / os.path.basename(self.font_cache)).is_file():
+            # Gone from /run since the worker made it: runners do without rather than not start.
+            log.warning("matplotlib's font list %s disappeared; runners scan the fonts again",
+                        FONT_CACHE_DIR / os.path.basename(self.font_cache))
+            self.font_cache = None
         cgroup = self._new_cgroup(slot)
         try:
             # bwrap hands every inherited descriptor to the sandbox: only the event pipe.

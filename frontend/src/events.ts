@@ -56,7 +56,8 @@ export interface OutputEvent extends Base {
 export type LineMap = (number | null)[];
 
 /** An XLA compilation of a user function that is taking a while (sent once it has run for
- *  `after_s`); its `compiled` event follows when it is done. */
+ *  `after_s`); its `compiled` event follows when it is done, or, when it ends without one (an
+ *  error the snippet caught), this event again with `done: true`. */
 export interface CompilingEvent extends Base {
   type: "compiling";
   name?: string;
@@ -66,6 +67,7 @@ export interface CompilingEvent extends Base {
   line?: number | null;
   call_line?: number | null;
   after_s?: number | null;
+  done?: boolean;
 }
 
 /** One XLA compilation of a user function. Large texts may end with a "[truncated: ...]" mark. */
@@ -76,8 +78,8 @@ export interface CompiledEvent extends Base {
   signature?: string | null;
   /** How it was compiled: "jit", "pmap", ... */
   via?: string | null;
-  /** Whose function: "snippet", "library" (optax, flax...) or "jax" (a JAX function the
-   *  snippet jitted itself, e.g. `jax.jit(jnp.sin)`). */
+  /** Whose function: "snippet", "library" (optax, flax...), "jax" (a JAX function the
+   *  snippet jitted itself, e.g. `jax.jit(jnp.sin)`) or "other" (code the snippet exec'd). */
   origin?: string | null;
   /** Where a library's or JAX's function lives (a path in the run's environment). */
   file?: string | null;

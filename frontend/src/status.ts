@@ -93,7 +93,9 @@ export class StatusLine {
         if (typeof event.ts === "number") this.startClock(event.ts);
         break;
       case "compiling":
-        if (this.messageSource !== "connection") {
+        if (event.done) {
+          if (this.messageSource === "compiling") this.setMessage(null);
+        } else if (this.messageSource !== "connection") {
           const what = event.signature || event.name || "a function";
           this.setMessage(`XLA is compiling ${what}…`, "info", "compiling");
         }

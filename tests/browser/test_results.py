@@ -19,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from tests.snippets import SLOW_COMPILE
 
-from .playground import (RUN_TIMEOUT_MS, get_code, open_playground, run_code, run_status, set_code,
+from .playground import (RUN_TIMEOUT_MS, get_code, open_playground, run_code, set_code,
                          start_code, wait_until_finished)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -257,13 +257,24 @@ def test_it_shows_a_jax_function_the_snippet_jitted_with_where_it_lives(page: Pa
 def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
     select_tab(page, "compiled")
     start_code(page, SLOW_COMPILE)
-    # In the status line, and in the Compiled pane above what has compiled so far.
+    # In the status line, and in the Compiled pane above what has compiled so far: the page's
+    # state taken in one go the moment the notice shows, so the run cannot end between reads.
+    seen = page.wait_for_function(
+        """() => {
+            const message = document.querySelector('#run-message').textContent;
+            if (!message.includes('long_chain')) return null;
+            const pending = document.querySelector('#panel-compiled .compiled-pending');
+            return {message, pending: pending.hidden ? null : pending.textContent,
+                    status: document.querySelector('#run-status').textContent};
+        }""",
+        timeout=RUN_TIMEOUT_MS,
+        polling="raf",
+    ).json_value()
+    notice = "XLA is compiling long_chain(x: f32[8,8])…"
+    assert seen == {"message": notice, "pending": notice, "status": "running"}
+    assert wait_until_finished(page) == "succeeded"
     message = page.locator("#run-message")
     pending = page.locator("#panel-compiled .compiled-pending")
-    expect(message).to_have_text("XLA is compiling long_chain(x: f32[8,8])…", timeout=RUN_TIMEOUT_MS)
-    expect(pending).to_have_text("XLA is compiling long_chain(x: f32[8,8])…")
-    assert run_status(page) == "running"
-    assert wait_until_finished(page) == "succeeded"
     # Done: the notices go with the compile, which is listed now.
     expect(message).to_have_text("")
     expect(pending).to_be_hidden()

@@ -116,7 +116,7 @@ class TestBadInput:
         (json.dumps({"code": "x" * (64 * 1024 + 1)}).encode(), "the limit is 65536 bytes"),
         (json.dumps({"code": "print(1)", "device": "quantum"}).encode(), "unknown device 'quantum'"),
         (json.dumps({"code": "print(1)", "device": ["cpu"]}).encode(), "unknown device"),
-        # Refused unread: far over what any 64 KiB of code could be, however escaped.
+        # Far over what any 64 KiB of code could be, however escaped.
         (json.dumps({"code": "x" * 3_000_000}).encode(), "code may be at most 65536 bytes"),
     ])
     def test_it_rejects_bad_input_and_creates_nothing(self, live_stack, body, message):

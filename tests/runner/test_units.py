@@ -116,3 +116,32 @@ def test_explanations():
     except Exception as exc:  # noqa: BLE001
         assert "tracer" in explain.explanation(exc)
     assert explain.explanation(ZeroDivisionError("x")) is None
+
+
+def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without_a_result(monkeypatch):
+    import time
+
+    from executor.runner import capture
+
+    sent = []
+    monkeypatch.setattr(capture.common, "send", lambda type_, **fields: sent.append((type_, fields)) or True)
+    monkeypatch.setattr(capture, "COMPILING_NOTICE_S", 0.05)
+    info = {"name": "f", "signature": {"args": [{"name": "x", "type": "f32[3]"}], "static": {}},
+            "via": "jit", "line": 1, "call_line": 2}
+
+    quick = capture._CompileNotice(info)
+    quick.cancel(withdraw=True)
+    time.sleep(0.15)
+    assert sent == []  # over before the notice was due: nothing to say, nothing to withdraw
+
+    compiled = capture._CompileNotice(info)
+    time.sleep(0.15)
+    compiled.cancel()  # its "compiled" event follows
+    assert sent == [("compiling", {"name": "f", "signature": "f(x: f32[3])", "via": "jit", "line": 1,
+                                   "call_line": 2, "after_s": 0.05})]
+
+    sent.clear()
+    failed = capture._CompileNotice(info)
+    time.sleep(0.15)
+    failed.cancel(withdraw=True)  # an error, or XLA's cache: no "compiled" will come
+    assert [(t, f.get("done")) for t, f in sent] == [("compiling", None), ("compiling", True)]

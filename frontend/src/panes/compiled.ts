@@ -137,7 +137,7 @@ export class CompiledPane implements Pane {
 
   handle(event: RunEvent): void {
     if (event.type === "compiling") {
-      this.showPending(str(event.signature) ?? str(event.name) ?? "a function");
+      this.showPending(event.done ? null : (str(event.signature) ?? str(event.name) ?? "a function"));
     } else if (event.type === "compiled") {
       this.showPending(null);
       this.add({ type: "function", id: this.entries.length, label: "", event });
