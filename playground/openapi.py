@@ -128,7 +128,9 @@ def schema() -> dict:
                 "sandboxed": {"type": ["boolean", "null"]},
                 "queue_depth": {"type": "integer"},
             }},
-            "DeviceList": {"type": "object", "required": ["devices"], "properties": {
-                "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}}}},
+            "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {
+                "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}},
+                "server_time": {"type": "number",
+                                "description": "The server's clock, Unix seconds (events' ts are on it)"}}},
         }},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from functools import wraps
 
 from django.conf import settings
@@ -97,7 +98,12 @@ def index(request):
 @api("GET")
 def api_devices(request):
     redis = get_redis()
-    return JsonResponse({"devices": [registry.describe_kind(redis, k) for k in settings.RUN_DEVICE_KINDS]})
+    return JsonResponse({
+        "devices": [registry.describe_kind(redis, k) for k in settings.RUN_DEVICE_KINDS],
+        # Events carry server timestamps: the page sets its clock by this to show how long a
+        # run it picks up again (after a reload) has been going.
+        "server_time": round(time.time(), 3),
+    })
 
 
 @api("POST")

@@ -76,8 +76,24 @@ async function request<T>(method: "GET" | "POST", path: string, body?: unknown):
 }
 
 export async function listDevices(): Promise<Device[]> {
-  const data = await request<{ devices?: Device[] }>("GET", "/api/devices");
+  const sent = Date.now();
+  const data = await request<{ devices?: Device[]; server_time?: number }>("GET", "/api/devices");
+  if (typeof data?.server_time === "number") setServerClock(data.server_time, sent, Date.now());
   return Array.isArray(data?.devices) ? data.devices : [];
+}
+
+// How far the server's clock (events' `ts`) is ahead of this browser's, in seconds; null until
+// the server has said its time.
+let serverAhead: number | null = null;
+
+function setServerClock(serverTime: number, sentMs: number, receivedMs: number): void {
+  // The server read its clock about halfway through the request.
+  serverAhead = serverTime - (sentMs + receivedMs) / 2000;
+}
+
+/** The server's time now (Unix seconds), or null when it is not known yet. */
+export function serverNow(): number | null {
+  return serverAhead === null ? null : Date.now() / 1000 + serverAhead;
 }
 
 export function startRun(code: string, device: string): Promise<CreatedRun> {

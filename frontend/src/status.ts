@@ -1,6 +1,7 @@
 // The run's status line: a coloured badge (#run-status), the wall time (#wall-time), where it ran
 // (#run-info) and one message (#run-message) for queue position, connection trouble, the
 // server's answer to a refused run and how a run ended.
+import { serverNow } from "./api";
 import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent } from "./events";
 
 type Tone = "muted" | "info" | "warning" | "error";
@@ -21,9 +22,9 @@ const CLOCK_MS = 100;
 export class StatusLine {
   private messageSource: MessageSource | null = null;
   private started: StartedEvent | null = null;
-  // The running clock counts in the server's time between events (so a replay after a reload
-  // shows how long the run has really been going, whatever the browser's clock says) and in
-  // the browser's since the latest one.
+  // The running clock counts in the server's time (events' ts, and the server's clock as the
+  // page last heard it), so a replay after a reload shows how long the run has really been
+  // going, whatever the browser's own clock says.
   private clock: number | null = null;
   private startedTs = 0;
   private lastServerTs = 0;
@@ -127,7 +128,11 @@ export class StatusLine {
   }
 
   private showClock(): void {
-    const ms = Math.max(0, (this.lastServerTs - this.startedTs) * 1000 + (performance.now() - this.lastLocal));
+    // The server's clock, when the page knows it, says how long the run has been going even
+    // after a reload during a quiet stretch; without it, count from the latest event.
+    const now = serverNow();
+    const sinceEvents = (this.lastServerTs - this.startedTs) * 1000 + (performance.now() - this.lastLocal);
+    const ms = Math.max(0, now !== null ? Math.max((now - this.startedTs) * 1000, sinceEvents) : sinceEvents);
     // Tenths while it runs: a clock, not a measurement (that comes with "finished").
     this.wallTime.textContent = ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : formatMs(ms);
     this.wallTime.title = "Running for this long so far";

@@ -145,6 +145,26 @@ def test_it_shows_the_whole_run_exactly_once_after_a_reload_mid_run(page: Page):
     assert page.inner_text("#wall-time") != ""
 
 
+def test_after_a_reload_during_a_quiet_stretch_the_clock_shows_the_run_s_real_age(page: Page):
+    set_code(page, "import time\nprint('go', flush=True)\ntime.sleep(8)\n")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#output")).to_contain_text("go", timeout=RUN_TIMEOUT_MS)
+    page.wait_for_timeout(3000)  # nothing printed meanwhile: no event says the run got older
+
+    open_playground(page, reload=True)
+    # At once, not after counting up from the replay: a clock that started at the reload
+    # could not reach 2.8 s within the second allowed here.
+    clock = page.wait_for_function(
+        "() => document.querySelector('#run-status').textContent === 'running'"
+        " && parseFloat(document.querySelector('#wall-time').textContent) >= 2.8"
+        " && document.querySelector('#wall-time').textContent",
+        timeout=1000,
+    ).json_value()
+    assert float(clock.split()[0]) < 8, clock
+    page.click("#cancel-button")
+    assert wait_until_finished(page) == "cancelled"
+
+
 def test_it_reconnects_after_a_dropped_socket_without_losing_or_repeating_output(page: Page):
     """The socket drops mid-run; on the next connection the "server" first repeats two events
     the page already has (as an overlapping replay would). The page must reconnect from the
