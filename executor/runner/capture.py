@@ -260,8 +260,8 @@ def _jit_frame_info(start) -> dict:
                     for name in ji.static_argnames or ():
                         if name in kwargs:
                             out["static"][name] = _short_repr(kwargs[name])
-            except Exception:  # noqa: BLE001 - best effort
-                pass
+            except (AttributeError, TypeError, IndexError):
+                pass  # pjit's private locals changed shape: the event only lacks static arguments
         if code.co_filename == SNIPPET:
             out["call_line"] = f.f_lineno
             try:
@@ -287,7 +287,8 @@ def _arg_label(fun, i: int) -> str:
 def _short_repr(value, limit: int = 80) -> str:
     try:
         text = repr(value)
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+    # A static argument is the user's object: its __repr__ may raise anything.
+    except Exception:  # noqa: BLE001
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -403,7 +404,7 @@ def _signature(jaxpr, info: dict, in_shardings, donated) -> dict:
     try:
         ctx = config.trace_context()
         hash(ctx)
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+    except (AttributeError, TypeError):  # private API gone, or a context that cannot be compared
         ctx = None
     return {
         "args": args,
@@ -420,18 +421,13 @@ def _aval_sharding(aval) -> str | None:
     """The sharding JAX keeps on an argument's abstract value: part of jit's tracing cache key, and
     not always in its printed type (a pmap's output carries pmap's mesh, printed plain ``f32[8]``)."""
     sharding = getattr(aval, "sharding", None)
-    if sharding is None:
-        return None
-    try:
-        return repr(sharding)
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
-        return type(sharding).__name__
+    return None if sharding is None else repr(sharding)
 
 
 def _aval_str(aval) -> str:
     try:
-        return aval.str_short(short_dtypes=True)
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+        return aval.str_short(short_dtypes=True)  # private, and its signature has changed before
+    except (AttributeError, TypeError):
         return str(aval)
 
 
@@ -554,7 +550,8 @@ def jaxpr_text(jaxpr) -> tuple[str, list]:
             # A small jaxpr fits on one line; one equation per line reads (and diffs) better.
             annotated = jaxpr.pretty_print(source_info=True, name_stack=False,
                                            width=max(len(body.rstrip()) - 1, 20))
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+    # A jaxpr prints its parameters, user objects among them, whose repr may raise anything.
+    except Exception:  # noqa: BLE001
         return str(jaxpr), []
     lines, where = [], []
     for line in annotated.split("\n"):
@@ -651,15 +648,15 @@ def _cost(executable) -> dict:
                 if src in cost and cost[src] is not None:
                     value = float(cost[src])
                     out[dst] = int(value) if value.is_integer() and dst != "optimal_seconds" else value
-    except Exception:  # noqa: BLE001 - the backend may not say
-        pass
+    except (NotImplementedError, RuntimeError, TypeError, ValueError):
+        pass  # a backend without a cost model raises (XlaRuntimeError is a RuntimeError)
     return out
 
 
 def _memory(executable) -> dict | None:
     try:
         m = executable.get_compiled_memory_stats()
-    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+    except (AttributeError, NotImplementedError, RuntimeError):  # not on every backend
         return None
     out = {}
     for src, dst in (("argument_size_in_bytes", "argument_bytes"),
@@ -694,21 +691,19 @@ def _texts(jaxpr, computation, executable) -> dict:
         if where is not None:
             fields[name + "_lines"] = where[: text.count("\n") + 1]
 
-    try:
-        text, where = jaxpr_text(jaxpr)
-        put("jaxpr", text, where)
-    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
-        fields["jaxpr"] = f"[jaxpr unavailable: {exc}]"
+    put("jaxpr", *jaxpr_text(jaxpr))  # jaxpr_text falls back to str() itself
     try:
         from jax._src.interpreters import mlir
 
         put("stablehlo", mlir.module_to_string(computation.stablehlo(), enable_debug_info=False))
-    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
+    # JAX's private MLIR helpers: whatever they raise is shown in the pane, not swallowed.
+    except Exception as exc:  # noqa: BLE001
         fields["stablehlo"] = f"[StableHLO unavailable: {exc}]"
     try:
         text, where = hlo_text(executable.as_text())
         put("hlo", text, where)
-    except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
+    # Backends differ in what they can print: whatever they raise is shown in the pane.
+    except Exception as exc:  # noqa: BLE001
         fields["hlo"] = f"[optimised HLO unavailable on this backend: {exc}]"
     fields["truncated"] = truncated
     return fields
@@ -766,7 +761,9 @@ def install() -> bool:
                 info["trace_ms"] = common.ms(trace[1]) if trace and trace[0] == fun_name else None
                 info.pop("fun", None)
                 computation._jaxplay_capture = info
-        except Exception:  # noqa: BLE001 - capture must never break the user's program
+        # This runs inside JAX's own lowering: raising would fail the user's jit call. On a
+        # failure the function is only left out of the Compiled pane.
+        except Exception:  # noqa: BLE001
             pass
         return computation
 
@@ -796,7 +793,8 @@ def install() -> bool:
         notice.cancel()  # its "compiled" event follows
         try:
             _emit(self, info, executable, compile_s)
-        except Exception as exc:  # noqa: BLE001 - user values and JAX internals raise anything
+        # Reported as the event's capture_error, not swallowed; the user's call goes on.
+        except Exception as exc:  # noqa: BLE001
             common.send("compiled", name=info.get("name"), capture_error=f"{type(exc).__name__}: {exc}")
         return executable
 
@@ -805,7 +803,7 @@ def install() -> bool:
         jitted = orig_make_jit(*args, **kwargs)
         try:
             _note_jit(jitted, sys._getframe(1))
-        except Exception:  # noqa: BLE001 - capture must never break the user's program
+        except (AttributeError, TypeError):  # jax.jit's private wrapper changed: only naming suffers
             pass
         return jitted
 
@@ -869,12 +867,9 @@ class _CompileNotice:
 
     def _send(self, **extra) -> bool:
         info = self.info
-        try:
-            return common.send("compiling", name=info["name"], signature=_call_text(info),
-                               via=info["via"], line=info["line"], call_line=info["call_line"],
-                               after_s=COMPILING_NOTICE_S, **extra)
-        except Exception:  # noqa: BLE001 - a notice is a nicety, never an error in the run
-            return False
+        return common.send("compiling", name=info["name"], signature=_call_text(info),
+                           via=info["via"], line=info["line"], call_line=info["call_line"],
+                           after_s=COMPILING_NOTICE_S, **extra)
 
     def cancel(self, withdraw: bool = False) -> None:
         if self.timer is not None:
