@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from executor.sandbox import Limits, get_launcher
+from executor.supervisor import Runner, discard, supervise, wait_ready
 
 
 FIRST_FIGURE = """\
@@ -41,15 +42,6 @@ def wait_line(fd: int, timeout: float = 120.0) -> bytes:
             raise RuntimeError("runner died")
         buf += chunk
     return buf
-
-
-def finish(launcher, proc) -> None:
-    launcher.cleanup(proc)
-    if proc.returncode is None:
-        proc.wait(timeout=10)
-    os.close(proc.event_fd)
-    for f in (proc.stdin, proc.stdout, proc.stderr):
-        f.close()
 
 
 def sandbox_pids(launcher, proc) -> list[int]:
@@ -91,11 +83,9 @@ def main() -> None:
         first_byte.append((time.perf_counter() - t1) * 1000)
         assert out == b"1", out
         proc.wait(timeout=30)
-        finish(launcher, proc)
+        discard(Runner(proc=proc, slot=0), launcher)
 
     # The same through the supervisor, as a browser gets it: its output coalescing included.
-    from executor.supervisor import Runner, supervise, wait_ready
-
     via_supervisor = []
     for i in range(args.runs):
         runner = Runner(proc=launcher.start(0), slot=0)
@@ -110,7 +100,7 @@ def main() -> None:
 
         supervise(runner, launcher, {"code": "print(1)", "options": {}}, launcher.limits, emit)
         via_supervisor.append((first[0] - t1) * 1000)
-        launcher.cleanup(runner.proc)  # supervise() closed the pipes and reaped it
+        discard(runner, launcher)
 
     # A run's first figure: importing pyplot and drawing, as the snippet itself times it, with the
     # worker's prepared font list (what executors do) and without (each run scans the fonts).

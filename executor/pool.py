@@ -18,7 +18,7 @@ import time
 from collections import deque
 
 from .sandbox import Launcher
-from .supervisor import Runner, wait_ready
+from .supervisor import Runner, discard, wait_ready
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +108,8 @@ class RunnerPool:
 
     def _discard(self, runner: Runner) -> None:
         try:
-            self.launcher.cleanup(runner.proc)
-            if runner.proc.returncode is None:
-                try:
-                    runner.proc.wait(timeout=5)
-                except Exception:  # noqa: BLE001 - already reaped by the supervisor
-                    pass
+            discard(runner, self.launcher)
         finally:
-            runner.close()
             with self._lock:
                 self._free_slots.append(runner.slot)
 

@@ -67,6 +67,20 @@ class Runner:
         os.close(self.event_fd)
 
 
+def discard(runner: Runner, launcher) -> None:
+    """End a runner that will run no (more) snippets: kill what is left of its sandbox, reap
+    it, close our ends of its pipes."""
+    try:
+        launcher.cleanup(runner.proc)
+        if runner.proc.returncode is None:
+            try:
+                runner.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # cleanup killed it; the kernel reaps it with us at worst
+    finally:
+        runner.close()
+
+
 def wait_ready(runner: Runner, timeout: float) -> dict:
     """Read the runner's first event, "ready", and keep whatever followed it."""
     deadline = time.monotonic() + timeout

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from executor.sandbox import bwrap, get_launcher
+from executor.supervisor import Runner, discard
 
 from .conftest import LIMITS, UID_BASE, host_processes_of, wait_gone
 
@@ -52,12 +53,7 @@ def started(launcher):
         assert ready["type"] == "ready"
         yield proc
     finally:
-        launcher.cleanup(proc)
-        if proc.returncode is None:
-            proc.wait(timeout=10)
-        os.close(proc.event_fd)
-        for f in (proc.stdin, proc.stdout, proc.stderr):
-            f.close()
+        discard(Runner(proc=proc, slot=SLOT), launcher)
 
 
 def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
