@@ -123,44 +123,33 @@ export function registerLanguages(): void {
 
   // Monaco's vs / vs-dark colour "attribute.name" bright red and every variable the same as a
   // keyword; in a jaxpr nearly every word is a variable, so those are toned down here.
-  monaco.editor.defineTheme("playground-light", {
-    base: "vs",
-    inherit: true,
-    rules: [
-      { token: "keyword.jaxpr", foreground: "0b57d0", fontStyle: "bold" },
-      { token: "keyword.hlo", foreground: "0b57d0" },
-      { token: "keyword.flow", foreground: "9c27b0" },
-      { token: "type.jaxpr", foreground: "0e7c86" },
-      { token: "type.hlo", foreground: "0e7c86" },
-      { token: "variable.jaxpr", foreground: "1f2328" },
-      { token: "variable.hlo", foreground: "795e26" },
-      { token: "variable.name.hlo", foreground: "795e26", fontStyle: "bold" },
-      { token: "variable.predefined.hlo", foreground: "af5f00" },
-      { token: "attribute.name", foreground: "6b6f76" },
-      { token: "identifier.hlo", foreground: "3b4048" },
-      { token: "comment", foreground: "8a8f98", fontStyle: "italic" },
-    ],
-    colors: {},
-  });
-  monaco.editor.defineTheme("playground-dark", {
-    base: "vs-dark",
-    inherit: true,
-    rules: [
-      { token: "keyword.jaxpr", foreground: "7cacf8", fontStyle: "bold" },
-      { token: "keyword.hlo", foreground: "7cacf8" },
-      { token: "keyword.flow", foreground: "d69ae6" },
-      { token: "type.jaxpr", foreground: "4ec9b0" },
-      { token: "type.hlo", foreground: "4ec9b0" },
-      { token: "variable.jaxpr", foreground: "d4d4d4" },
-      { token: "variable.hlo", foreground: "dcdcaa" },
-      { token: "variable.name.hlo", foreground: "dcdcaa", fontStyle: "bold" },
-      { token: "variable.predefined.hlo", foreground: "e5a66b" },
-      { token: "attribute.name", foreground: "9aa1ab" },
-      { token: "identifier.hlo", foreground: "c8ccd2" },
-      { token: "comment", foreground: "7f8791", fontStyle: "italic" },
-    ],
-    colors: {},
-  });
+  // Each token: its light-theme colour, its dark-theme colour, a font style.
+  const palette: [string, string, string, string?][] = [
+    ["keyword.jaxpr", "0b57d0", "7cacf8", "bold"],
+    ["keyword.hlo", "0b57d0", "7cacf8"],
+    ["keyword.flow", "9c27b0", "d69ae6"],
+    ["type.jaxpr", "0e7c86", "4ec9b0"],
+    ["type.hlo", "0e7c86", "4ec9b0"],
+    ["variable.jaxpr", "1f2328", "d4d4d4"],
+    ["variable.hlo", "795e26", "dcdcaa"],
+    ["variable.name.hlo", "795e26", "dcdcaa", "bold"],
+    ["variable.predefined.hlo", "af5f00", "e5a66b"],
+    ["attribute.name", "6b6f76", "9aa1ab"],
+    ["identifier.hlo", "3b4048", "c8ccd2"],
+    ["comment", "8a8f98", "7f8791", "italic"],
+  ];
+  for (const [name, base, isDark] of [["playground-light", "vs", false], ["playground-dark", "vs-dark", true]] as const) {
+    monaco.editor.defineTheme(name, {
+      base,
+      inherit: true,
+      rules: palette.map(([token, light, dark, fontStyle]) => ({
+        token,
+        foreground: isDark ? dark : light,
+        ...(fontStyle ? { fontStyle } : {}),
+      })),
+      colors: {},
+    });
+  }
 }
 
 export function themeName(theme: "light" | "dark"): string {
