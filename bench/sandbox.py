@@ -66,7 +66,7 @@ def main() -> None:
         else get_launcher(args.sandbox, limits=Limits())
 
     cold, first_byte, memory = [], [], []
-    for i in range(args.runs):
+    for _i in range(args.runs):
         t0 = time.perf_counter()
         proc = launcher.start(0)
         ready = json.loads(wait_line(proc.event_fd))
@@ -87,14 +87,14 @@ def main() -> None:
 
     # The same through the supervisor, as a browser gets it: its output coalescing included.
     via_supervisor = []
-    for i in range(args.runs):
+    for _i in range(args.runs):
         runner = Runner(proc=launcher.start(0), slot=0)
         wait_ready(runner, 120)
         time.sleep(0.5)
         first = []
         t1 = time.perf_counter()
 
-        def emit(type_, **fields):
+        def emit(type_, first=first, **fields):
             if type_ == "stdout" and not first:
                 first.append(time.perf_counter())
 
@@ -111,7 +111,7 @@ def main() -> None:
         if prepared:
             launcher.prepare()
         times = []
-        for i in range(args.runs):
+        for _i in range(args.runs):
             result = RunResult(run_local(FIRST_FIGURE, launcher=launcher, limits=launcher.limits))
             assert result.status == "succeeded", result.stderr
             times.append(float(result.stdout))

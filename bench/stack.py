@@ -39,6 +39,26 @@ def free_port() -> int:
 
 
 @dataclass
+class Watched:
+    """What a websocket delivered: events (parts joined), when each arrived, and how it closed."""
+
+    events: list[dict] = field(default_factory=list)
+    arrived: list[float] = field(default_factory=list)
+    messages: int = 0
+    bytes: int = 0
+    largest: int = 0
+    close_code: int | None = None
+    close_reason: str = ""
+
+    def text(self, kind: str = "stdout") -> str:
+        return "".join(e["text"] for e in self.events if e["type"] == kind)
+
+    @property
+    def finished(self) -> dict | None:
+        return self.events[-1] if self.events and self.events[-1]["type"] == "finished" else None
+
+
+@dataclass
 class Stack:
     url: str
     env: dict
@@ -73,6 +93,24 @@ class Stack:
             pass
         proc.wait(timeout=30)
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def restart_web(self) -> None:
+        """Stop daphne and start it again on the same port."""
+        self.kill("web", signal.SIGTERM)
+        self.start_web(self.port)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.get("/api/devices")
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
     def start_web(self, port: int) -> None:
         self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                            "web.asgi:application"])
@@ -85,7 +123,7 @@ class Stack:
         ])
 
     @classmethod
-    def launch(cls, env: dict, logdir: Path) -> "Stack":
+    def launch(cls, env: dict, logdir: Path) -> Stack:
         """Start web, recorder and one executor; return once the executor is online."""
         port = free_port()
         stack = cls(url=f"http://127.0.0.1:{port}", env=env, logdir=logdir)
@@ -107,6 +145,14 @@ class Stack:
         with urllib.request.urlopen(self.url + path, timeout=10) as r:
             return json.load(r)
 
+    def fetch(self, path: str) -> tuple[int, dict]:
+        """GET, with the status of an error answer rather than an exception."""
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=10) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
     def post(self, path: str, body) -> tuple[int, dict]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method="POST",
@@ -116,6 +162,39 @@ class Stack:
                 return r.status, json.load(r)
         except urllib.error.HTTPError as e:
             return e.code, json.load(e)
+
+    def watch(self, run_id: str, *, after: int = 0, origin: str | None = None, timeout: float = 90,
+              max_size: int = 1024**2) -> Watched:
+        """Follow a run over a real websocket to daphne, as a script does (no ``Origin`` unless
+        given), until the server closes it. Parts of large events are joined. Raises when a
+        message is over ``max_size`` (daphne's own limit is 1 MiB)."""
+        from websockets.exceptions import ConnectionClosed
+        from websockets.sync.client import connect
+
+        headers = {"Origin": origin} if origin else None
+        watched = Watched()
+        parts: list[str] = []
+        deadline = time.monotonic() + timeout
+        with connect(f"{self.ws_url}/ws/runs/{run_id}/?after={after}", additional_headers=headers,
+                     max_size=max_size, open_timeout=10) as ws:
+            try:
+                while True:
+                    message = ws.recv(timeout=max(deadline - time.monotonic(), 0.001))
+                    watched.messages += 1
+                    watched.bytes += len(message.encode())
+                    watched.largest = max(watched.largest, len(message.encode()))
+                    data = json.loads(message)
+                    if data["type"] == "part":
+                        parts.append(data["data"])
+                        if data["part"] < data["parts"]:
+                            continue
+                        data, parts = json.loads("".join(parts)), []
+                    watched.events.append(data)
+                    watched.arrived.append(time.monotonic())
+            except ConnectionClosed as closed:
+                watched.close_code = closed.rcvd.code if closed.rcvd else None
+                watched.close_reason = closed.rcvd.reason if closed.rcvd else ""
+        return watched
 
     def wait_online(self, kind: str = "cpu", timeout: float = 90, warm: bool = True) -> dict:
         """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner)."""

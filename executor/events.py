@@ -16,8 +16,10 @@ import json
 import time
 from typing import Any
 
-# Types, in the order a run produces them. Extend, never rename: browsers and stored runs
-# depend on these names.
+from .runner import protocol
+from .runner.protocol import EVENT_TYPES, RUNNER_EVENT_TYPES, TERMINAL_STATUSES  # noqa: F401 - re-exported
+
+# Types, in the order a run produces them; declared with their fields in runner/protocol.py.
 QUEUED = "queued"
 STARTED = "started"
 STDOUT = "stdout"
@@ -29,11 +31,7 @@ DISPLAY = "display"
 ERROR = "error"
 FINISHED = "finished"
 
-EVENT_TYPES = (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, FINISHED)
-
-# What the runner inside the sandbox may report. It is untrusted (user code can write to its
-# event pipe), so "finished" and "started" are never taken from it: the supervisor decides.
-RUNNER_EVENT_TYPES = frozenset({COMPILING, COMPILED, TIMING, DISPLAY, ERROR})
+assert EVENT_TYPES == (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, FINISHED)
 
 # Terminal statuses of a run. Every run ends in exactly one of them.
 SUCCEEDED = "succeeded"
@@ -42,7 +40,7 @@ TIMED_OUT = "timed_out"
 CANCELLED = "cancelled"
 LIMIT_EXCEEDED = "limit_exceeded"
 LOST = "lost"
-TERMINAL_STATUSES = (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LIMIT_EXCEEDED, LOST)
+assert TERMINAL_STATUSES == (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LIMIT_EXCEEDED, LOST)
 
 # Non-terminal statuses.
 STATUS_QUEUED = "queued"
@@ -81,21 +79,39 @@ ALIVE_TTL_S = 10
 ALIVE_EVERY_S = 2.0
 
 
+def suspect_key(run_id: str) -> str:
+    """Set by the watchdog when it first finds a claimed run without a pulse."""
+    return f"run:{run_id}:suspect"
+
+
 def alive_key(run_id: str) -> str:
     """Refreshed by the executor while the run is in its hands; the watchdog marks a running
     run whose key has expired as lost."""
     return f"run:{run_id}:alive"
 
 
-# Appends one event to a run's log and returns its seq, or 0 when the run already finished.
-# Atomic: seq allocation, the append and the "only one finished" rule cannot interleave with
-# another writer (the executor, a cancel, the watchdog).
+# Appends one event to a run's log and returns {seq, body}; 0 when the run already finished, -1
+# when the log is full (ARGV[4] events; a "finished" always fits). Its seq is above ARGV[5], the
+# last seq the writer knows of, so a Redis that restarted (and forgot the counter) does not hand
+# out seqs the database already has. Atomic: seq allocation, the
+# append and the "only one finished" rule cannot interleave with another writer (the executor, a
+# cancel, the watchdog).
 _APPEND_LUA = """
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return 0
 end
-local seq = redis.call('INCR', KEYS[2])
-local body = string.gsub(ARGV[1], '"seq": 0', '"seq": ' .. seq, 1)
+local cur = tonumber(redis.call('GET', KEYS[2]) or '0')
+local floor = tonumber(ARGV[5])
+if cur < floor then
+  cur = floor
+end
+local cap = tonumber(ARGV[4])
+if ARGV[2] ~= '1' and cap > 0 and cur >= cap then
+  return -1
+end
+local seq = cur + 1
+redis.call('SET', KEYS[2], seq)
+local body = string.gsub(ARGV[1], '"seq":0', '"seq":' .. seq, 1)
 redis.call('XADD', KEYS[1], '0-' .. seq, 'e', body)
 if ARGV[2] == '1' then
   redis.call('SET', KEYS[3], seq, 'EX', ARGV[3])
@@ -105,6 +121,10 @@ redis.call('EXPIRE', KEYS[2], ARGV[3])
 return {seq, body}
 """
 
+# The most events one run's log holds; the supervisor ends a run before (Limits.events), so this
+# only stops a writer that does not.
+LOG_MAX_EVENTS = 100_000
+
 
 def make_event(type_: str, **fields: Any) -> dict[str, Any]:
     if type_ not in EVENT_TYPES:
@@ -112,29 +132,37 @@ def make_event(type_: str, **fields: Any) -> dict[str, Any]:
     return {"seq": 0, "type": type_, "ts": round(time.time(), 3), **fields}
 
 
+def finished_event(status: str, message: str = "", **fields: Any) -> dict[str, Any]:
+    """The ``finished`` event, whoever ends the run (supervisor, executor, cancel, watchdog)."""
+    return make_event(FINISHED, **protocol.finished_fields(status, message, **fields))
+
+
 def encode(event: dict[str, Any]) -> str:
-    # "seq" first with a placeholder the Lua script replaces; NUL is replaced because
-    # PostgreSQL's jsonb refuses \u0000.
+    """An event as stored and sent: plain, finite JSON (NUL shown as ␀, since PostgreSQL's jsonb
+    refuses it; NaN as null), with "seq" first as a placeholder the Lua script fills in."""
     body = {"seq": 0, **{k: v for k, v in event.items() if k != "seq"}}
-    return json.dumps(body, ensure_ascii=False).replace("\\u0000", "\u2400")
+    return protocol.dumps(protocol.clean_json(body))
 
 
 class EventLog:
     """Writes and reads run event logs in Redis. Used by the executor, the web side's cancel and
     the watchdog (writers) and the websocket consumer (reader)."""
 
-    def __init__(self, redis_client):
+    def __init__(self, redis_client, max_events: int = LOG_MAX_EVENTS):
         self.redis = redis_client
+        self.max_events = max_events
         self._append = redis_client.register_script(_APPEND_LUA)
 
-    def append(self, run_id: str, event: dict[str, Any]) -> dict[str, Any] | None:
+    def append(self, run_id: str, event: dict[str, Any], after: int = 0) -> dict[str, Any] | None:
         """Append and return the event with its seq, or None if the run had already finished
-        (the event is dropped: a run has exactly one ``finished``, always last)."""
+        (the event is dropped: a run has exactly one ``finished``, always last) or its log is
+        full. ``after``: the last seq this writer knows the run has."""
         res = self._append(
             keys=[log_key(run_id), seq_key(run_id), done_key(run_id)],
-            args=[encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S],
+            args=[encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S,
+                  self.max_events, after],
         )
-        if not res:
+        if not isinstance(res, list):
             return None
         body = res[1]
         return json.loads(body if isinstance(body, str) else body.decode())

@@ -11,9 +11,13 @@ import logging
 import threading
 import time
 
+import redis.exceptions
+from kombu.exceptions import OperationalError
+
 from . import events as ev
 from . import registry, settings
 from .pool import RunnerPool
+from .runner import protocol
 from .sandbox import get_launcher
 from .supervisor import supervise
 
@@ -25,27 +29,60 @@ RECORD_EVERY_S = 0.5
 CLAIM_TTL_S = 7 * 24 * 3600
 
 
-class RunRelay:
-    """Appends a run's events to its log and batches them to the recorder."""
+# How long a run waits for a Redis that went away (a restart) before it is given up as lost.
+REDIS_PATIENCE_S = 15.0
 
-    def __init__(self, executor: "Executor", run_id: str):
+
+def patiently(what: str, call, patience_s: float = REDIS_PATIENCE_S):
+    """``call()``, retried with backoff while Redis is unreachable, for up to ``patience_s``."""
+    deadline = time.monotonic() + patience_s
+    delay = 0.1
+    while True:
+        try:
+            return call()
+        except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OperationalError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("%s failed (%s); retrying in %.1f s", what, exc, delay)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+class RunRelay:
+    """Appends a run's events to its log and batches them to the recorder. A Redis that
+    restarts mid-run is waited for: the run's events go on where they were (the log's seqs
+    continue from the last one this relay appended)."""
+
+    def __init__(self, executor: Executor, run_id: str):
         self.executor = executor
         self.run_id = run_id
         self.pending: list[dict] = []
         self.last_flush = 0.0
+        self.last_seq = 1  # "queued" is 1
 
     def emit(self, type_: str, **fields) -> None:
-        stored = self.executor.log.append(self.run_id, ev.make_event(type_, **fields))
+        event = ev.make_event(type_, **fields)
+        stored = patiently(f"appending to run {self.run_id}'s log",
+                           lambda: self.executor.log.append(self.run_id, event, after=self.last_seq))
         if stored is not None:
+            self.last_seq = stored["seq"]
             self.pending.append(stored)
-        if type_ in (ev.STARTED, ev.FINISHED) or time.monotonic() - self.last_flush >= RECORD_EVERY_S:
+        if type_ == ev.FINISHED:
+            self.flush(REDIS_PATIENCE_S)
+        elif type_ == ev.STARTED or time.monotonic() - self.last_flush >= RECORD_EVERY_S:
             self.flush()
 
-    def flush(self) -> None:
+    def flush(self, patience_s: float = 0.0) -> None:
+        """Send what is pending to the recorder; kept for the next flush if the broker is away
+        (the run's log in Redis has it all the same, and the watchdog completes a row from it)."""
         if self.pending:
-            batch, self.pending = self.pending, []
-            self.executor.app.send_task(RECORD_TASK, args=[self.run_id, batch],
-                                        queue=settings.RECORD_QUEUE)
+            batch = self.pending
+            try:
+                patiently("sending events to the recorder", lambda: self.executor.app.send_task(
+                    RECORD_TASK, args=[self.run_id, batch], queue=settings.RECORD_QUEUE), patience_s)
+                self.pending = []
+            except (redis.exceptions.RedisError, OperationalError) as exc:
+                log.warning("run %s: %d events wait for the recorder (%s)", self.run_id, len(batch), exc)
         self.last_flush = time.monotonic()
 
 
@@ -72,7 +109,8 @@ class Executor:
         self.app = app
         self.redis = redis
         self.name = name
-        self.log = ev.EventLog(redis)
+        # The log refuses a run's events past its limit (and a few for what a kill drains).
+        self.log = ev.EventLog(redis, max_events=settings.LIMITS.events + 64)
         self.launcher = launcher
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY)
         self.busy = 0
@@ -106,14 +144,15 @@ class Executor:
             if info:
                 try:
                     registry.beat(self.redis, self.name, settings.KIND, {
-                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version", "libraries")},
+                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version",
+                                                    "libraries")},
                         "slots": settings.CONCURRENCY,
                         "busy": self.busy,
                         "warm": self.pool.idle_count(),
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
                     })
-                except Exception:  # noqa: BLE001 - Redis may be restarting; beat again later
+                except Exception:
                     log.exception("heartbeat failed")
                 # Beat again after HEARTBEAT_S, or as soon as the pool changes (at most 20 times
                 # a second), so /api/devices says how many runners are warm right now.
@@ -145,13 +184,19 @@ class Executor:
             with self._busy_lock:
                 self.busy -= 1
 
+    def _cancelled(self, run_id: str) -> bool:
+        try:
+            return bool(self.redis.exists(ev.cancel_key(run_id)))
+        except redis.exceptions.RedisError:
+            return False  # asked again next tick
+
     def _execute(self, run_id, code, options, requested_limits, relay, alive) -> None:
         try:
             runner = self.pool.acquire()
-        except Exception as exc:  # noqa: BLE001 - the run must still end
+        except Exception as exc:
             log.exception("could not start a runner for run %s", run_id)
-            relay.emit(ev.FINISHED, status=ev.LOST, message=f"the executor could not start a runner: {exc}",
-                       wall_ms=0, cpu_ms=None, peak_memory_kb=None, truncated=False)
+            relay.emit(ev.FINISHED, **protocol.finished_fields(
+                ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0))
             return
         relay.emit(
             ev.STARTED,
@@ -166,21 +211,23 @@ class Executor:
         def tick() -> None:
             now = time.monotonic()
             if now - last_alive[0] >= ev.ALIVE_EVERY_S:
-                self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
-                last_alive[0] = now
+                try:
+                    self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+                    last_alive[0] = now
+                except redis.exceptions.RedisError as exc:  # a restart: beat again next tick
+                    log.warning("run %s: could not refresh its alive key (%s)", run_id, exc)
             if now - relay.last_flush >= RECORD_EVERY_S:
                 relay.flush()
 
         try:
             finished = supervise(
                 runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
-                should_cancel=lambda: bool(self.redis.exists(ev.cancel_key(run_id))),
+                should_cancel=lambda: self._cancelled(run_id),
                 tick=tick,
             )
-        except Exception as exc:  # noqa: BLE001 - an executor fault is not the snippet's
+        except Exception as exc:
             log.exception("supervising run %s failed", run_id)
-            finished = {"status": ev.LOST, "message": f"the executor failed: {exc}", "wall_ms": None,
-                        "cpu_ms": None, "peak_memory_kb": None, "truncated": False}
+            finished = protocol.finished_fields(ev.LOST, f"the executor failed: {exc}")
         finally:
             self.pool.release(runner)
         relay.emit(ev.FINISHED, **finished)

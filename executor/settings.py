@@ -50,6 +50,8 @@ LIMITS = Limits(
     tmp_bytes=env_int("RUN_TMP_MB", 64, minimum=1) * 1024**2,
     # An idle runner already holds ~20 threads, plus ~2 per simulated CPU device.
     pids=env_int("RUN_PIDS", 128, minimum=64 + 4 * CPU_DEVICES),
+    events=env_int("RUN_MAX_EVENTS", 10_000, minimum=100),
+    events_per_s=env_int("RUN_EVENTS_PER_S", 200, minimum=10),
 )
 
 HEARTBEAT_S = 5

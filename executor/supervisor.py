@@ -21,10 +21,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 from . import events as ev
+from .runner import protocol
 from .sandbox import Launcher, Limits, human_bytes
 
 READ_CHUNK = 64 * 1024
@@ -33,6 +35,15 @@ EVENT_BYTES_CAP = 16 * 1024**2
 TICK_S = 0.1
 COALESCE_QUIET_S = 0.005
 COALESCE_MAX_S = 0.05
+# One stdout/stderr event carries at most this much text; more is sent as several events, so
+# every event fits a websocket message and a database row comfortably.
+OUTPUT_EVENT_MAX_CHARS = 64 * 1024
+# While this much output waits to be sent (events per second spent), the pipes are not read.
+PENDING_MAX_CHARS = 4 * OUTPUT_EVENT_MAX_CHARS
+# Malformed runner events are noted on stderr, each kind of fault once, in at most this many lines.
+MAX_PROTOCOL_NOTES = 5
+# After the end (exit or kill), how long what is still in the pipes is read.
+DRAIN_S = 0.5
 
 
 @dataclass
@@ -144,20 +155,46 @@ def supervise(
         ev.STDERR: codecs.getincrementaldecoder("utf-8")(errors="replace"),
     }
     state = {"output": 0, "event_bytes": 0, "exit": None, "truncated": False}
+    budget = _Budget(limits.events_per_s, limits.events)
+    problems = protocol.Problems()
     event_buffer = [runner.event_buffer]
+    event_lines: deque[bytes] = deque()
+
+    def send(type_: str, *, draining: bool = False, **fields) -> None:
+        """Every event of the run but ``finished`` goes out through here, counted. One slot is
+        kept for ``finished``; while draining after the end, what does not fit is dropped."""
+        if budget.count >= limits.events - 1:
+            state["truncated"] = True
+            if draining:
+                return
+            raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {limits.events} events exceeded")
+        budget.take()
+        emit(type_, **fields)
 
     # Output is coalesced: a print() is several writes, and a tight loop of prints would
-    # otherwise become thousands of one-byte events. Pending text is sent once its stream has
-    # been quiet for COALESCE_QUIET_S, after COALESCE_MAX_S, or before any structured event.
-    pending: dict[str, list[str]] = {ev.STDOUT: [], ev.STDERR: []}
-    pending_since = [0.0]
+    # otherwise become thousands of one-byte events. Pending text (stdout and stderr segments,
+    # in the order they came) is sent once output has been quiet for COALESCE_QUIET_S, after
+    # COALESCE_MAX_S, or before any structured event, in events of at most
+    # OUTPUT_EVENT_MAX_CHARS, and never faster than the run's events per second: meanwhile it
+    # keeps coalescing, and past PENDING_MAX_CHARS the pipes are not read, so the snippet waits.
+    pending: list[list] = []  # [kind, [texts], chars]
+    timing = {"since": 0.0, "last": 0.0, "chars": 0}
 
-    def flush_output() -> None:
-        for kind, parts in pending.items():
-            if parts:
-                emit(kind, text="".join(parts))
-                parts.clear()
-        pending_since[0] = 0.0
+    def flush_output(draining: bool = False) -> bool:
+        """Send pending output as the budget allows; True when none is left."""
+        while pending:
+            kind, parts, _ = pending[0]
+            text = "".join(parts)
+            while text:
+                if not draining and not budget.available():
+                    pending[0][1:] = [[text], len(text)]
+                    timing["chars"] = sum(seg[2] for seg in pending)
+                    return False
+                piece, text = text[:OUTPUT_EVENT_MAX_CHARS], text[OUTPUT_EVENT_MAX_CHARS:]
+                send(kind, draining=draining, text=piece)
+            pending.pop(0)
+        timing.update(since=0.0, chars=0)
+        return True
 
     def on_output(kind: str, data: bytes) -> None:
         allowed = limits.output_bytes - state["output"]
@@ -167,45 +204,84 @@ def supervise(
         state["output"] += len(data)
         text = decoders[kind].decode(data)
         if text:
-            other = ev.STDERR if kind == ev.STDOUT else ev.STDOUT
-            if pending[other]:
-                flush_output()  # keep stdout and stderr in the order they came
-            pending[kind].append(text)
-            if not pending_since[0]:
-                pending_since[0] = time.monotonic()
+            if pending and pending[-1][0] == kind:
+                pending[-1][1].append(text)
+                pending[-1][2] += len(text)
+            else:
+                pending.append([kind, [text], len(text)])
+            timing["chars"] += len(text)
+            now = time.monotonic()
+            timing["last"] = now
+            if not timing["since"]:
+                timing["since"] = now
         if over:
             state["truncated"] = True
             raise _Kill(ev.LIMIT_EXCEEDED, f"output limit of {human_bytes(limits.output_bytes)} exceeded")
 
-    def on_events(data: bytes) -> None:
+    def on_event_bytes(data: bytes) -> None:
         state["event_bytes"] += len(data)
         if state["event_bytes"] > EVENT_BYTES_CAP:
             raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {human_bytes(EVENT_BYTES_CAP)} exceeded")
         event_buffer[0] += data
         *lines, event_buffer[0] = event_buffer[0].split(b"\n")
-        if lines:
-            flush_output()
-        for line in lines:
-            try:
-                message = json.loads(line)
-                type_ = message.pop("type")
-            except (ValueError, AttributeError, KeyError, TypeError):
-                continue  # not ours: the snippet wrote to the event pipe
+        event_lines.extend(line for line in lines if line.strip())
+
+    notes = [0]
+
+    def note_problems(before: int) -> None:
+        """One stderr line for what one runner message got wrong; at most MAX_PROTOCOL_NOTES."""
+        new = problems.seen[before:]
+        if new and notes[0] < MAX_PROTOCOL_NOTES:
+            notes[0] += 1
+            send(ev.STDERR, draining=True,
+                 text=f"[playground] an event from the run was not valid and was repaired or dropped: "
+                      f"{'; '.join(new)}\n")
+
+    def handle_event_line(line: bytes, draining: bool = False) -> None:
+        before = len(problems.seen)
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            problems.add("a line that is not JSON (dropped)")
+            message = None
+        if isinstance(message, dict):
+            type_ = message.pop("type", None)
+            message.pop("seq", None)
             if type_ == "exit":
-                state["exit"] = message.get("status")
-            elif type_ in ev.RUNNER_EVENT_TYPES:
-                message.pop("seq", None)
-                emit(type_, **message)
+                exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
+                if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
+                    state["exit"] = exit_["status"]
+            elif type_ not in ev.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
+                problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
+            elif (fields := protocol.rebuild(type_, message, problems)) is not None:
+                send(type_, draining=draining, **fields)
+        elif message is not None:
+            problems.add("an event that is not a JSON object (dropped)")
+        note_problems(before)
+
+    def handle_event_lines(draining: bool = False) -> None:
+        """Structured events, in order, after the output that came before them."""
+        while event_lines:
+            if not flush_output(draining):
+                return
+            if not draining and not budget.available():
+                return
+            handle_event_line(event_lines.popleft(), draining)
 
     def pump(timeout: float) -> None:
-        if pending_since[0]:
-            if time.monotonic() - pending_since[0] >= COALESCE_MAX_S:
-                flush_output()
-            else:
-                timeout = min(timeout, COALESCE_QUIET_S)
-        ready, _, _ = select.select(list(fds), [], [], max(timeout, 0))
-        if not ready:
+        now = time.monotonic()
+        if pending and (now - timing["last"] >= COALESCE_QUIET_S or now - timing["since"] >= COALESCE_MAX_S
+                        or timing["chars"] >= OUTPUT_EVENT_MAX_CHARS):
             flush_output()
+        handle_event_lines()
+        # Read only what can be passed on: nothing while event lines wait for the budget (what the
+        # snippet writes meanwhile comes after them), no more output while much waits. What is not
+        # read waits in the pipe, and the snippet with it.
+        readable = [] if event_lines else [
+            fd for fd, kind in fds.items() if kind == "event" or timing["chars"] < PENDING_MAX_CHARS]
+        if pending or event_lines:
+            timeout = min(timeout, max(budget.wait_s(), COALESCE_QUIET_S))
+        ready, _, _ = select.select(readable, [], [], max(timeout, 0))
         # Output before events: the runner flushes the snippet's output before it reports an
         # error, so when both are readable the output came first.
         for fd in sorted(ready, key=lambda f: fds[f] == "event"):
@@ -214,7 +290,7 @@ def supervise(
             if not data:
                 del fds[fd]
             elif kind == "event":
-                on_events(data)
+                on_event_bytes(data)
             else:
                 on_output(kind, data)
 
@@ -242,7 +318,7 @@ def supervise(
         except (BrokenPipeError, OSError):
             pass  # it died while idle; its exit status says how
         next_tick = t0
-        while fds or not exited():
+        while fds or pending or event_lines or not exited():
             now = time.monotonic()
             if now >= deadline:
                 raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
@@ -253,7 +329,7 @@ def supervise(
                     raise _Kill(ev.CANCELLED, "cancelled")
                 if (hit := launcher.limit_hit(proc)) is not None:
                     raise _Kill(*hit)
-            if fds:
+            if fds or pending or event_lines:
                 pump(min(TICK_S, deadline - now))
             else:
                 # Pipes closed: it is exiting, or the snippet closed them and runs on. A pidfd
@@ -270,17 +346,33 @@ def supervise(
         if pidfd is not None:
             os.close(pidfd)
 
-    # What was written before a kill is still in the pipes: keep it.
+    # What was written before the end is still in the pipes: keep it, as far as the limits go.
+    drain_until = time.monotonic() + DRAIN_S
     try:
-        while fds:
-            pump(0.5)
+        while fds and time.monotonic() < drain_until:
+            ready, _, _ = select.select(list(fds), [], [], max(drain_until - time.monotonic(), 0))
+            if not ready:
+                break
+            for fd in sorted(ready, key=lambda f: fds[f] == "event"):
+                data = os.read(fd, READ_CHUNK)
+                if not data:
+                    del fds[fd]
+                elif fds[fd] == "event":
+                    on_event_bytes(data)
+                else:
+                    on_output(fds[fd], data)
     except _Kill:
         pass
     for kind, decoder in decoders.items():
         tail = decoder.decode(b"", final=True)
         if tail:
-            pending[kind].append(tail)
-    flush_output()
+            pending.append([kind, [tail], len(tail)])
+    try:
+        flush_output(draining=True)
+        handle_event_lines(draining=True)
+        flush_output(draining=True)
+    except _Kill:
+        pass
 
     if not exit_info:
         _, status_, usage_ = os.wait4(proc.pid, 0)
@@ -310,15 +402,38 @@ def supervise(
     else:
         status, message = ev.FAILED, f"the snippet's process exited with code {proc.returncode}"
     runner.close()
-    return {
-        "status": status,
-        "message": message,
-        "wall_ms": wall_ms,
-        "cpu_ms": cpu_ms,
-        "peak_memory_kb": peak_kb,
-        "output_bytes": state["output"],
-        "truncated": state["truncated"],
-    }
+    return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
+                                    output_bytes=state["output"], events=budget.count + 1,
+                                    truncated=state["truncated"])
+
+
+class _Budget:
+    """A run's events: at most ``total``, and ``per_s`` a second (a bucket that holds one
+    second's worth, so short bursts pass at once)."""
+
+    def __init__(self, per_s: int, total: int):
+        self.per_s, self.total = per_s, total
+        self.tokens = float(per_s)
+        self.at = time.monotonic()
+        self.count = 0
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.tokens = min(float(self.per_s), self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+
+    def available(self) -> bool:
+        self._refill()
+        return self.tokens >= 1
+
+    def wait_s(self) -> float:
+        """Until the next event may go."""
+        self._refill()
+        return 0.0 if self.tokens >= 1 else (1 - self.tokens) / self.per_s
+
+    def take(self) -> None:
+        self.tokens -= 1
+        self.count += 1
 
 
 def _death_signal(launcher: Launcher, returncode: int) -> int | None:

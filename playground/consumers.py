@@ -1,29 +1,41 @@
-"""The websocket of a run: authenticate, then forward its events, replay first, then live.
+"""The websocket of a run: check access and the client's socket count, then forward its events,
+replay first, then live.
 
-Both come from one place, the run's Redis stream, read from ``0-<after>`` with a blocking XREAD:
-the stream's ids are the events' seqs, so there is no gap between "replay" and "subscribe" for
-an event to fall into, and a client that reconnects with ``after=N`` gets exactly N+1 onwards.
-When the stream has expired (a day after the run), the events come from the database.
+Both come from one place, the run's Redis stream, read from ``0-<after>``: the stream's ids are
+the events' seqs, so there is no gap between "replay" and "subscribe" for an event to fall into,
+and a client that reconnects with ``after=N`` gets exactly N+1 onwards. Live reads are shared by
+every socket of the process (``streams.Hub``). Events too large for one websocket message are
+sent in parts. When the stream has expired (a day after the run) or is younger than the run (a
+Redis that restarted), the events come from the database. The socket closes after ``finished``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import uuid
 from urllib.parse import parse_qs
 
+import redis.exceptions
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from executor import events as ev
+from executor.runner import protocol
 
 from .access import access_run_for_user
-from .redis import async_redis
+from .clients import scope_client_address
+from .streams import encode_messages, get_hub
+
+log = logging.getLogger("playground")
 
 CLOSE_NOT_FOUND = 4404
 CLOSE_BAD_REQUEST = 4400
-XREAD_BLOCK_MS = 5000
-XREAD_COUNT = 500
+CLOSE_TOO_MANY = 4429
+RETRY_MAX_S = 5.0
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
 @database_sync_to_async
@@ -32,16 +44,24 @@ def _load_run(run_id, user):
 
 
 @database_sync_to_async
-def _stored_events(run_id, after: int) -> list[dict]:
+def _stored_events(run_id, after: int, before: int | None = None) -> list[dict]:
     from .models import RunEvent
 
-    return [e.data for e in RunEvent.objects.filter(run_id=run_id, seq__gt=after).order_by("seq")]
+    events = RunEvent.objects.filter(run_id=run_id, seq__gt=after)
+    if before is not None:
+        events = events.filter(seq__lt=before)
+    return [e.data for e in events.order_by("seq")[:ev.LOG_MAX_EVENTS]]
 
 
 class RunConsumer(AsyncWebsocketConsumer):
+    # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
+    channel_layer_alias = None
+
     async def connect(self):
         self.streamer = None
-        self.redis = None
+        self.waiter = None
+        self.socket_id = uuid.uuid4().hex
+        self.hub = get_hub()
         await self.accept()
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
@@ -55,33 +75,85 @@ class RunConsumer(AsyncWebsocketConsumer):
         if run is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
             return
-        self.redis = async_redis(block_s=XREAD_BLOCK_MS / 1000)
+        if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
+            await self.close(code=CLOSE_TOO_MANY, reason=(
+                f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))
+            return
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))
 
     async def disconnect(self, code):
         if self.streamer:
             self.streamer.cancel()
-        if self.redis:
-            await self.redis.aclose()
+        if self.waiter:
+            self.hub.leave(self.waiter)
+        await self.hub.free_slot(self.socket_id)
+
+    async def send_event(self, body: str) -> None:
+        for message in encode_messages(body):
+            await self.send(text_data=message)
 
     async def stream(self, run_id: str, after: int) -> None:
+        self.last = after
+        try:
+            if not await self.catch_up(run_id):
+                await self.follow(run_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("streaming run %s failed", run_id)
+            await self.close(code=1011)
+
+    async def deliver(self, run_id: str, entries: list[tuple[int, str]]) -> bool:
+        """Send entries after ``last`` in order (a hole is filled from the database); True once
+        ``finished`` has been sent and the socket closed."""
+        for seq, body in entries:
+            if seq <= self.last:
+                continue
+            if seq > self.last + 1:
+                for event in await _stored_events(run_id, self.last, seq):
+                    await self.send_event(protocol.dumps(event))
+                    self.last = event["seq"]
+            await self.send_event(body)
+            self.last = seq
+            if json.loads(body)["type"] == ev.FINISHED:
+                await self.close()
+                return True
+        return False
+
+    async def catch_up(self, run_id: str) -> bool:
+        """Replay what the run has after ``last``; True when it has finished (socket closed)."""
         key = ev.log_key(run_id)
-        last = after
-        if not await self.redis.exists(key):
-            # Expired from Redis: replay from the database, which has every recorded event.
-            for event in await _stored_events(run_id, after):
-                await self.send(text_data=json.dumps(event))
-                last = event["seq"]
-                if event["type"] == ev.FINISHED:
-                    await self.close()
-                    return
+        client = self.hub.redis
+        delay = 0.1
         while True:
-            result = await self.redis.xread({key: ev.stream_id(last)}, block=XREAD_BLOCK_MS, count=XREAD_COUNT)
-            for _stream, entries in result or ():
-                for entry_id, fields in entries:
-                    body = fields[b"e"].decode()
-                    await self.send(text_data=body)
-                    last = int(entry_id.split(b"-")[1])
-                    if json.loads(body)["type"] == ev.FINISHED:
-                        await self.close()
-                        return
+            try:
+                result = await client.xread({key: ev.stream_id(self.last)}, count=500)
+                if result:
+                    entries = [(int(i.split(b"-")[1]), f[b"e"].decode()) for i, f in result[0][1]]
+                    if await self.deliver(run_id, entries):
+                        return True
+                    continue
+                done = await client.get(ev.done_key(run_id))
+                exists = await client.exists(key)
+            except REDIS_DOWN:
+                # Redis is away: wait for it, as the page does for us.
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            if done is not None and int(done) <= self.last:
+                await self.close()  # the client has seen everything, "finished" included
+                return True
+            if not exists:
+                # Expired, or lost with a Redis that restarted: the database has what was recorded.
+                stored = await _stored_events(run_id, self.last)
+                if await self.deliver(run_id, [(e["seq"], protocol.dumps(e)) for e in stored]):
+                    return True
+            return False
+
+    async def follow(self, run_id: str) -> None:
+        self.waiter = await self.hub.wait(ev.log_key(run_id), self.last)
+        while True:
+            entries = await self.waiter.queue.get()
+            if await self.deliver(run_id, entries):
+                return
+

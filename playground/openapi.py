@@ -45,17 +45,27 @@ def schema() -> dict:
                     "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
                 "responses": {
                     "201": _json("RunSummary", "The run was queued"),
-                    "400": _error("Bad input: malformed JSON, missing or non-string code, code too large, unknown device"),
+                    "400": _error("Bad input: malformed JSON, missing or non-string code, code too large, "
+                                  "unknown device"),
                     "415": _error("The body is not JSON"),
                     "429": _error("Too many runs from this client; see Retry-After"),
                     "503": _error("No executor of that kind is online"),
                 },
             }},
             "/api/runs/{run_id}": {"get": {
-                "summary": "A run's status and every event so far",
+                "summary": "A run's status and its events so far, a page at a time",
                 "operationId": "getRun",
-                "parameters": [RUN_ID],
-                "responses": {"200": _json("RunDetail", "The run"), "404": _error("No such run")},
+                "parameters": [
+                    RUN_ID,
+                    {"name": "after", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 0, "default": 0},
+                     "description": "Only events with a larger seq (the previous page's events_next)"},
+                    {"name": "limit", "in": "query", "required": False,
+                     "schema": {"type": "integer", "minimum": 1},
+                     "description": "Events per page, at most RUN_EVENTS_PAGE (1000 by default)"},
+                ],
+                "responses": {"200": _json("RunDetail", "The run"), "400": _error("A bad after or limit"),
+                              "404": _error("No such run")},
             }},
             "/api/runs/{run_id}/cancel": {"post": {
                 "summary": "Cancel a queued or running run",
@@ -100,7 +110,10 @@ def schema() -> dict:
                     "finished_at": {"type": ["string", "null"], "format": "date-time"},
                     "wall_ms": nullable_num, "cpu_ms": nullable_num,
                     "peak_memory_kb": {"type": ["integer", "null"]},
-                    "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"}},
+                    "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"},
+                               "description": "One page of the run's events, in seq order"},
+                    "events_next": {"type": ["integer", "null"],
+                                    "description": "Pass as ?after= for the next page; null on the last"},
                 },
             }]},
             "CancelResult": {"type": "object", "required": ["id", "status"], "properties": {

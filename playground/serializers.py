@@ -18,7 +18,12 @@ def run_summary(run: Run) -> dict:
     }
 
 
-def run_detail(run: Run) -> dict:
+def run_detail(run: Run, *, after: int = 0, limit: int = 1000) -> dict:
+    """The run and one page of its events: those after seq ``after``, at most ``limit``.
+    ``events_next`` is the ``after`` of the next page, or null on the last."""
+    page = [e.data for e in run.events.filter(seq__gt=after).order_by("seq")[: limit + 1]]
+    more = len(page) > limit
+    page = page[:limit]
     return {
         **run_summary(run),
         "message": run.message,
@@ -30,5 +35,6 @@ def run_detail(run: Run) -> dict:
         "cpu_ms": run.cpu_ms,
         "peak_memory_kb": run.peak_memory_kb,
         "code": run.code,
-        "events": [e.data for e in run.events.all()],
+        "events": page,
+        "events_next": page[-1]["seq"] if more else None,
     }

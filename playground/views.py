@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from functools import wraps
 
+import redis.exceptions
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
@@ -15,12 +17,15 @@ from django.views.decorators.http import require_GET
 
 from executor import registry
 
+from . import clients
 from .access import access_run_for_user
 from .gallery import examples
 from .actions.runs import ActionError, check_cancel_run, check_start_run
 from .openapi import schema
 from .redis import get_redis
 from .serializers import run_detail, run_summary
+
+log = logging.getLogger("playground")
 
 
 def error(message: str, status: int, headers: dict | None = None) -> JsonResponse:
@@ -47,6 +52,10 @@ def api(*methods: str):
                 return error(exc.message, exc.status, exc.headers)
             except Http404 as exc:
                 return error(str(exc) or "not found", 404)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+                log.warning("Redis is unreachable; %s %s answered 503", request.method, request.path)
+                return error("the playground's queue is unreachable for a moment; try again in a few seconds",
+                             503, {"Retry-After": "5"})
 
         return wrapper
 
@@ -70,17 +79,8 @@ def parse_json(request):
 
 
 def client_address(request) -> str:
-    """The address a client's rate limit counts against. Behind N reverse proxies of our own
-    (``TRUSTED_PROXIES=N``) it is the N-th address from the right of X-Forwarded-For, the one the
-    outermost of them saw; whatever a client wrote there itself stands further left and is
-    ignored."""
-    hops = settings.TRUSTED_PROXIES
-    if hops:
-        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        forwarded = [a for a in forwarded if a]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    """The address a client's limits count against (see ``clients.client_address``)."""
+    return clients.client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
 
 
 @api("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -117,7 +117,23 @@ def api_run(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
         raise Http404("no such run")
-    return JsonResponse(run_detail(run))
+    after = query_int(request, "after", 0, minimum=0)
+    limit = query_int(request, "limit", settings.RUN_EVENTS_PAGE, minimum=1, maximum=settings.RUN_EVENTS_PAGE)
+    return JsonResponse(run_detail(run, after=after, limit=limit))
+
+
+def query_int(request, name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
+    raw = request.GET.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ActionError(f"'{name}' must be an integer") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
+        raise ActionError(f"'{name}' must be {bound}")
+    return value
 
 
 @api("POST")

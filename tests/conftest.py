@@ -93,7 +93,7 @@ def _recording_settled(redis_client):
         if not unsettled:
             return
         if time.monotonic() > deadline:
-            warnings.warn(f"runs still being recorded when the test ended: {unsettled}")
+            warnings.warn(f"runs still being recorded when the test ended: {unsettled}", stacklevel=2)
             return
         time.sleep(0.1)
 
@@ -107,27 +107,32 @@ def redis_client():
     return client
 
 
-@pytest.fixture(scope="session")
-def live_stack(django_db_setup, django_db_blocker, redis_client, tmp_path_factory):
-    """The whole playground, running, on the test database."""
+def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
+    """The environment of a test stack's processes: the test database, ``redis_url``."""
     from django.conf import settings
 
-    logdir = tmp_path_factory.mktemp("stack-logs")
-    env = {
+    return {
         "PATH": os.environ.get("PATH", os.defpath),
         "HOME": os.environ.get("HOME", "/root"),
         "LANG": "C.UTF-8",
         "DJANGO_SETTINGS_MODULE": "web.settings",
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
-        "REDIS_URL": TEST_REDIS_URL,
+        "REDIS_URL": redis_url,
         "RUN_RATE_LIMIT_PER_MINUTE": "0",
+        "RUN_WALL_S": "60",  # room for the 40 s quiet run; runs that test limits set their own
         "WATCHDOG_EVERY_S": "1",
         "EXECUTOR_SANDBOX": sandbox_backend(),
         "EXECUTOR_ALLOW_UNSANDBOXED": "1" if sandbox_backend() == "none" else "0",
         "EXECUTOR_POOL_SIZE": "2",
         "PYTHONUNBUFFERED": "1",
+        **{k: str(v) for k, v in extra.items()},
     }
-    stack = Stack.launch(env, logdir)
+
+
+@pytest.fixture(scope="session")
+def live_stack(django_db_setup, django_db_blocker, redis_client, tmp_path_factory):
+    """The whole playground, running, on the test database."""
+    stack = Stack.launch(stack_env(), tmp_path_factory.mktemp("stack-logs"))
     try:
         yield stack
     finally:

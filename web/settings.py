@@ -79,10 +79,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# Course dashboards fan out through it (run pages read their run's stream instead). Its receive
+# blocks 5 s on Redis: the socket timeout must be longer than that, or a quiet socket is closed.
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}]},
     }
 }
 
@@ -104,7 +106,21 @@ RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
 # clients connect directly, so that a client cannot choose its address by sending the header.
 TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 # Limits asked for each run; an executor enforces the stricter of these and its own.
-RUN_LIMITS = {"wall_s": env_int("RUN_WALL_S", 30, minimum=1)}
+RUN_LIMITS = {
+    "wall_s": env_int("RUN_WALL_S", 30, minimum=1),
+    "events": env_int("RUN_MAX_EVENTS", 10_000, minimum=100),
+    "events_per_s": env_int("RUN_EVENTS_PER_S", 200, minimum=10),
+}
+# A run no executor took within this long is given up as lost (its queue went with a broker
+# that restarted, say); it is never run late.
+RUN_QUEUE_TIMEOUT_S = env_int("RUN_QUEUE_TIMEOUT_S", 600, minimum=30)
+# GET /api/runs/<id> returns a run's events a page at a time.
+RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
+
+# Websockets. A client (address) may hold this many open at once; an event larger than
+# WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).
+WS_MAX_PER_CLIENT = env_int("WS_MAX_PER_CLIENT", 32, minimum=1)
+WS_MESSAGE_MAX_BYTES = env_int("WS_MESSAGE_MAX_BYTES", 256 * 1024, minimum=1024)
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"

@@ -64,7 +64,7 @@ class Stats:
 
 
 stats = Stats()
-_history: dict[tuple, "_History"] = {}
+_history: dict[tuple, _History] = {}
 
 
 class _History:
@@ -219,8 +219,7 @@ def _user_function_in_eqns(jaxpr) -> tuple[str, int] | None:
     from jax._src import source_info_util
 
     def eqns(j, depth=0):
-        for eqn in j.eqns:
-            yield eqn
+        yield from j.eqns
         if depth < 3:
             for _, sub in _walk_jaxprs(j):
                 yield from eqns(sub, depth + 1)
@@ -241,7 +240,8 @@ def _jit_frame_info(start) -> dict:
     found = False
     while f is not None:
         code = f.f_code
-        if not found and code.co_filename.endswith("pjit.py") and code.co_name in ("cache_miss", "jit_trace", "jit_lower"):
+        if (not found and code.co_filename.endswith("pjit.py")
+                and code.co_name in ("cache_miss", "jit_trace", "jit_lower")):
             found = True
             loc = f.f_locals
             try:

@@ -394,7 +394,7 @@ class TimeitResult:
         return f"<TimeitResult : {self}>"
 
 
-def _dispatch_note(stmt: "_Statement", value) -> str | None:
+def _dispatch_note(stmt: _Statement, value) -> str | None:
     if stmt.is_expr and not stmt.blocking and _contains_jax_array(value):
         return (f"Note: `{stmt.text}` returns a JAX array without waiting for it, so this timed "
                 f"only the dispatch (JAX computes asynchronously). Time "
@@ -450,7 +450,7 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
     value = None
     if number == 0:
         # As IPython does: the number of loops that takes at least 0.2 s.
-        for index in range(0, 10):
+        for index in range(10):
             number = 10 ** index
             elapsed, value = stmt.run(number)
             if elapsed >= 0.2:

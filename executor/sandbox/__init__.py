@@ -49,12 +49,16 @@ class Limits:
     output_bytes: int = 1024**2
     tmp_bytes: int = 64 * 1024**2
     pids: int = 128
+    # Events one run may send: in all, and per second (output is coalesced into fewer, larger
+    # events meanwhile, and a snippet that outpaces the rate waits on its pipe).
+    events: int = 10_000
+    events_per_s: int = 200
 
     def __post_init__(self):
         if self.cpu_s is None:
             object.__setattr__(self, "cpu_s", cpu_seconds_for(self.wall_s))
 
-    def clamp(self, requested: dict | None) -> "Limits":
+    def clamp(self, requested: dict | None) -> Limits:
         """The stricter of these limits and those a run asked for."""
         if not requested:
             return self

@@ -458,7 +458,7 @@ class BwrapLauncher(Launcher):
         proc.sandbox_cgroup = None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _check_uid_unused(uid: int) -> None:
     """A slot's uid must belong to no account: its processes would share files, signals and
     rlimits with that account's."""

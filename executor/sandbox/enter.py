@@ -49,7 +49,7 @@ def fail(message: str) -> None:
 
 
 def mount(source, target, fstype, flags, data=None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    enc = lambda s: None if s is None else s.encode()
     if libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err), target)

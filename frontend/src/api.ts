@@ -31,7 +31,18 @@ export interface RunRecord {
   started_at: string | null;
   finished_at: string | null;
   wall_ms: number | null;
+  /** One page of the run's events, in seq order: those after the page's `after`. */
   events: unknown[];
+  /** The `after` of the next page, or null on the last page. */
+  events_next: number | null;
+}
+
+/** Which page of a run's events GET /api/runs/<id> returns: those after seq `after` (0: from
+ *  the first), at most `limit` of them (the server's own page size when not given, and at most
+ *  that). */
+export interface EventsPage {
+  after?: number;
+  limit?: number;
 }
 
 export class ApiError extends Error {
@@ -100,8 +111,13 @@ export function startRun(code: string, device: string): Promise<CreatedRun> {
   return request<CreatedRun>("POST", "/api/runs", { code, device });
 }
 
-export function getRun(id: string): Promise<RunRecord> {
-  return request<RunRecord>("GET", `/api/runs/${encodeURIComponent(id)}`);
+/** The run and one page of its events (the first, unless `page` says otherwise). */
+export function getRun(id: string, page: EventsPage = {}): Promise<RunRecord> {
+  const query = new URLSearchParams();
+  if (page.after !== undefined) query.set("after", String(page.after));
+  if (page.limit !== undefined) query.set("limit", String(page.limit));
+  const search = query.toString();
+  return request<RunRecord>("GET", `/api/runs/${encodeURIComponent(id)}${search ? `?${search}` : ""}`);
 }
 
 export function cancelRun(id: string): Promise<{ id: string; status: string }> {

@@ -1,56 +1,60 @@
 // The run event contract and the websocket client: the only front-end module that knows them.
-// Its Python twin is executor/events.py; extend both together, never rename.
+// The contract itself is declared once, in executor/runner/protocol.py, and generated into
+// protocol.gen.ts; the types here build on it (narrower where the page knows more, with the doc
+// comments the page's readers need), and the checks below fail `tsc` when one of them declares
+// a field the protocol does not have.
 //
 // A run's events arrive as JSON objects {"seq": n, "type": ..., ...}; seq starts at 1 with no
 // gaps and the last event is always "finished". The server replays everything after ?after=N
 // before streaming live events, so a client that reconnects with after=<last seq it saw>
-// misses nothing; events it has already seen are dropped here, so nothing is shown twice.
+// misses nothing; events it has already seen are dropped here, so nothing is shown twice. An
+// event too large for one websocket message comes as consecutive "part" messages, joined here.
 
-export const TERMINAL_STATUSES = [
-  "succeeded",
-  "failed",
-  "timed_out",
-  "cancelled",
-  "limit_exceeded",
-  "lost",
-] as const;
-export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+import {
+  EVENT_TYPES,
+  PART,
+  TERMINAL_STATUSES,
+  type BaseFields,
+  type CompiledFields,
+  type CompilingFields,
+  type DisplayFields,
+  type ErrorFields,
+  type EventType,
+  type FinishedFields,
+  type PartMessage,
+  type QueuedFields,
+  type StartedFields,
+  type StderrFields,
+  type StdoutFields,
+  type TerminalStatus,
+  type TimingFields,
+} from "./protocol.gen";
+
+export { TERMINAL_STATUSES };
+export type { EventType, TerminalStatus };
 export type RunStatus = "queued" | "running" | TerminalStatus;
 
 export function isTerminal(status: string): status is TerminalStatus {
   return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
-interface Base {
-  seq: number;
-  /** Server time in seconds, when the server adds it. */
-  ts?: number;
-}
-
-export interface QueuedEvent extends Base {
+export interface QueuedEvent extends BaseFields, QueuedFields {
   type: "queued";
-  position?: number | null;
 }
 
-export interface StartedEvent extends Base {
+export interface StartedEvent extends BaseFields, StartedFields {
   type: "started";
-  worker?: string;
-  platform?: string;
-  device_kind?: string;
-  device_count?: number;
-  jax_version?: string;
   /** The pinned libraries a snippet can import, name to version. */
   libraries?: Record<string, string> | null;
 }
 
-export interface OutputEvent extends Base {
+export interface OutputEvent extends BaseFields, StdoutFields, StderrFields {
   type: "stdout" | "stderr";
-  text: string;
 }
 
 // The rich events (compiling, compiled, timing, display) come from code inside the sandbox that grows
 // with the runner (executor/runner/capture.py, notebook.py, jaxplay.py, display.py): every field
-// is optional here, renderers check what they get, and unknown kinds are shown as they come.
+// but a few is optional, renderers check what they get, and unknown kinds are shown as they come.
 
 /** Snippet line numbers for each line of a text (null where none), e.g. `jaxpr_lines`. */
 export type LineMap = (number | null)[];
@@ -58,22 +62,15 @@ export type LineMap = (number | null)[];
 /** An XLA compilation of a user function that is taking a while (sent once it has run for
  *  `after_s`); its `compiled` event follows when it is done, or, when it ends without one (an
  *  error the snippet caught), this event again with `done: true`. */
-export interface CompilingEvent extends Base {
+export interface CompilingEvent extends BaseFields, CompilingFields {
   type: "compiling";
-  name?: string;
   /** e.g. "f(x: f32[3])". */
   signature?: string | null;
-  via?: string | null;
-  line?: number | null;
-  call_line?: number | null;
-  after_s?: number | null;
-  done?: boolean;
 }
 
 /** One XLA compilation of a user function. Large texts may end with a "[truncated: ...]" mark. */
-export interface CompiledEvent extends Base {
+export interface CompiledEvent extends BaseFields, CompiledFields {
   type: "compiled";
-  name?: string;
   /** e.g. "f(x: f32[3])". */
   signature?: string | null;
   /** How it was compiled: "jit", "pmap", ... */
@@ -87,21 +84,11 @@ export interface CompiledEvent extends Base {
    *  it), and the call that compiled it. */
   line?: number | null;
   call_line?: number | null;
-  num_devices?: number | null;
-  jaxpr?: string | null;
-  stablehlo?: string | null;
-  hlo?: string | null;
   jaxpr_lines?: LineMap | null;
   stablehlo_lines?: LineMap | null;
   hlo_lines?: LineMap | null;
   /** Which of the texts were cut to fit. */
   truncated?: string[] | null;
-  trace_ms?: number | null;
-  lower_ms?: number | null;
-  compile_ms?: number | null;
-  flops?: number | null;
-  transcendentals?: number | null;
-  bytes_accessed?: number | null;
   /** memory_analysis(): argument_bytes, output_bytes, temp_bytes, ... */
   memory?: Record<string, unknown> | null;
   /** Set when this function had compiled before: how many times, and why again. */
@@ -116,57 +103,39 @@ export interface CompiledEvent extends Base {
  * One measurement. kind "timeit" (%timeit: mean ± std per loop), "time" (%time: wall and CPU
  * time), "bench" or "single" (jaxplay.bench: median and spread, rates, share of the peak).
  */
-export interface TimingSingle {
-  kind?: string;
-  label?: string;
-  repeats?: number | null;
-  loops?: number | null;
-  mean_ms?: number | null;
-  std_ms?: number | null;
-  min_ms?: number | null;
-  median_ms?: number | null;
-  wall_ms?: number | null;
-  cpu_user_ms?: number | null;
-  cpu_sys_ms?: number | null;
-  compile_ms?: number | null;
-  gflops?: number | null;
-  /** GB/s (older shape: gbps). */
+export interface TimingSingle extends TimingFields {
+  /** GB/s. */
   gbs?: number | null;
-  gbps?: number | null;
+  /** The device's known peak, when there is one: its name, bandwidth_gbs, tflops, dtype. */
+  peak?: { name?: string | null; bandwidth_gbs?: number | null; tflops?: number | null; dtype?: string | null } | null;
   /** Fractions (0..1) of the device's known peak. */
-  peak_share?: number | null;
   bandwidth_share?: number | null;
   flops_share?: number | null;
-  peak_name?: string | null;
   /** Only the dispatch was timed (a JAX call not waited for). */
   dispatch_only?: boolean | null;
-  donated?: boolean | null;
   /** Whose cost analysis the rates use, when not this function's own. */
   cost_from?: string | null;
-  note?: string | null;
-  notes?: string[] | null;
 }
 
-/** One implementation in a comparison; speedup is relative to the first row. */
+/** One implementation in a comparison (a bench's fields); speedup is relative to the first row.
+ *  Rows are a list in the protocol, so nothing checks them: renderers check what they get. */
 export type TimingRow = TimingSingle & { speedup?: number | null };
 
 /** Several implementations of one thing, timed side by side. */
-export interface TimingComparison {
+export interface TimingComparison extends TimingFields {
   kind: "comparison";
-  label?: string;
-  rows?: TimingRow[];
+  rows?: TimingRow[] | null;
+  /** The first row's label: speed-ups are against it. */
   baseline?: string | null;
   /** The snippet's own sentence about the comparison (jaxplay.compare(note=...)). */
   note?: string | null;
 }
 
-export type TimingEvent = Base & { type: "timing" } & (TimingSingle | TimingComparison) &
-  Record<string, unknown>;
+export type TimingEvent = BaseFields & { type: "timing" } & (TimingSingle | TimingComparison);
 
-/** One jaxpr of a side-by-side display (older shape: {label, jaxpr}). */
+/** One jaxpr of a side-by-side display. */
 export interface JaxprPanel {
   title?: string;
-  label?: string;
   jaxpr?: string | null;
   jaxpr_lines?: LineMap | null;
   /** Why this transformation does not apply (grad of a non-scalar function...). */
@@ -179,40 +148,22 @@ export interface JaxprPanel {
  * `panels` (f, grad(f), vmap(f) side by side); mime "text/html" (shown as text, never as
  * markup). Others are shown as they come.
  */
-export interface DisplayEvent extends Base {
+export interface DisplayEvent extends BaseFields, DisplayFields {
   type: "display";
-  mime?: string;
-  kind?: string;
-  data?: string;
-  text?: string;
-  html?: string;
-  label?: string | null;
-  name?: string;
-  panels?: JaxprPanel[];
-  items?: JaxprPanel[];
-  caption?: string;
-  [field: string]: unknown;
+  panels?: JaxprPanel[] | null;
 }
 
-export interface ErrorEvent extends Base {
+export interface ErrorEvent extends BaseFields, ErrorFields {
   type: "error";
-  exc_type: string;
-  message: string;
   /** 1-based line in the user's snippet, when the error can be placed there. */
   line?: number | null;
-  traceback?: string;
   /** One plain sentence about a JAX error (tracer leaks, concretisation, shapes...). */
   explanation?: string | null;
 }
 
-export interface FinishedEvent extends Base {
+export interface FinishedEvent extends BaseFields, FinishedFields {
   type: "finished";
   status: TerminalStatus;
-  wall_ms?: number | null;
-  cpu_ms?: number | null;
-  peak_memory_kb?: number | null;
-  truncated?: boolean;
-  message?: string | null;
 }
 
 export type RunEvent =
@@ -226,18 +177,30 @@ export type RunEvent =
   | ErrorEvent
   | FinishedEvent;
 
-const EVENT_TYPES = new Set<string>([
-  "queued",
-  "started",
-  "stdout",
-  "stderr",
-  "compiling",
-  "compiled",
-  "timing",
-  "display",
-  "error",
-  "finished",
-]);
+// Compile-time checks against protocol.gen.ts: `tsc` fails, naming the field, when a type here
+// declares a field Python never sends (Extra<...> is not never), or when the protocol has an
+// event type RunEvent leaves out.
+
+/** The fields E declares that F (and the fields every event has) do not. */
+type Extra<E, F> = Exclude<keyof E, keyof F | keyof BaseFields>;
+type None<T extends never> = T;
+
+export type ProtocolChecks = [
+  None<Extra<QueuedEvent, QueuedFields>>,
+  None<Extra<StartedEvent, StartedFields>>,
+  None<Extra<OutputEvent, StdoutFields>>,
+  None<Extra<OutputEvent, StderrFields>>,
+  None<Extra<CompilingEvent, CompilingFields>>,
+  None<Extra<CompiledEvent, CompiledFields>>,
+  None<Extra<TimingSingle, TimingFields>>,
+  None<Extra<TimingComparison, TimingFields>>,
+  None<Extra<DisplayEvent, DisplayFields>>,
+  None<Extra<ErrorEvent, ErrorFields>>,
+  None<Extra<FinishedEvent, FinishedFields>>,
+  None<Exclude<EventType, RunEvent["type"]>>,
+];
+
+const KNOWN_TYPES = new Set<string>(EVENT_TYPES);
 
 /** The seq of anything shaped like an event ({seq: n >= 1, type: string}), else null. */
 function eventSeq(data: unknown): number | null {
@@ -252,8 +215,73 @@ function eventSeq(data: unknown): number | null {
  * newer server may add types: they are skipped, not fatal). */
 export function parseEvent(data: unknown): RunEvent | null {
   if (eventSeq(data) === null) return null;
-  if (!EVENT_TYPES.has((data as { type: string }).type)) return null;
+  if (!KNOWN_TYPES.has((data as { type: string }).type)) return null;
   return data as RunEvent;
+}
+
+/** Whether a message is a part of a large event rather than an event. */
+function isPart(data: unknown): boolean {
+  return typeof data === "object" && data !== null && (data as { type?: unknown }).type === PART;
+}
+
+/** A well-formed part message ({seq, type: "part", of, part: i, parts: k, data}, 1 <= i <= k). */
+function wellFormedPart(data: unknown): data is PartMessage {
+  if (eventSeq(data) === null || !isPart(data)) return false;
+  const m = data as Partial<Record<keyof PartMessage, unknown>>;
+  return (
+    typeof m.of === "string" &&
+    typeof m.data === "string" &&
+    typeof m.part === "number" &&
+    typeof m.parts === "number" &&
+    Number.isInteger(m.part) &&
+    Number.isInteger(m.parts) &&
+    m.part >= 1 &&
+    m.part <= m.parts
+  );
+}
+
+/**
+ * Joins the parts of an event too large for one websocket message: one per socket, since a new
+ * socket replays from the last whole event (a half-joined one is dropped with its socket).
+ */
+class PartJoiner {
+  private seq = 0;
+  private of = "";
+  private pieces: string[] = [];
+  private parts = 0;
+
+  /**
+   * Takes the next part: the whole event's JSON text once its last part is in, null while more
+   * are due, or "broken" when the parts do not follow on (whatever was joined is dropped).
+   */
+  add(part: PartMessage): string | null | "broken" {
+    if (part.part === 1) {
+      this.seq = part.seq;
+      this.of = part.of;
+      this.parts = part.parts;
+      this.pieces = [];
+    } else if (
+      part.seq !== this.seq ||
+      part.of !== this.of ||
+      part.parts !== this.parts ||
+      part.part !== this.pieces.length + 1
+    ) {
+      this.clear();
+      return "broken";
+    }
+    this.pieces.push(part.data);
+    if (part.part < part.parts) return null;
+    const text = this.pieces.join("");
+    this.clear();
+    return text;
+  }
+
+  private clear(): void {
+    this.seq = 0;
+    this.of = "";
+    this.parts = 0;
+    this.pieces = [];
+  }
 }
 
 /** Close code the server uses for a run that does not exist (or that this client may not see). */
@@ -351,6 +379,7 @@ export class RunStream {
     url.searchParams.set("after", String(this.lastSeq));
     const socket = new WebSocket(url);
     this.socket = socket;
+    const joiner = new PartJoiner();
     this.handlers.onConnection?.(this.delayMs === this.minDelayMs ? "connecting" : "reconnecting");
 
     socket.onopen = () => {
@@ -365,7 +394,8 @@ export class RunStream {
         return;
       }
       const before = this.lastSeq;
-      this.accept(data);
+      if (isPart(data)) this.acceptPart(data, joiner);
+      else this.accept(data);
       // A fresh event proves the connection works: the next drop retries quickly again.
       if (this.lastSeq > before) this.delayMs = this.minDelayMs;
     };
@@ -392,8 +422,7 @@ export class RunStream {
     if (seq !== this.lastSeq + 1) {
       // A hole: never show events out of order. Ask again from what we have.
       console.warn(`run ${this.runId}: got seq ${seq} after ${this.lastSeq}; reconnecting`);
-      this.closeSocket();
-      if (!this.stopped) this.scheduleReconnect();
+      this.reconnectNow();
       return;
     }
     this.lastSeq = seq;
@@ -408,6 +437,42 @@ export class RunStream {
       this.handlers.onConnection?.("closed");
     }
     this.handlers.onEvent(event);
+  }
+
+  /** One part of a large event: the event goes to accept once all its parts are in. A part
+   *  that is not well formed is dropped like any message that is not an event (never taken for
+   *  an event of an unknown type, which would pass over its seq). */
+  private acceptPart(raw: unknown, joiner: PartJoiner): void {
+    if (!wellFormedPart(raw)) return;
+    const part = raw;
+    if (this.finished || part.seq <= this.lastSeq) return; // already delivered
+    const text = joiner.add(part);
+    if (text === null) return;
+    if (text === "broken") {
+      // A part missing or out of order: ask again from the last whole event.
+      console.warn(`run ${this.runId}: part ${part.part}/${part.parts} of seq ${part.seq} out of order; reconnecting`);
+      this.reconnectNow();
+      return;
+    }
+    let event: unknown = null;
+    try {
+      event = JSON.parse(text);
+    } catch {
+      // Falls through: not an event.
+    }
+    if (eventSeq(event) !== part.seq || (event as { type: string }).type !== part.of) {
+      // Its parts were all there, in order, and still do not make the event: asking again
+      // would get the same. It takes its place in the sequence, like a type this page does
+      // not know, and nothing shows it.
+      console.warn(`run ${this.runId}: the parts of seq ${part.seq} do not make a ${part.of} event; skipped`);
+      event = { seq: part.seq, type: PART }; // no event type: accept passes over its seq
+    }
+    this.accept(event);
+  }
+
+  private reconnectNow(): void {
+    this.closeSocket();
+    if (!this.stopped) this.scheduleReconnect();
   }
 
   private scheduleReconnect(): void {

@@ -108,21 +108,35 @@ export class RunSession {
     this.stream = stream;
   }
 
-  /** The socket does not know the run (its live log expired): fall back to the stored run. */
+  /** The socket does not know the run (its live log expired): fall back to the stored run, page
+   *  by page, each page's events shown as it comes. */
   private async fromRecord(stream: RunStream): Promise<void> {
+    let after = 0;
     try {
-      const record = await getRun(stream.runId);
-      if (stream !== this.stream) return;
-      stream.deliver(record.events ?? []);
+      let record = await getRun(stream.runId);
+      for (;;) {
+        if (stream !== this.stream) return;
+        stream.deliver(record.events ?? []);
+        const next = record.events_next;
+        // null on the last page; a next page that does not move on would never end.
+        if (typeof next !== "number" || next <= after) break;
+        after = next;
+        record = await getRun(stream.runId, { after });
+      }
       if (!stream.done) {
         this.status.following(record.status);
         if (isTerminal(record.status)) this.status.say("This run's full event log has expired.");
       }
-    } catch {
+    } catch (error) {
       if (stream !== this.stream) return;
-      this.forget();
-      this.status.clear();
-      this.status.say("The previous run is no longer available.");
+      if (after > 0) {
+        // Its first pages are shown: keep them.
+        this.status.say(`Could not load the rest of this run: ${(error as Error).message}`, "error");
+      } else {
+        this.forget();
+        this.status.clear();
+        this.status.say("The previous run is no longer available.");
+      }
     }
     if (stream === this.stream) this.setPhase("idle");
   }

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from django.conf import settings
 from django.db import transaction
 
 from executor import events as ev
 from executor import registry
+from executor.runner import protocol
 
 from ..models import Run, RunEvent
 from ..redis import get_event_log, get_redis
@@ -105,13 +106,17 @@ def _enqueue(run: Run, queued: dict) -> None:
 # Recording ---------------------------------------------------------------------------------------
 
 def _when(event: dict) -> datetime:
-    return datetime.fromtimestamp(event.get("ts") or time.time(), tz=timezone.utc)
+    return datetime.fromtimestamp(event.get("ts") or time.time(), tz=UTC)
 
 
 def do_record_events(run_id: str, events: list[dict]) -> None:
     """Persist events (idempotent: a seq already stored is skipped) and move the run's status
-    forward. Status only moves forward, so batches recorded out of order are harmless."""
-    events = [e for e in events if e]
+    forward. Status only moves forward, so batches recorded out of order are harmless. What
+    arrives is cleaned first (finite numbers, no NUL): one bad value must not fail the batch,
+    whose retries would hold the run's row and the watchdog up."""
+    events = [protocol.clean_json(e) for e in events
+              if isinstance(e, dict) and isinstance(e.get("seq"), int) and e["seq"] > 0
+              and isinstance(e.get("type"), str)]
     if not events:
         return
     with transaction.atomic():
@@ -124,23 +129,27 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
             log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
             return
         RunEvent.objects.bulk_create(
-            [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"], data=e) for e in events],
+            [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"][:16], data=e) for e in events],
             ignore_conflicts=True,
         )
         for e in events:
             if e["type"] == ev.STARTED:
                 Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
-                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=e.get("worker") or ""
+                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=str(e.get("worker") or "")[:200]
                 )
-            elif e["type"] == ev.FINISHED:
+            elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:
                 Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
                     status=e["status"],
                     finished_at=_when(e),
-                    message=e.get("message") or "",
-                    wall_ms=e.get("wall_ms"),
-                    cpu_ms=e.get("cpu_ms"),
-                    peak_memory_kb=e.get("peak_memory_kb"),
+                    message=str(e.get("message") or ""),
+                    wall_ms=_number(e.get("wall_ms")),
+                    cpu_ms=_number(e.get("cpu_ms")),
+                    peak_memory_kb=_number(e.get("peak_memory_kb"), int),
                 )
+
+
+def _number(value, kind=float):
+    return kind(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 # Cancelling --------------------------------------------------------------------------------------
@@ -158,14 +167,17 @@ def do_cancel_run(run: Run) -> str:
     redis.set(ev.cancel_key(run_id), 1, ex=ev.EVENT_LOG_TTL_S)
     # Whoever sets the claim first decides: if we do, no executor will ever start it.
     if redis.set(ev.claim_key(run_id), "cancelled", nx=True, ex=ev.EVENT_LOG_TTL_S):
-        finished = get_event_log().append(run_id, ev.make_event(
-            ev.FINISHED, status=ev.CANCELLED, message="cancelled before it started",
-            wall_ms=0, cpu_ms=None, peak_memory_kb=None, truncated=False,
-        ))
+        finished = get_event_log().append(run_id, ev.finished_event(
+            ev.CANCELLED, "cancelled before it started", wall_ms=0), after=_last_seq(run_id))
         do_record_events(run_id, [finished])
         return ev.CANCELLED
     # An executor has it: it sees the flag within a tick and ends the run as cancelled.
     return run.status
+
+
+def _last_seq(run_id: str) -> int:
+    """The last seq the database has of a run (its log may be younger: a Redis that restarted)."""
+    return RunEvent.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0
 
 
 # The watchdog ------------------------------------------------------------------------------------
@@ -174,34 +186,56 @@ def do_reap_lost_runs() -> list[str]:
     """Give every run whose executor died a terminal state.
 
     A run is in an executor's hands once its claim key names a worker; the executor refreshes the
-    run's alive key every few seconds while it has it. A claimed run without an alive key, whose
-    log has no ``finished``, lost its executor. A run whose log finished but whose row did not
-    (the recorder's batch was lost) is completed from the log.
+    run's alive key every few seconds while it has it. A run without an alive key whose log has
+    no ``finished`` lost its executor if it was claimed or started (a Redis that restarted
+    forgets the claim, not the database the ``started`` event), or if it has waited in the queue
+    longer than ``RUN_QUEUE_TIMEOUT_S`` (its task was lost with the broker's queue). A run whose
+    log finished but whose row did not (the recorder's batch was lost) is completed from the
+    log. Each run is looked at on its own: one that fails is logged and the pass goes on.
     """
-    redis = get_redis()
-    event_log = get_event_log()
     reaped = []
-    cutoff = datetime.fromtimestamp(time.time() - ev.ALIVE_TTL_S, tz=timezone.utc)
+    now = time.time()
+    cutoff = datetime.fromtimestamp(now - ev.ALIVE_TTL_S, tz=UTC)
     candidates = Run.objects.filter(
         status__in=(ev.STATUS_QUEUED, ev.STATUS_RUNNING), created_at__lt=cutoff
-    ).values_list("id", flat=True)
-    for run_uuid in candidates.iterator():
+    ).values_list("id", "status", "created_at")
+    for run_uuid, status, created_at in list(candidates.iterator()):
         run_id = str(run_uuid)
-        if event_log.is_finished(run_id):
-            do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
-            continue
-        claim = redis.get(ev.claim_key(run_id))
-        if claim is None or claim == b"cancelled" or redis.exists(ev.alive_key(run_id)):
-            continue  # still queued, or alive
-        finished = event_log.append(run_id, ev.make_event(
-            ev.FINISHED, status=ev.LOST,
-            message="the executor running this snippet stopped responding; it was not re-run",
-            wall_ms=None, cpu_ms=None, peak_memory_kb=None, truncated=False,
-        ))
-        if finished is None:  # it finished just now after all
-            do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
-            continue
-        do_record_events(run_id, [finished])
-        log.warning("run %s lost: its executor %s stopped responding", run_id, claim.decode())
-        reaped.append(run_id)
+        try:
+            if _reap(run_id, status, now - created_at.timestamp()):
+                reaped.append(run_id)
+        except Exception:
+            log.exception("the watchdog could not settle run %s; it tries again next pass", run_id)
     return reaped
+
+
+def _reap(run_id: str, status: str, age_s: float) -> bool:
+    redis = get_redis()
+    event_log = get_event_log()
+    if event_log.is_finished(run_id):
+        do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
+        return False
+    claim = redis.get(ev.claim_key(run_id))
+    if claim == b"cancelled" or redis.exists(ev.alive_key(run_id)):
+        redis.delete(ev.suspect_key(run_id))
+        return False  # being cancelled, or alive
+    if claim is not None or status == ev.STATUS_RUNNING:
+        # No pulse: lost once that has lasted ALIVE_TTL_S more (a Redis that restarted forgets
+        # every alive key, and the executors beat again within ALIVE_EVERY_S).
+        redis.set(ev.suspect_key(run_id), time.time(), nx=True, ex=6 * ev.ALIVE_TTL_S)
+        since = float(redis.get(ev.suspect_key(run_id)) or time.time())
+        if time.time() - since < ev.ALIVE_TTL_S:
+            return False
+        message = "the executor running this snippet stopped responding; it was not re-run"
+    elif age_s > settings.RUN_QUEUE_TIMEOUT_S:
+        message = (f"no executor took this run within {settings.RUN_QUEUE_TIMEOUT_S} s (its queue may "
+                   f"have been lost); it was not run")
+    else:
+        return False  # still queued
+    finished = event_log.append(run_id, ev.finished_event(ev.LOST, message), after=_last_seq(run_id))
+    if finished is None:  # it finished just now after all
+        do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
+        return False
+    do_record_events(run_id, [finished])
+    log.warning("run %s lost: %s (executor %s)", run_id, message, (claim or b"none").decode())
+    return True

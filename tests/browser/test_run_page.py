@@ -272,7 +272,8 @@ def test_it_lays_out_cleanly_after_a_run(browser: Browser, live_stack, theme: st
     try:
         page = context.new_page()
         open_playground(page)
-        set_code(page, "import jax.numpy as jnp\nprint(jnp.arange(6).reshape(2, 3))\nprint('to stderr', file=__import__('sys').stderr)\n1 / 0\n")
+        set_code(page, "import jax.numpy as jnp\nprint(jnp.arange(6).reshape(2, 3))\n"
+                       "print('to stderr', file=__import__('sys').stderr)\n1 / 0\n")
         page.keyboard.press("Control+Enter")
         assert wait_until_finished(page) == "failed"
         page.locator("#error-box summary").click()

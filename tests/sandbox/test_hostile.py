@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -96,7 +95,8 @@ CASES = [
         print(os.path.exists("/sys/fs/cgroup"), os.path.exists("/var/run/postgresql"))
         print(os.getuid(), os.getgid(), os.getgroups())
         """), "succeeded",
-         stdout="[1, 2]\n" f"{sorted(['dev', 'etc', 'lib', 'lib64', 'opt', 'proc', 'tmp', 'usr', PYTHON_PREFIX.split('/')[1]])}\n"
+         stdout="[1, 2]\n"
+                f"{sorted(['dev', 'etc', 'lib', 'lib64', 'opt', 'proc', 'tmp', 'usr', PYTHON_PREFIX.split('/')[1]])}\n"
                 "False ['runner', 'venv']\nFalse False\n" f"{SLOT0_UID} {SLOT0_UID} []\n"),
     # -- processes and threads -------------------------------------------------------------------
     Case("fork-bomb", "import os\nwhile True:\n    os.fork()\n",
@@ -136,7 +136,8 @@ CASES = [
          "import jax.numpy as jnp\nkeep = []\nwhile True:\n    keep.append(jnp.ones(10_000_000) + len(keep))\n",
          # XLA's threads fault the pages in on every core: 3 CPU seconds can come first.
          "failed", error_message="RESOURCE_EXHAUSTED", limits={"cpu_s": 30}),
-    Case("jax-one-huge-array", "import jax.numpy as jnp\nx = jnp.ones(2**31, dtype=jnp.float32)\nx.block_until_ready()\n",
+    Case("jax-one-huge-array",
+         "import jax.numpy as jnp\nx = jnp.ones(2**31, dtype=jnp.float32)\nx.block_until_ready()\n",
          "failed", error_message="RESOURCE_EXHAUSTED"),
     Case("shared-memory-bomb-meets-the-oom-killer", textwrap.dedent("""\
         import mmap

@@ -540,13 +540,13 @@ function shortReason(reason: string): string {
   return rest.charAt(0).toUpperCase() + rest.slice(1);
 }
 
-/** The panels of a side-by-side display: {title, jaxpr, error} (or the older {label, jaxpr}). */
+/** The panels of a side-by-side display: {title, jaxpr, error}. */
 function jaxprPanels(event: DisplayEvent): Panel[] {
-  const raw = Array.isArray(event.panels) ? event.panels : Array.isArray(event.items) ? event.items : [];
+  const raw = Array.isArray(event.panels) ? event.panels : [];
   return raw
     .filter((p) => !!p && typeof p === "object")
     .map((p, n) => ({
-      title: str(p.title) ?? str(p.label) ?? `#${n + 1}`,
+      title: str(p.title) ?? `#${n + 1}`,
       jaxpr: typeof p.jaxpr === "string" ? p.jaxpr : null,
       error: str(p.error),
     }))

@@ -37,11 +37,13 @@ export class FiguresPane extends CardListPane {
     if (event.type !== "display" || event.kind === "jaxprs" || isTextDisplay(event)) return;
     const mime = str(event.mime) ?? "";
     let card: HTMLElement;
+    // HTML comes as the display's data (or its text), like an image's.
+    const html = mime === "text/html" ? (str(event.data) ?? str(event.text)) : null;
     if (IMAGE_TYPES.has(mime) && typeof event.data === "string" && BASE64.test(event.data)) {
       this.figures += 1;
       card = figureCard(event, mime, this.figures);
-    } else if (mime === "text/html" && typeof event.html === "string") {
-      card = textCard("HTML output, shown as text", htmlToText(event.html));
+    } else if (html !== null) {
+      card = textCard("HTML output, shown as text", htmlToText(html));
     } else {
       card = genericCard(event);
     }
@@ -59,7 +61,7 @@ export class FiguresPane extends CardListPane {
 
 function figureCard(event: DisplayEvent, mime: string, n: number): HTMLElement {
   const src = `data:${mime};base64,${(event.data as string).replace(/\s+/g, "")}`;
-  const caption = str(event.caption) ?? str(event.title) ?? str(event.label);
+  const caption = str(event.label);
   // matplotlib's own description ("<Figure size 640x480 with 1 Axes>") makes a fair alt text.
   const description = str(event.text);
   const img = el("img", "figure-image");

@@ -109,7 +109,7 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
   if (compile !== null) details.push(["compile", duration(compile), "Compiled before timing, and not counted"]);
   const gflops = num(r.gflops);
   if (gflops !== null) details.push(["GFLOP/s", rate(gflops)]);
-  const gbs = num(r.gbs) ?? num(r.gbps);
+  const gbs = num(r.gbs);
   if (gbs !== null) details.push(["GB/s", rate(gbs)]);
   for (const [label, share] of peakShares(r)) details.push([label, percent(share)]);
 
@@ -140,16 +140,14 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
   return item;
 }
 
-/** "of H200 bandwidth 42 %", "of peak 42 %": the shares of the device's peak the timer knows. */
+/** "of H200 bandwidth 42 %", "of peak FLOP/s 42 %": the shares of the device's peak the timer knows. */
 function peakShares(r: TimingSingle): [string, number][] {
   const out: [string, number][] = [];
-  const name = str(r.peak_name);
+  const name = str(r.peak?.name);
   const bandwidth = num(r.bandwidth_share);
   const flops = num(r.flops_share);
   if (bandwidth !== null) out.push([`of ${name ?? "peak"} bandwidth`, bandwidth]);
   if (flops !== null) out.push([`of ${name ?? "peak"} FLOP/s`, flops]);
-  const share = num(r.peak_share);
-  if (share !== null && out.length === 0) out.push(["of peak", share]);
   return out;
 }
 
@@ -216,7 +214,7 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
       head: "GB/s",
       title: "Bytes accessed per call (XLA's cost analysis) ÷ median time",
       cell: (r) => {
-        const v = num(r.gbs) ?? num(r.gbps);
+        const v = num(r.gbs);
         return v === null ? null : rate(v);
       },
       className: "cell-num",
@@ -225,7 +223,7 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
       head: "of peak",
       title: "Share of the device's peak memory bandwidth",
       cell: (r) => {
-        const v = num(r.bandwidth_share) ?? num(r.peak_share);
+        const v = num(r.bandwidth_share);
         return v === null ? null : percent(v);
       },
       className: "cell-num",

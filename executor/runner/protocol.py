@@ -1,0 +1,295 @@
+"""The run protocol, declared once: every event a run's log holds, every field each may carry,
+and the runner's own messages to its supervisor. Standard library only, so the sandboxed runner,
+the executor and the web side all import this one module.
+
+    runner ──JSON lines──▶ supervisor ──rebuild()──▶ run log (Redis) ──▶ websocket, database
+
+Whatever comes out of the sandbox is untrusted: the supervisor passes each runner event through
+``rebuild``, which keeps only declared types and fields, turns ``NaN``/``Infinity`` into
+``null``, replaces NUL and lone surrogates in strings, and cuts nesting deeper than
+``MAX_DEPTH``; what it changed comes back as a list of problems, which the run shows as one
+``stderr`` note. Nothing a snippet prints or sends can make an event that JSON, PostgreSQL or a
+browser refuses.
+
+``frontend/src/protocol.gen.ts`` is generated from this module
+(``python -m executor.runner.protocol > frontend/src/protocol.gen.ts``); a test fails when the
+two disagree. Extend, never rename: stored runs and browsers depend on these names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+
+# Field kinds. "json" is any JSON value; "int" accepts integral floats; "num" any finite number.
+STR, INT, NUM, BOOL, LIST, DICT, JSON = "str", "int", "num", "bool", "list", "dict", "json"
+STR_LIST = "str[]"
+_TS = {STR: "string", INT: "number", NUM: "number", BOOL: "boolean", LIST: "unknown[]",
+       DICT: "Record<string, unknown>", JSON: "unknown", STR_LIST: "string[]"}
+
+# Deeper values (a display's table of tables of ...) are cut: a browser and the database both
+# have to walk them.
+MAX_DEPTH = 12
+NUL_SHOWN_AS = "\u2400"  # ␀: PostgreSQL's jsonb refuses \u0000 in text
+
+
+@dataclass(frozen=True)
+class Event:
+    doc: str
+    fields: dict[str, str]
+    required: tuple[str, ...] = ()
+    # May the runner (untrusted) send it? "started" and "finished" are the supervisor's alone.
+    from_runner: bool = False
+
+
+# Common to every event in a run's log.
+BASE_FIELDS = {"seq": INT, "type": STR, "ts": NUM}
+
+_CALL = {"name": STR, "signature": STR, "via": STR, "line": INT, "call_line": INT}
+_TIMES = {
+    f"{k}_ms": NUM
+    for k in ("mean", "std", "min", "max", "median", "iqr", "first_call", "trace", "compile", "wall",
+              "cpu_user", "cpu_sys")
+}
+
+EVENTS: dict[str, Event] = {
+    "queued": Event("The run is waiting for an executor.", {"position": INT}),
+    "started": Event(
+        "An executor took the run: where it runs.",
+        {"worker": STR, "kind": STR, "sandboxed": BOOL, "platform": STR, "device_kind": STR,
+         "device_count": INT, "jax_version": STR, "libraries": DICT},
+    ),
+    "stdout": Event("Text the snippet wrote to stdout, in order, as it was produced.", {"text": STR},
+                    required=("text",)),
+    "stderr": Event("Text the snippet wrote to stderr (and the playground's own notes).", {"text": STR},
+                    required=("text",)),
+    "compiling": Event(
+        "An XLA compilation of a user function that is taking a while; withdrawn with done=true "
+        "when no compiled event follows.",
+        {**_CALL, "after_s": NUM, "done": BOOL}, from_runner=True,
+    ),
+    "compiled": Event(
+        "One XLA compilation of a user function: its texts, times and costs.",
+        {**_CALL, "module": STR, "origin": STR, "file": STR, "in_types": STR_LIST, "out_types": STR_LIST,
+         "static_args": JSON, "num_devices": INT, "trace_ms": NUM, "lower_ms": NUM, "compile_ms": NUM,
+         "flops": NUM, "transcendentals": NUM, "bytes_accessed": NUM, "optimal_seconds": NUM,
+         "memory": DICT, "compiles": INT, "recompile": DICT, "warning": STR,
+         "jaxpr": STR, "stablehlo": STR, "hlo": STR,
+         "jaxpr_lines": LIST, "stablehlo_lines": LIST, "hlo_lines": LIST,
+         "truncated": STR_LIST, "capture_error": STR},
+        required=("name",), from_runner=True,
+    ),
+    "timing": Event(
+        "A measurement: %timeit, %time, jaxplay.bench, or a jaxplay.compare table (rows).",
+        {"kind": STR, "label": STR, "line": INT, "text": STR, "repeats": INT, "loops": INT,
+         "warmup": INT, **_TIMES, "runs_ms": LIST, "blocked": BOOL, "dispatch_only": BOOL,
+         "notes": STR_LIST, "note": STR, "flops": NUM, "bytes_accessed": NUM, "gflops": NUM, "gbs": NUM,
+         "platform": STR, "device_kind": STR, "dtype": STR, "peak": DICT, "bandwidth_share": NUM,
+         "flops_share": NUM, "donated": BOOL, "cost_from": STR, "baseline": STR, "rows": LIST},
+        from_runner=True,
+    ),
+    "display": Event(
+        "A rich value: a figure (PNG), jaxprs side by side, an array's summary.",
+        {"kind": STR, "mime": STR, "data": STR, "text": STR, "label": STR, "name": STR,
+         "width": INT, "height": INT, "figure": INT, "panels": LIST,
+         "shape": LIST, "dtype": STR, "size": INT, "nbytes": INT, "array_type": STR,
+         "devices": STR_LIST, "sharding": STR, "partition_spec": STR, "stats": DICT},
+        from_runner=True,
+    ),
+    "error": Event(
+        "The snippet raised: type, message, the snippet's line, a trimmed traceback.",
+        {"exc_type": STR, "message": STR, "line": INT, "traceback": STR, "explanation": STR},
+        required=("exc_type", "message"), from_runner=True,
+    ),
+    "finished": Event(
+        "The last event of every run: its terminal status and what it used.",
+        {"status": STR, "message": STR, "wall_ms": NUM, "cpu_ms": NUM, "peak_memory_kb": INT,
+         "output_bytes": INT, "events": INT, "truncated": BOOL},
+        required=("status",),
+    ),
+}
+EVENT_TYPES = tuple(EVENTS)
+RUNNER_EVENT_TYPES = frozenset(t for t, e in EVENTS.items() if e.from_runner)
+
+# Terminal statuses, one of which every run ends in.
+TERMINAL_STATUSES = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost")
+
+# A websocket message is one event, or, for an event too large for one message, one of its parts:
+# the event's JSON text is the ``data`` of parts 1..``parts`` joined in order.
+PART = "part"
+PART_FIELDS = {"seq": INT, "type": STR, "of": STR, "part": INT, "parts": INT, "data": STR}
+
+# The runner's own messages on its event pipe, read by the supervisor and never logged.
+RUNNER_MESSAGES: dict[str, Event] = {
+    "ready": Event(
+        "Warm: sent once, before the runner reads its request.",
+        {"warmup_ms": NUM, "platform": STR, "device_kind": STR, "device_count": INT,
+         "jax_version": STR, "libraries": DICT},
+    ),
+    "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
+                  required=("status",)),
+}
+
+
+# Rebuilding untrusted values ------------------------------------------------------------------
+
+@dataclass
+class Problems:
+    """What ``rebuild`` had to change, said once each."""
+
+    seen: list[str] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        if text not in self.seen:
+            self.seen.append(text)
+
+    def __bool__(self) -> bool:
+        return bool(self.seen)
+
+
+def clean_text(s: str) -> str:
+    """``s`` as text every consumer accepts: NUL shown as ␀, lone surrogates as U+FFFD."""
+    if "\x00" in s:
+        s = s.replace("\x00", NUL_SHOWN_AS)
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        s = s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return s
+
+
+def clean_json(value, problems: Problems | None = None, where: str = "", depth: int = 0):
+    """A copy of ``value`` that is plain, finite, storable JSON."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        if problems is not None:
+            shown = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            problems.add(f"{where}: {shown} is not a JSON number (sent as null)")
+        return None
+    if isinstance(value, str):
+        return clean_text(value)
+    if depth >= MAX_DEPTH:
+        if problems is not None:
+            problems.add(f"{where}: nested deeper than {MAX_DEPTH} levels (cut)")
+        return None
+    if isinstance(value, (list, tuple)):
+        return [clean_json(v, problems, where, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_json(v, problems, where, depth + 1) for k, v in value.items()}
+    if problems is not None:
+        problems.add(f"{where}: a {type(value).__name__} is not JSON (sent as text)")
+    return clean_text(str(value))
+
+
+def _fits(kind: str, value) -> bool:
+    if value is None or kind == JSON:
+        return True
+    if kind == STR:
+        return isinstance(value, str)
+    if kind == BOOL:
+        return isinstance(value, bool)
+    if kind in (INT, NUM):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == LIST:
+        return isinstance(value, list)
+    if kind == STR_LIST:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == DICT:
+        return isinstance(value, dict)
+    return False
+
+
+def rebuild(type_, fields: dict, problems: Problems, *, spec: dict[str, Event] = EVENTS) -> dict | None:
+    """The declared fields of one untrusted message, cleaned; None when its type is unknown or a
+    required field is missing or wrong. Every change is added to ``problems``."""
+    event = spec.get(type_) if isinstance(type_, str) else None
+    if event is None:
+        problems.add(f"an event of unknown type {str(type_)[:40]!r} (dropped)")
+        return None
+    out = {}
+    for name, value in fields.items():
+        kind = event.fields.get(name)
+        if kind is None:
+            if name not in BASE_FIELDS:
+                problems.add(f"{type_}: unknown field {str(name)[:40]!r} (dropped)")
+            continue
+        where = f"{type_}.{name}"
+        value = clean_json(value, problems, where)
+        if not _fits(kind, value):
+            problems.add(f"{where}: expected {kind}, got {type(value).__name__} (dropped)")
+            continue
+        if kind == INT and isinstance(value, float):
+            value = int(value) if value.is_integer() else value
+        out[name] = value
+    for name in event.required:
+        if out.get(name) is None:
+            problems.add(f"{type_}: required field {name!r} missing (event dropped)")
+            return None
+    return out
+
+
+def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None, peak_memory_kb=None,
+                    output_bytes=None, events=None, truncated: bool = False) -> dict:
+    """The fields of a ``finished`` event: built here, by whoever ends a run."""
+    if status not in TERMINAL_STATUSES:
+        raise ValueError(f"not a terminal status: {status!r}")
+    return {"status": status, "message": message or "", "wall_ms": wall_ms, "cpu_ms": cpu_ms,
+            "peak_memory_kb": peak_memory_kb, "output_bytes": output_bytes, "events": events,
+            "truncated": bool(truncated)}
+
+
+def dumps(obj) -> str:
+    """JSON for the wire: UTF-8 text, never NaN."""
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+# TypeScript --------------------------------------------------------------------------------
+
+def _pascal(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+def typescript() -> str:
+    """``frontend/src/protocol.gen.ts``: the event types and their fields, for the page."""
+    out = [
+        "// Generated from executor/runner/protocol.py by `python -m executor.runner.protocol`.",
+        "// Do not edit: change the Python and regenerate (tests/unit/test_protocol.py checks it).",
+        "",
+        f"export const EVENT_TYPES = {json.dumps(list(EVENT_TYPES))} as const;",
+        "export type EventType = (typeof EVENT_TYPES)[number];",
+        f"export const TERMINAL_STATUSES = {json.dumps(list(TERMINAL_STATUSES))} as const;",
+        "export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];",
+        "",
+        "/** Fields every event has. */",
+        "export interface BaseFields {",
+        "  seq: number;",
+        "  type: EventType;",
+        "  /** Server time in seconds. */",
+        "  ts?: number;",
+        "}",
+    ]
+    for type_, event in EVENTS.items():
+        out += ["", f"/** {event.doc} */", f"export interface {_pascal(type_)}Fields {{"]
+        for name, kind in event.fields.items():
+            opt = "" if name in event.required else "?"
+            null = "" if name in event.required else " | null"
+            out.append(f"  {name}{opt}: {_TS[kind]}{null};")
+        out.append("}")
+    out += ["", "/** A websocket message that carries one part of a large event's JSON text. */",
+            f"export const PART = {json.dumps(PART)};", "export interface PartMessage {"]
+    out += [f"  {name}: {_TS[kind] if name != 'type' else 'typeof PART'};" for name, kind in PART_FIELDS.items()]
+    out += ["}", "", "export interface EventFields {"]
+    out += [f"  {type_}: {_pascal(type_)}Fields;" for type_ in EVENTS]
+    out += ["}", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(typescript())

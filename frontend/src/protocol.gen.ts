@@ -1,0 +1,198 @@
+// Generated from executor/runner/protocol.py by `python -m executor.runner.protocol`.
+// Do not edit: change the Python and regenerate (tests/unit/test_protocol.py checks it).
+
+export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "finished"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost"] as const;
+export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
+
+/** Fields every event has. */
+export interface BaseFields {
+  seq: number;
+  type: EventType;
+  /** Server time in seconds. */
+  ts?: number;
+}
+
+/** The run is waiting for an executor. */
+export interface QueuedFields {
+  position?: number | null;
+}
+
+/** An executor took the run: where it runs. */
+export interface StartedFields {
+  worker?: string | null;
+  kind?: string | null;
+  sandboxed?: boolean | null;
+  platform?: string | null;
+  device_kind?: string | null;
+  device_count?: number | null;
+  jax_version?: string | null;
+  libraries?: Record<string, unknown> | null;
+}
+
+/** Text the snippet wrote to stdout, in order, as it was produced. */
+export interface StdoutFields {
+  text: string;
+}
+
+/** Text the snippet wrote to stderr (and the playground's own notes). */
+export interface StderrFields {
+  text: string;
+}
+
+/** An XLA compilation of a user function that is taking a while; withdrawn with done=true when no compiled event follows. */
+export interface CompilingFields {
+  name?: string | null;
+  signature?: string | null;
+  via?: string | null;
+  line?: number | null;
+  call_line?: number | null;
+  after_s?: number | null;
+  done?: boolean | null;
+}
+
+/** One XLA compilation of a user function: its texts, times and costs. */
+export interface CompiledFields {
+  name: string;
+  signature?: string | null;
+  via?: string | null;
+  line?: number | null;
+  call_line?: number | null;
+  module?: string | null;
+  origin?: string | null;
+  file?: string | null;
+  in_types?: string[] | null;
+  out_types?: string[] | null;
+  static_args?: unknown | null;
+  num_devices?: number | null;
+  trace_ms?: number | null;
+  lower_ms?: number | null;
+  compile_ms?: number | null;
+  flops?: number | null;
+  transcendentals?: number | null;
+  bytes_accessed?: number | null;
+  optimal_seconds?: number | null;
+  memory?: Record<string, unknown> | null;
+  compiles?: number | null;
+  recompile?: Record<string, unknown> | null;
+  warning?: string | null;
+  jaxpr?: string | null;
+  stablehlo?: string | null;
+  hlo?: string | null;
+  jaxpr_lines?: unknown[] | null;
+  stablehlo_lines?: unknown[] | null;
+  hlo_lines?: unknown[] | null;
+  truncated?: string[] | null;
+  capture_error?: string | null;
+}
+
+/** A measurement: %timeit, %time, jaxplay.bench, or a jaxplay.compare table (rows). */
+export interface TimingFields {
+  kind?: string | null;
+  label?: string | null;
+  line?: number | null;
+  text?: string | null;
+  repeats?: number | null;
+  loops?: number | null;
+  warmup?: number | null;
+  mean_ms?: number | null;
+  std_ms?: number | null;
+  min_ms?: number | null;
+  max_ms?: number | null;
+  median_ms?: number | null;
+  iqr_ms?: number | null;
+  first_call_ms?: number | null;
+  trace_ms?: number | null;
+  compile_ms?: number | null;
+  wall_ms?: number | null;
+  cpu_user_ms?: number | null;
+  cpu_sys_ms?: number | null;
+  runs_ms?: unknown[] | null;
+  blocked?: boolean | null;
+  dispatch_only?: boolean | null;
+  notes?: string[] | null;
+  note?: string | null;
+  flops?: number | null;
+  bytes_accessed?: number | null;
+  gflops?: number | null;
+  gbs?: number | null;
+  platform?: string | null;
+  device_kind?: string | null;
+  dtype?: string | null;
+  peak?: Record<string, unknown> | null;
+  bandwidth_share?: number | null;
+  flops_share?: number | null;
+  donated?: boolean | null;
+  cost_from?: string | null;
+  baseline?: string | null;
+  rows?: unknown[] | null;
+}
+
+/** A rich value: a figure (PNG), jaxprs side by side, an array's summary. */
+export interface DisplayFields {
+  kind?: string | null;
+  mime?: string | null;
+  data?: string | null;
+  text?: string | null;
+  label?: string | null;
+  name?: string | null;
+  width?: number | null;
+  height?: number | null;
+  figure?: number | null;
+  panels?: unknown[] | null;
+  shape?: unknown[] | null;
+  dtype?: string | null;
+  size?: number | null;
+  nbytes?: number | null;
+  array_type?: string | null;
+  devices?: string[] | null;
+  sharding?: string | null;
+  partition_spec?: string | null;
+  stats?: Record<string, unknown> | null;
+}
+
+/** The snippet raised: type, message, the snippet's line, a trimmed traceback. */
+export interface ErrorFields {
+  exc_type: string;
+  message: string;
+  line?: number | null;
+  traceback?: string | null;
+  explanation?: string | null;
+}
+
+/** The last event of every run: its terminal status and what it used. */
+export interface FinishedFields {
+  status: string;
+  message?: string | null;
+  wall_ms?: number | null;
+  cpu_ms?: number | null;
+  peak_memory_kb?: number | null;
+  output_bytes?: number | null;
+  events?: number | null;
+  truncated?: boolean | null;
+}
+
+/** A websocket message that carries one part of a large event's JSON text. */
+export const PART = "part";
+export interface PartMessage {
+  seq: number;
+  type: typeof PART;
+  of: string;
+  part: number;
+  parts: number;
+  data: string;
+}
+
+export interface EventFields {
+  queued: QueuedFields;
+  started: StartedFields;
+  stdout: StdoutFields;
+  stderr: StderrFields;
+  compiling: CompilingFields;
+  compiled: CompiledFields;
+  timing: TimingFields;
+  display: DisplayFields;
+  error: ErrorFields;
+  finished: FinishedFields;
+}

@@ -1,0 +1,209 @@
+"""The web process's side of run event streams: one Redis connection pool and one live reader
+for every websocket of the process, and the framing of events into websocket messages.
+
+    websocket ─┐ catch-up: XREAD (no block) from ``after`` on the shared pool
+    websocket ─┼─▶ Hub: ONE blocking XREAD over every stream a socket waits on ─▶ Redis
+    websocket ─┘        (and a wake-up stream of its own, so a new waiter joins at once)
+
+A thousand open pages cost the process one blocking connection and a small pool, not a
+thousand connections. A Redis that goes away is retried with backoff; the sockets wait and
+carry on where they were once it is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+import weakref
+from dataclasses import dataclass, field
+
+import redis.asyncio
+import redis.exceptions
+from django.conf import settings
+
+from executor import events as ev
+from executor.runner import protocol
+
+log = logging.getLogger("playground")
+
+BLOCK_MS = 10_000
+READ_COUNT = 500
+POOL_CONNECTIONS = 16
+# A socket's slot in its client's count lives this long unless refreshed (a process that died
+# without closing its sockets frees their slots by then).
+SLOT_TTL_S = 90
+REFRESH_EVERY_S = 30
+RETRY_MAX_S = 5.0
+
+
+def encode_messages(body: str, limit: int | None = None) -> list[str]:
+    """The websocket messages of one event (its JSON text): itself, or, past ``limit`` bytes,
+    ``{"seq", "type": "part", "of", "part", "parts", "data"}`` messages whose ``data`` joined in
+    order is the event's JSON text."""
+    limit = limit or settings.WS_MESSAGE_MAX_BYTES
+    raw = body.encode("utf-8")
+    if len(raw) <= limit:
+        return [body]
+    event = json.loads(body)
+    # Escaping a piece of JSON text inside JSON can at most double it (quotes, backslashes).
+    step = max((limit - 200) // 2, 64)
+    pieces, i = [], 0
+    while i < len(raw):
+        j = min(i + step, len(raw))
+        while j < len(raw) and (raw[j] & 0xC0) == 0x80:  # not inside a UTF-8 character
+            j -= 1
+        pieces.append(raw[i:j].decode("utf-8"))
+        i = j
+    return [protocol.dumps({"seq": event["seq"], "type": protocol.PART, "of": event["type"], "part": n,
+                            "parts": len(pieces), "data": piece})
+            for n, piece in enumerate(pieces, 1)]
+
+
+# A client's open sockets: a sorted set of socket ids scored by when each slot expires. Atomic,
+# so that sockets opened at once cannot all see the same free slot.
+_TAKE_SLOT_LUA = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+
+@dataclass(eq=False)
+class Waiter:
+    """One socket waiting for the entries of one run's stream after ``last``."""
+
+    key: str
+    last: int
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+
+class Hub:
+    """The process's (its event loop's) live reads: see the module's docstring."""
+
+    def __init__(self):
+        url = settings.REDIS_URL
+        self.redis = redis.asyncio.Redis(connection_pool=redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=POOL_CONNECTIONS, timeout=30, socket_timeout=30))
+        # Its own connection: a blocking read holds it for up to BLOCK_MS.
+        self.blocking = redis.asyncio.Redis.from_url(url, socket_timeout=BLOCK_MS / 1000 + 20)
+        self.wake_key = f"ws:wake:{uuid.uuid4().hex}"
+        self.wake_id = "0-0"
+        self.waiters: dict[str, set[Waiter]] = {}
+        self.sockets: dict[str, str] = {}  # socket id -> its client's slot key
+        self.changed = asyncio.Event()
+        self._take_slot = self.redis.register_script(_TAKE_SLOT_LUA)
+        self.reader = asyncio.create_task(self._read_loop())
+        self.refresher = asyncio.create_task(self._refresh_loop())
+
+    # Waiting for a stream -------------------------------------------------------------------
+
+    async def wait(self, key: str, last: int) -> Waiter:
+        waiter = Waiter(key, last)
+        self.waiters.setdefault(key, set()).add(waiter)
+        await self._wake()
+        return waiter
+
+    def leave(self, waiter: Waiter) -> None:
+        group = self.waiters.get(waiter.key)
+        if group is not None:
+            group.discard(waiter)
+            if not group:
+                del self.waiters[waiter.key]
+
+    async def _wake(self) -> None:
+        self.changed.set()
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
+            pipe.expire(self.wake_key, 3600)
+            await pipe.execute()
+        except redis.exceptions.RedisError:
+            pass  # the reader is retrying anyway, and reads every stream when it gets through
+
+    async def _read_loop(self) -> None:
+        delay = 0.1
+        while True:
+            if not self.waiters:
+                self.changed.clear()
+                await self.changed.wait()
+                continue
+            streams = {self.wake_key: self.wake_id}
+            for key, group in self.waiters.items():
+                streams[key] = ev.stream_id(min(w.last for w in group))
+            try:
+                result = await self.blocking.xread(streams, block=BLOCK_MS, count=READ_COUNT)
+                delay = 0.1
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
+                log.warning("reading run streams failed (%s); retrying in %.1f s", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            for raw_key, entries in result or ():
+                key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+                if key == self.wake_key:
+                    self.wake_id = entries[-1][0].decode()
+                    continue
+                parsed = [(int(entry_id.split(b"-")[1]), fields[b"e"].decode()) for entry_id, fields in entries]
+                for waiter in list(self.waiters.get(key, ())):
+                    mine = [(seq, body) for seq, body in parsed if seq > waiter.last]
+                    if mine:
+                        waiter.last = mine[-1][0]
+                        waiter.queue.put_nowait(mine)
+
+    # How many sockets each client holds -------------------------------------------------------
+
+    async def take_slot(self, client: str, socket_id: str) -> bool:
+        """A slot among the client's WS_MAX_PER_CLIENT sockets; False when all are taken."""
+        key = f"ws:client:{client}"
+        now = time.time()
+        try:
+            taken = await self._take_slot(keys=[key], args=[now, now + SLOT_TTL_S, socket_id,
+                                                           settings.WS_MAX_PER_CLIENT, SLOT_TTL_S])
+        except redis.exceptions.RedisError:
+            return True  # Redis is away: the socket can only wait anyway; do not refuse it for that
+        if not taken:
+            return False
+        self.sockets[socket_id] = key
+        return True
+
+    async def free_slot(self, socket_id: str) -> None:
+        key = self.sockets.pop(socket_id, None)
+        if key is not None:
+            try:
+                await self.redis.zrem(key, socket_id)
+            except redis.exceptions.RedisError:
+                pass  # it expires
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(REFRESH_EVERY_S)
+            if not self.sockets:
+                continue
+            expires = time.time() + SLOT_TTL_S
+            try:
+                pipe = self.redis.pipeline(transaction=False)
+                for socket_id, key in list(self.sockets.items()):
+                    pipe.zadd(key, {socket_id: expires})
+                    pipe.expire(key, SLOT_TTL_S)
+                await pipe.execute()
+            except redis.exceptions.RedisError as exc:
+                log.warning("refreshing websocket slots failed: %s", exc)
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
+
+
+def get_hub() -> Hub:
+    """The hub of the running event loop (daphne has one; tests may run several in turn)."""
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        hub = _hubs[loop] = Hub()
+    return hub

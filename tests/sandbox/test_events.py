@@ -1,0 +1,53 @@
+"""How many events a run may send, how fast, and how large, through the real supervisor and
+sandbox: a run is bounded in events as it is in bytes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from executor.supervisor import OUTPUT_EVENT_MAX_CHARS
+
+from .conftest import LIMITS
+
+# Writes n small, valid timing events straight to the runner's event pipe, as fast as it can.
+FORGE_N = """\
+import os
+args = open("/proc/self/cmdline").read().split("\\0")
+fd = int(args[args.index("--event-fd") + 1])
+for i in range({n}):
+    os.write(fd, b'{{"type": "timing", "kind": "single", "label": "t%d"}}\\n' % i)
+print("done", flush=True)
+"""
+
+
+def test_a_run_that_sends_too_many_events_ends_at_the_limit(run, then_a_normal_run_succeeds):
+    limits = replace(LIMITS, events=100, events_per_s=100_000)
+    result = run(FORGE_N.format(n=5000), limits)
+
+    assert result.status == "limit_exceeded", result
+    assert result.message == "event limit of 100 events exceeded"
+    assert len(result.events) <= 100 + 1  # + "started", which run_local adds itself
+    assert result.events[-1]["truncated"] is True
+    then_a_normal_run_succeeds()
+
+
+def test_events_beyond_the_rate_wait_and_all_arrive_in_order(run):
+    limits = replace(LIMITS, events_per_s=50)
+    result = run(FORGE_N.format(n=150), limits)
+
+    assert result.status == "succeeded", result
+    timings = result.of("timing")
+    assert [t["label"] for t in timings] == [f"t{i}" for i in range(150)]
+    # The first second's worth goes at once, the other 100 at 50 a second.
+    assert timings[-1]["ts"] - timings[0]["ts"] >= 1.5
+    assert result.stdout == "done\n"
+
+
+def test_large_output_is_sent_in_bounded_events(run):
+    limits = replace(LIMITS, output_bytes=1024**2)
+    result = run("import sys\n_ = sys.stdout.write('z' * 600_000)\n", limits)
+
+    assert result.status == "succeeded", result
+    texts = [e["text"] for e in result.of("stdout")]
+    assert "".join(texts) == "z" * 600_000
+    assert max(len(t) for t in texts) <= OUTPUT_EVENT_MAX_CHARS
