@@ -38,6 +38,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class RedisServer:
+    """A redis-server of one's own, on a free port, that can be restarted (it keeps nothing)."""
+
+    def __init__(self, workdir: Path):
+        self.port = free_port()
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        import shutil
+
+        import redis
+
+        server = shutil.which("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server is needed (apt-get install redis-server)")
+        self.proc = subprocess.Popen(
+            [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(self.workdir), "--maxclients", "20000"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def clients(self) -> int:
+        import redis
+
+        return redis.Redis.from_url(self.url).info("clients")["connected_clients"]
+
+
 @dataclass
 class Watched:
     """What a websocket delivered: events (parts joined), when each arrived, and how it closed."""

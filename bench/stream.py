@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -25,10 +24,9 @@ import threading
 import time
 from pathlib import Path
 
-import redis
 from websockets.asyncio.client import connect
 
-from bench.stack import ROOT, Stack, free_port
+from bench.stack import ROOT, RedisServer, Stack
 
 MANY_EVENTS = """\
 import os
@@ -47,38 +45,6 @@ def rss_mib(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise RuntimeError("no VmRSS")
-
-
-class OwnRedis:
-    def __init__(self, workdir: Path):
-        self.port = free_port()
-        self.workdir = workdir
-        self.proc = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen([shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-                                      "--save", "", "--appendonly", "no", "--dir", str(self.workdir),
-                                      "--maxclients", "20000"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        for _ in range(200):
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-    def clients(self) -> int:
-        return redis.Redis.from_url(self.url).info("clients")["connected_clients"]
 
 
 def start_stack(tmp: Path, redis_url: str, sockets: int) -> Stack:
@@ -190,7 +156,7 @@ async def hold_sockets(stack: Stack, run_ids: list[str], n: int, hold: bool) -> 
     return out
 
 
-stack_redis: OwnRedis
+stack_redis: RedisServer
 
 
 def sockets_cost(stack: Stack, n: int) -> dict:
@@ -224,12 +190,11 @@ def sockets_cost(stack: Stack, n: int) -> dict:
     return out
 
 
-def redis_restart(stack: Stack, own: OwnRedis, tries: int = 3) -> dict:
+def redis_restart(stack: Stack, own: RedisServer, tries: int = 3) -> dict:
     times = []
     for _ in range(tries):
         stack.wait_online()
-        own.stop()
-        own.start()
+        own.restart()
         t0 = time.monotonic()
         while True:
             try:
@@ -257,7 +222,7 @@ def main() -> int:
 
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
-        stack_redis = OwnRedis(Path(tmp))
+        stack_redis = RedisServer(Path(tmp))
         stack_redis.start()
         stack = start_stack(Path(tmp), stack_redis.url, args.sockets)
         try:

@@ -1,8 +1,9 @@
 """The run event schema, shared by the executor and the web side.
 
-Every event a browser receives is a JSON object ``{"seq": n, "type": ..., ...}``. This module is
-the only Python place that knows the types, their fields and how an event enters a run's log;
-``frontend/src/events.ts`` is its TypeScript twin.
+Every event a browser receives is a JSON object ``{"seq": n, "type": ..., ...}``. The types and
+their fields are declared in ``runner/protocol.py`` (which the sandboxed runner imports too, and
+from which ``frontend/src/protocol.gen.ts`` is generated); this module knows how an event enters a
+run's log and the Redis keys of a run.
 
 The per-run event log is a Redis stream whose entry ids are ``0-<seq>``, so ``seq`` *is* the
 stream position: a client that asks for events after ``seq`` N reads the stream from ``0-N``

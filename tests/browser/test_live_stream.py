@@ -33,7 +33,7 @@ def test_a_large_event_sent_in_parts_is_shown_whole(page: Page):
     size = page.wait_for_function(
         "() => { const img = document.querySelector('#panel-figures img.figure-image');"
         " return img && img.complete && img.naturalWidth > 0 && img.src.length; }",
-        timeout=10_000).json_value()
+        timeout=30_000).json_value()
     assert size > 1024**2
 
 

@@ -5,64 +5,23 @@ page in tests/browser/test_live_stream.py.)"""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
+import sys
 import threading
 import time
 from datetime import timedelta
 
 import pytest
-import redis
 
-from bench.stack import Stack, free_port
+from bench.stack import ROOT, RedisServer, Stack
 from executor import events as ev
 from tests.conftest import stack_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class RedisServer:
-    """A redis-server of the test's own, on its own port, that can be restarted."""
-
-    def __init__(self, workdir):
-        self.port = free_port()
-        self.workdir = workdir
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc:
-            self.proc.kill()
-            self.proc.wait(10)
-            self.proc = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-
 @pytest.fixture(scope="module")
 def own_redis(tmp_path_factory):
-    if not shutil.which("redis-server"):
-        pytest.fail("redis-server is needed (apt-get install redis-server)")
     server = RedisServer(tmp_path_factory.mktemp("redis"))
     server.start()
     yield server
@@ -70,8 +29,13 @@ def own_redis(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def stack_on_own_redis(django_db_setup, django_db_blocker, own_redis, tmp_path_factory):
-    stack = Stack.launch(stack_env(own_redis.url), tmp_path_factory.mktemp("fault-stack-logs"))
+def stack_on_own_redis(own_redis, tmp_path_factory):
+    """A stack on the Redis above and a database of its own: its watchdog must not meet the
+    runs of the suite's stack (whose keys are in another Redis), nor theirs its runs."""
+    tmp = tmp_path_factory.mktemp("fault-stack")
+    env = stack_env(own_redis.url, DATABASE_URL=f"sqlite:///{tmp / 'fault.sqlite3'}")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    stack = Stack.launch(env, tmp)
     try:
         yield stack
     finally:
