@@ -124,9 +124,13 @@ async def hold_sockets(stack: Stack, run_ids: list[str], n: int, hold: bool) -> 
     held = asyncio.Event()
     ready = [0]
 
+    opening = asyncio.Semaphore(100)  # handshakes at once: a crowd, not one burst of SYNs
+
     async def one(i: int):
-        async with connect(f"{stack.ws_url}/ws/runs/{run_ids[i % len(run_ids)]}/", open_timeout=120,
-                           max_size=2**20) as ws:
+        async with opening:
+            ws = await connect(f"{stack.ws_url}/ws/runs/{run_ids[i % len(run_ids)]}/", open_timeout=120,
+                               max_size=2**20)
+        async with ws:
             if hold:
                 await ws.recv()  # the socket is open and following its run
                 ready[0] += 1
@@ -168,11 +172,6 @@ def sockets_cost(stack: Stack, n: int) -> dict:
     for run_id in finished:
         stack.wait_finished(run_id)
     base_clients = stack_redis.clients()
-    out["finished"] = asyncio.run(hold_sockets(stack, finished, n, hold=False))
-    f = out["finished"]
-    print(f"  {n} sockets on finished runs (each gets its replay, then the server closes it): daphne RSS "
-          f"{f['rss_before_mib']:.0f} → peak {f['rss_peak_mib']:.0f} MiB, all done in {f['seconds']:.1f} s", flush=True)
-
     running = []
     for _ in range(2):
         status, created = stack.post("/api/runs", {"code": QUIET % 90})
@@ -187,6 +186,11 @@ def sockets_cost(stack: Stack, n: int) -> dict:
           f"stack {base_clients} before, {r['redis_clients_while_held']} while held", flush=True)
     for run_id in running:
         stack.post(f"/api/runs/{run_id}/cancel", {})
+    out["finished"] = asyncio.run(hold_sockets(stack, finished, n, hold=False))
+    f = out["finished"]
+    print(f"  {n} sockets on finished runs (each gets its replay, then the server closes it): daphne RSS "
+          f"{f['rss_before_mib']:.0f} → peak {f['rss_peak_mib']:.0f} MiB, all done in {f['seconds']:.1f} s", flush=True)
+
     return out
 
 

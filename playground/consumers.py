@@ -99,8 +99,9 @@ class RunConsumer(AsyncWebsocketConsumer):
                 await self.follow(run_id)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("streaming run %s failed", run_id)
+        except Exception as exc:  # noqa: BLE001 - the client reconnects from where it was
+            # Most often the client went away mid-send (the server's "send on a closed socket").
+            log.warning("streaming run %s to a websocket stopped: %r", run_id, exc)
             await self.close(code=1011)
 
     async def deliver(self, run_id: str, entries: list[tuple[int, str]]) -> bool:
