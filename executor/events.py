@@ -94,10 +94,22 @@ def alive_key(run_id: str) -> str:
 # Appends one event to a run's log and returns {seq, body}; 0 when the run already finished, -1
 # when the log is full (ARGV[4] events; a "finished" always fits). Its seq is above ARGV[5], the
 # last seq the writer knows of, so a Redis that restarted (and forgot the counter) does not hand
-# out seqs the database already has. Atomic: seq allocation, the
+# out seqs the database already has. ARGV[6], when not 0, is the seq the writer expects its event
+# to get: if the log already holds this very event there (an append whose reply was lost, now
+# retried), that entry is the answer, and nothing is appended twice. Atomic: seq allocation, the
 # append and the "only one finished" rule cannot interleave with another writer (the executor, a
 # cancel, the watchdog).
 _APPEND_LUA = """
+local expect = tonumber(ARGV[6])
+if expect > 0 then
+  local found = redis.call('XRANGE', KEYS[1], '0-' .. expect, '0-' .. expect)
+  if #found > 0 then
+    local mine = string.gsub(ARGV[1], '"seq":0', '"seq":' .. expect, 1)
+    if found[1][2][2] == mine then
+      return {expect, mine}
+    end
+  end
+end
 if redis.call('EXISTS', KEYS[3]) == 1 then
   return 0
 end
@@ -154,14 +166,16 @@ class EventLog:
         self.max_events = max_events
         self._append = redis_client.register_script(_APPEND_LUA)
 
-    def append(self, run_id: str, event: dict[str, Any], after: int = 0) -> dict[str, Any] | None:
+    def append(self, run_id: str, event: dict[str, Any], after: int = 0,
+               expect: int = 0) -> dict[str, Any] | None:
         """Append and return the event with its seq, or None if the run had already finished
         (the event is dropped: a run has exactly one ``finished``, always last) or its log is
-        full. ``after``: the last seq this writer knows the run has."""
+        full. ``after``: the last seq this writer knows the run has; ``expect``: the seq a retry
+        of this same event would have had (see the script)."""
         res = self._append(
             keys=[log_key(run_id), seq_key(run_id), done_key(run_id)],
             args=[encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S,
-                  self.max_events, after],
+                  self.max_events, after, expect],
         )
         if not isinstance(res, list):
             return None

@@ -62,8 +62,10 @@ class RunRelay:
 
     def emit(self, type_: str, **fields) -> None:
         event = ev.make_event(type_, **fields)
+        # Retried while Redis is away; a retry of an append that did happen finds it (expect).
         stored = patiently(f"appending to run {self.run_id}'s log",
-                           lambda: self.executor.log.append(self.run_id, event, after=self.last_seq))
+                           lambda: self.executor.log.append(self.run_id, event, after=self.last_seq,
+                                                            expect=self.last_seq + 1))
         if stored is not None:
             self.last_seq = stored["seq"]
             self.pending.append(stored)
@@ -152,7 +154,7 @@ class Executor:
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
                     })
-                except Exception:
+                except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
                 # Beat again after HEARTBEAT_S, or as soon as the pool changes (at most 20 times
                 # a second), so /api/devices says how many runners are warm right now.
@@ -193,18 +195,11 @@ class Executor:
     def _execute(self, run_id, code, options, requested_limits, relay, alive) -> None:
         try:
             runner = self.pool.acquire()
-        except Exception as exc:
+        except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             relay.emit(ev.FINISHED, **protocol.finished_fields(
                 ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0))
             return
-        relay.emit(
-            ev.STARTED,
-            worker=self.name,
-            kind=settings.KIND,
-            sandboxed=self.launcher.sandboxed,
-            **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version", "libraries")},
-        )
         limits = self.launcher.limits.clamp(requested_limits)
         last_alive = [time.monotonic()]
 
@@ -219,13 +214,23 @@ class Executor:
             if now - relay.last_flush >= RECORD_EVERY_S:
                 relay.flush()
 
+        # From here the runner goes back to the pool whatever happens (even a "started" that
+        # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
         try:
+            relay.emit(
+                ev.STARTED,
+                worker=self.name,
+                kind=settings.KIND,
+                sandboxed=self.launcher.sandboxed,
+                **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version",
+                                                   "libraries")},
+            )
             finished = supervise(
                 runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
                 should_cancel=lambda: self._cancelled(run_id),
                 tick=tick,
             )
-        except Exception as exc:
+        except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)
             finished = protocol.finished_fields(ev.LOST, f"the executor failed: {exc}")
         finally:

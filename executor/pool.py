@@ -127,7 +127,7 @@ class RunnerPool:
                 t0 = time.monotonic()
                 try:
                     runner = self._spawn()
-                except Exception:
+                except Exception:  # keep the worker up; try again shortly
                     log.exception("could not start a runner")
                     self._stop.wait(2.0)
                     continue

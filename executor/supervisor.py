@@ -42,6 +42,8 @@ OUTPUT_EVENT_MAX_CHARS = 64 * 1024
 PENDING_MAX_CHARS = 4 * OUTPUT_EVENT_MAX_CHARS
 # Malformed runner events are noted on stderr, each kind of fault once, in at most this many lines.
 MAX_PROTOCOL_NOTES = 5
+# Runner event lines handled between two looks at the wall clock and cancel.
+LINES_PER_PUMP = 256
 # After the end (exit or kill), how long what is still in the pipes is read.
 DRAIN_S = 0.5
 
@@ -247,7 +249,9 @@ def supervise(
         if isinstance(message, dict):
             type_ = message.pop("type", None)
             message.pop("seq", None)
-            if type_ == "exit":
+            if not isinstance(type_, str):
+                problems.add("an event whose type is not a string (dropped)")
+            elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
                     state["exit"] = exit_["status"]
@@ -260,8 +264,12 @@ def supervise(
         note_problems(before)
 
     def handle_event_lines(draining: bool = False) -> None:
-        """Structured events, in order, after the output that came before them."""
-        while event_lines:
+        """Structured events, in order, after the output that came before them; at most
+        LINES_PER_PUMP at a time, so that the wall clock and cancel are looked at in between
+        however many lines the runner sent."""
+        for _ in range(len(event_lines) if draining else LINES_PER_PUMP):
+            if not event_lines:
+                return
             if not flush_output(draining):
                 return
             if not draining and not budget.available():
@@ -279,7 +287,9 @@ def supervise(
         # read waits in the pipe, and the snippet with it.
         readable = [] if event_lines else [
             fd for fd, kind in fds.items() if kind == "event" or timing["chars"] < PENDING_MAX_CHARS]
-        if pending or event_lines:
+        if event_lines and budget.available():
+            timeout = 0  # more lines to handle now; only the wall clock and cancel come first
+        elif pending or event_lines:
             timeout = min(timeout, max(budget.wait_s(), COALESCE_QUIET_S))
         ready, _, _ = select.select(readable, [], [], max(timeout, 0))
         # Output before events: the runner flushes the snippet's output before it reports an

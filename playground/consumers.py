@@ -111,15 +111,28 @@ class RunConsumer(AsyncWebsocketConsumer):
             if seq <= self.last:
                 continue
             if seq > self.last + 1:
-                for event in await _stored_events(run_id, self.last, seq):
-                    await self.send_event(protocol.dumps(event))
-                    self.last = event["seq"]
+                for hole_seq, hole_body in await self.fill(run_id, seq):
+                    await self.send_event(hole_body)
+                    self.last = hole_seq
             await self.send_event(body)
             self.last = seq
             if json.loads(body)["type"] == ev.FINISHED:
                 await self.close()
                 return True
         return False
+
+    async def fill(self, run_id: str, before: int) -> list[tuple[int, str]]:
+        """The events between ``last`` and ``before``: from the run's log where it has them, else
+        from the database (a log younger than the run: a Redis that restarted)."""
+        try:
+            entries = await self.hub.redis.xrange(ev.log_key(run_id), ev.stream_id(self.last + 1),
+                                                  ev.stream_id(before - 1))
+        except REDIS_DOWN:
+            entries = []
+        found = [(int(i.split(b"-")[1]), f[b"e"].decode()) for i, f in entries]
+        if len(found) == before - 1 - self.last:
+            return found
+        return [(e["seq"], protocol.dumps(e)) for e in await _stored_events(run_id, self.last, before)]
 
     async def catch_up(self, run_id: str) -> bool:
         """Replay what the run has after ``last``; True when it has finished (socket closed)."""
@@ -152,9 +165,12 @@ class RunConsumer(AsyncWebsocketConsumer):
             return False
 
     async def follow(self, run_id: str) -> None:
-        self.waiter = await self.hub.wait(ev.log_key(run_id), self.last)
-        while True:
-            entries = await self.waiter.queue.get()
-            if await self.deliver(run_id, entries):
-                return
+        self.waiter = self.hub.wait(ev.log_key(run_id), self.last)
+        try:
+            while True:
+                entries = await self.waiter.queue.get()
+                if await self.deliver(run_id, entries):
+                    return
+        finally:
+            self.hub.leave(self.waiter)
 

@@ -98,16 +98,21 @@ class Hub:
         self.waiters: dict[str, set[Waiter]] = {}
         self.sockets: dict[str, str] = {}  # socket id -> its client's slot key
         self.changed = asyncio.Event()
+        self._wakes: set[asyncio.Task] = set()
         self._take_slot = self.redis.register_script(_TAKE_SLOT_LUA)
         self.reader = asyncio.create_task(self._read_loop())
         self.refresher = asyncio.create_task(self._refresh_loop())
 
     # Waiting for a stream -------------------------------------------------------------------
 
-    async def wait(self, key: str, last: int) -> Waiter:
+    def wait(self, key: str, last: int) -> Waiter:
+        """Register at once (so that the caller can always ``leave`` it) and wake the reader."""
         waiter = Waiter(key, last)
         self.waiters.setdefault(key, set()).add(waiter)
-        await self._wake()
+        self.changed.set()
+        task = asyncio.create_task(self._wake())
+        self._wakes.add(task)
+        task.add_done_callback(self._wakes.discard)
         return waiter
 
     def leave(self, waiter: Waiter) -> None:
@@ -118,7 +123,6 @@ class Hub:
                 del self.waiters[waiter.key]
 
     async def _wake(self) -> None:
-        self.changed.set()
         try:
             pipe = self.redis.pipeline(transaction=False)
             pipe.xadd(self.wake_key, {"w": 1}, maxlen=16, approximate=True)
@@ -130,32 +134,45 @@ class Hub:
     async def _read_loop(self) -> None:
         delay = 0.1
         while True:
-            if not self.waiters:
-                self.changed.clear()
-                await self.changed.wait()
-                continue
-            streams = {self.wake_key: self.wake_id}
-            for key, group in self.waiters.items():
-                streams[key] = ev.stream_id(min(w.last for w in group))
             try:
-                result = await self.blocking.xread(streams, block=BLOCK_MS, count=READ_COUNT)
+                await self._read_once()
                 delay = 0.1
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError) as exc:
-                log.warning("reading run streams failed (%s); retrying in %.1f s", exc, delay)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # this loop serves every socket of the process: never let it die
+                if not isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)):
+                    log.exception("reading run streams failed")
+                else:
+                    log.warning("reading run streams failed (%s); retrying in %.1f s", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
+
+    async def _read_once(self) -> None:
+        if not self.waiters:
+            self.changed.clear()
+            await self.changed.wait()
+            return
+        streams = {self.wake_key: self.wake_id}
+        start: dict[str, int] = {}
+        for key, group in self.waiters.items():
+            start[key] = min(w.last for w in group)
+            streams[key] = ev.stream_id(start[key])
+        result = await self.blocking.xread(streams, block=BLOCK_MS, count=READ_COUNT)
+        for raw_key, entries in result or ():
+            key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+            if key == self.wake_key:
+                self.wake_id = entries[-1][0].decode()
                 continue
-            for raw_key, entries in result or ():
-                key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-                if key == self.wake_key:
-                    self.wake_id = entries[-1][0].decode()
+            parsed = [(int(entry_id.split(b"-")[1]), fields[b"e"].decode()) for entry_id, fields in entries]
+            for waiter in list(self.waiters.get(key, ())):
+                # A waiter that joined behind where this read started is served by the next read,
+                # which starts from it: fed from here, it would miss what lies in between.
+                if waiter.last < start.get(key, waiter.last):
                     continue
-                parsed = [(int(entry_id.split(b"-")[1]), fields[b"e"].decode()) for entry_id, fields in entries]
-                for waiter in list(self.waiters.get(key, ())):
-                    mine = [(seq, body) for seq, body in parsed if seq > waiter.last]
-                    if mine:
-                        waiter.last = mine[-1][0]
-                        waiter.queue.put_nowait(mine)
+                mine = [(seq, body) for seq, body in parsed if seq > waiter.last]
+                if mine:
+                    waiter.last = mine[-1][0]
+                    waiter.queue.put_nowait(mine)
 
     # How many sockets each client holds -------------------------------------------------------
 

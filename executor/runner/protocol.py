@@ -137,12 +137,16 @@ RUNNER_MESSAGES: dict[str, Event] = {
 
 @dataclass
 class Problems:
-    """What ``rebuild`` had to change, said once each."""
+    """What ``rebuild`` had to change, said once each, the first MAX_PROBLEMS of them (the texts
+    can name what the runner sent, so a hostile runner could otherwise make a new one a line)."""
 
+    MAX_PROBLEMS = 20
     seen: list[str] = field(default_factory=list)
+    _known: set[str] = field(default_factory=set)
 
     def add(self, text: str) -> None:
-        if text not in self.seen:
+        if text not in self._known and len(self.seen) < self.MAX_PROBLEMS:
+            self._known.add(text)
             self.seen.append(text)
 
     def __bool__(self) -> bool:

@@ -165,7 +165,10 @@ def do_cancel_run(run: Run) -> str:
     redis = get_redis()
     run_id = str(run.id)
     redis.set(ev.cancel_key(run_id), 1, ex=ev.EVENT_LOG_TTL_S)
-    # Whoever sets the claim first decides: if we do, no executor will ever start it.
+    # Whoever sets the claim first decides: if we do, no executor will ever start it. A run that
+    # has started (a Redis that restarted may have forgotten its claim) is its executor's to end.
+    if run.status == ev.STATUS_RUNNING or redis.exists(ev.alive_key(run_id)):
+        return run.status
     if redis.set(ev.claim_key(run_id), "cancelled", nx=True, ex=ev.EVENT_LOG_TTL_S):
         finished = get_event_log().append(run_id, ev.finished_event(
             ev.CANCELLED, "cancelled before it started", wall_ms=0), after=_last_seq(run_id))

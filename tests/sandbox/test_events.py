@@ -51,3 +51,27 @@ def test_large_output_is_sent_in_bounded_events(run):
     texts = [e["text"] for e in result.of("stdout")]
     assert "".join(texts) == "z" * 600_000
     assert max(len(t) for t in texts) <= OUTPUT_EVENT_MAX_CHARS
+
+
+BAD_LINES = """\
+import os, time
+args = open("/proc/self/cmdline").read().split("\\0")
+fd = int(args[args.index("--event-fd") + 1])
+os.write(fd, b'{"type": []}\\n{"type": {"a": 1}}\\n')
+t0 = time.monotonic()
+for i in range(0, 200_000, 1000):
+    os.write(fd, b"".join(b'{"type": "x%d"}\\n' % (i + j) for j in range(1000)))
+print("done", flush=True)
+"""
+
+
+def test_a_flood_of_malformed_event_lines_is_cheap_and_noted_briefly(run, then_a_normal_run_succeeds):
+    result = run(BAD_LINES, replace(LIMITS, wall_s=30))
+
+    assert result.status == "succeeded", result
+    assert result.stdout == "done\n"
+    notes = [line for line in result.stderr.splitlines() if line.startswith("[playground]")]
+    assert 1 <= len(notes) <= 5
+    assert "type is not a string" in notes[0]
+    assert result.events[-1]["wall_ms"] < 15_000
+    then_a_normal_run_succeeds()

@@ -1,0 +1,50 @@
+"""A run's event log in the real Redis: seqs, the one "finished", the cap, a retried append, and
+seqs that go on after a Redis that forgot the counter."""
+
+from __future__ import annotations
+
+import uuid
+
+from executor import events as ev
+
+
+def new_log(redis_client, **kwargs) -> tuple[ev.EventLog, str]:
+    return ev.EventLog(redis_client, **kwargs), str(uuid.uuid4())
+
+
+def test_seqs_start_at_one_and_nothing_follows_finished(redis_client):
+    log, run = new_log(redis_client)
+    assert log.append(run, ev.make_event(ev.QUEUED))["seq"] == 1
+    assert log.append(run, ev.make_event(ev.STDOUT, text="a"))["seq"] == 2
+    assert log.append(run, ev.finished_event(ev.SUCCEEDED))["seq"] == 3
+    assert log.append(run, ev.make_event(ev.STDOUT, text="late")) is None
+    assert log.append(run, ev.finished_event(ev.LOST)) is None
+    assert [e["seq"] for e in ev.decode_entries(redis_client.xrange(ev.log_key(run)))] == [1, 2, 3]
+
+
+def test_a_retried_append_that_had_happened_is_not_appended_twice(redis_client):
+    log, run = new_log(redis_client)
+    log.append(run, ev.make_event(ev.QUEUED))
+    event = ev.make_event(ev.STDOUT, text="once")
+    first = log.append(run, event, after=1, expect=2)
+    again = log.append(run, event, after=1, expect=2)  # the reply of the first was lost
+    assert first == again and first["seq"] == 2
+    other = log.append(run, ev.make_event(ev.STDOUT, text="next"), after=2, expect=3)
+    assert other["seq"] == 3
+    assert redis_client.xlen(ev.log_key(run)) == 3
+
+
+def test_a_full_log_refuses_all_but_finished(redis_client):
+    log, run = new_log(redis_client, max_events=3)
+    for text in "abc":
+        assert log.append(run, ev.make_event(ev.STDOUT, text=text)) is not None
+    assert log.append(run, ev.make_event(ev.STDOUT, text="d")) is None
+    assert log.append(run, ev.finished_event(ev.LIMIT_EXCEEDED))["seq"] == 4
+
+
+def test_seqs_go_on_from_what_the_writer_knows_after_redis_forgot(redis_client):
+    log, run = new_log(redis_client)
+    for _ in range(5):
+        log.append(run, ev.make_event(ev.STDOUT, text="x"))
+    redis_client.delete(ev.log_key(run), ev.seq_key(run))  # as a restarted Redis would
+    assert log.append(run, ev.make_event(ev.STDOUT, text="y"), after=5)["seq"] == 6
