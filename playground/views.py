@@ -88,11 +88,16 @@ def api_not_found(request, rest: str = ""):
     raise Http404("no such endpoint; the API is described at /api/openapi.json")
 
 
-@require_GET
-def index(request):
+def page_context(request) -> dict:
+    """What every page with the editor shows: the unsandboxed banner, the gallery."""
     devices = [registry.describe_kind(get_redis(), kind) for kind in settings.RUN_DEVICE_KINDS]
     unsandboxed = any(d["online"] and d["sandboxed"] is False for d in devices)
-    return render(request, "playground/index.html", {"unsandboxed": unsandboxed, "examples": examples()})
+    return {"unsandboxed": unsandboxed, "examples": examples()}
+
+
+@require_GET
+def index(request):
+    return render(request, "playground/index.html", page_context(request))
 
 
 @api("GET")

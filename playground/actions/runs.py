@@ -15,19 +15,13 @@ from executor import registry
 from executor.runner import protocol
 
 from ..models import Run, RunEvent
+from ..ratelimit import check_rate
+from .errors import ActionError
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
 
 RUN_TASK = "executor.run"
-
-
-class ActionError(Exception):
-    """A request the playground refuses, with the HTTP status that says why."""
-
-    def __init__(self, message: str, status: int = 400, headers: dict | None = None):
-        super().__init__(message)
-        self.message, self.status, self.headers = message, status, headers or {}
 
 
 # Starting ----------------------------------------------------------------------------------------
@@ -59,21 +53,7 @@ def check_start_run(payload, *, client: str) -> Run:
 
 
 def check_rate_limit(client: str) -> None:
-    limit = settings.RUN_RATE_LIMIT_PER_MINUTE
-    if not limit:
-        return
-    window = int(time.time() // 60)
-    key = f"ratelimit:runs:{client}:{window}"
-    pipe = get_redis().pipeline()
-    pipe.incr(key)
-    pipe.expire(key, 61)
-    count, _ = pipe.execute()
-    if count > limit:
-        retry = 60 - int(time.time()) % 60
-        raise ActionError(
-            f"too many runs: at most {limit} a minute; try again in {retry} s",
-            status=429, headers={"Retry-After": str(retry)},
-        )
+    check_rate("runs", client, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
 
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None) -> Run:
