@@ -12,7 +12,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from executor import registry
@@ -96,6 +96,7 @@ def page_context(request) -> dict:
 
 
 @require_GET
+@ensure_csrf_cookie
 def index(request):
     return render(request, "playground/index.html", page_context(request))
 
@@ -113,7 +114,7 @@ def api_devices(request):
 
 @api("POST")
 def api_runs(request):
-    run = check_start_run(parse_json(request), client=client_address(request))
+    run = check_start_run(parse_json(request), client=client_address(request), owner=request.user)
     return JsonResponse(run_summary(run), status=201)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from executor.envvars import env_bool, env_choice, env_int, env_list, env_str
 
@@ -28,12 +29,16 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1,http:/
 
 INSTALLED_APPS = [
     "daphne",
+    "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
+    "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
     "playground",
+    "snippets",
+    "accounts",
 ]
 
 MIDDLEWARE = [
@@ -43,8 +48,28 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
 ]
+
+# A Content Security Policy on every page: scripts only from this site (no inline script at
+# all: data for a page travels in <script type="application/json">), no plugins, no framing but
+# by /embed/ pages, which open it to every site. Monaco injects its styles, hence inline styles;
+# figures are data: URLs. What a snippet prints or is titled can never run as script.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:", "blob:"],
+    "font-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF, "ws:", "wss:"],
+    "worker-src": [CSP.SELF, "blob:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 ROOT_URLCONF = "web.urls"
 ASGI_APPLICATION = "web.asgi.application"
@@ -54,7 +79,12 @@ TEMPLATES = [
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [],
         "APP_DIRS": True,
-        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
+        "OPTIONS": {"context_processors": [
+            "django.template.context_processors.request",
+            "django.template.context_processors.csrf",
+            "django.contrib.auth.context_processors.auth",
+            "django.contrib.messages.context_processors.messages",
+        ]},
     }
 ]
 
@@ -116,6 +146,19 @@ RUN_LIMITS = {
 RUN_QUEUE_TIMEOUT_S = env_int("RUN_QUEUE_TIMEOUT_S", 600, minimum=30)
 # GET /api/runs/<id> returns a run's events a page at a time.
 RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
+
+# Sharing and accounts. Snippets one client (address) and one account may share an hour; sign-ups
+# one address may make an hour. Mail (password resets) goes to the console unless EMAIL_BACKEND
+# names another of Django's backends (with its EMAIL_* settings).
+SNIPPET_RATE_LIMIT_PER_HOUR = env_int("SNIPPET_RATE_LIMIT_PER_HOUR", 120, minimum=0)
+SIGNUP_RATE_LIMIT_PER_HOUR = env_int("SIGNUP_RATE_LIMIT_PER_HOUR", 10, minimum=0)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "JAX Playground <noreply@localhost>")
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 # Websockets. A client (address) may hold this many open at once; an event larger than
 # WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).

@@ -1,3 +1,13 @@
+from django.contrib import admin
 from django.urls import include, path
 
-urlpatterns = [path("", include("playground.urls"))]
+admin.site.site_header = "JAX Playground administration"
+admin.site.site_title = "JAX Playground admin"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include("accounts.urls")),
+    path("", include("accounts.site_urls")),  # /api/me/tokens, /me/... pages
+    path("", include("snippets.urls")),
+    path("", include("playground.urls")),
+]

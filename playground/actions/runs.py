@@ -26,7 +26,7 @@ RUN_TASK = "executor.run"
 
 # Starting ----------------------------------------------------------------------------------------
 
-def check_start_run(payload, *, client: str) -> Run:
+def check_start_run(payload, *, client: str, owner=None) -> Run:
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = payload.get("code")
@@ -48,8 +48,16 @@ def check_start_run(payload, *, client: str) -> Run:
     redis = get_redis()
     if not registry.online_workers(redis, device):
         raise ActionError(f"no {device} executor is online right now; try again shortly", status=503)
+    snippet = payload.get("snippet")
+    if snippet is not None and not isinstance(snippet, str):
+        raise ActionError("'snippet' must be a snippet's slug")
     check_rate_limit(client)
-    return do_start_run(code, device)
+    run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None)
+    if snippet:
+        from snippets.actions import do_attach_first_run
+
+        do_attach_first_run(snippet, run)
+    return run
 
 
 def check_rate_limit(client: str) -> None:

@@ -1,0 +1,3 @@
+"""Account URLs outside /accounts/: the token API under /api/me/ and the /me/ pages."""
+
+urlpatterns: list = []

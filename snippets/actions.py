@@ -1,0 +1,126 @@
+"""State changes of snippets. ``check_*`` validates and raises ``ActionError``; ``do_*`` changes
+state without validating."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from executor import events as ev
+from executor import registry
+from playground.access import access_run_for_user
+from playground.actions.errors import ActionError
+from playground.models import Run, RunEvent
+from playground.ratelimit import check_rate
+from playground.redis import get_redis
+
+from .models import Snippet
+from .slugs import content_hash, slug_candidates
+
+TITLE_MAX = 200
+DESCRIPTION_MAX = 10_000
+
+
+def _optional_text(payload: dict, name: str, limit: int) -> str:
+    value = payload.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ActionError(f"'{name}' must be a string")
+    value = value.strip()
+    if len(value) > limit:
+        raise ActionError(f"'{name}' is {len(value)} characters; the limit is {limit}")
+    return value
+
+
+def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
+    """Validate a share and save it; (snippet, created). The same content gives the same snippet."""
+    if not isinstance(payload, dict):
+        raise ActionError("the request body must be a JSON object")
+    code = payload.get("code")
+    if not isinstance(code, str):
+        raise ActionError("'code' is required and must be a string")
+    size = len(code.encode("utf-8", errors="surrogatepass"))
+    if size > settings.RUN_MAX_CODE_BYTES:
+        raise ActionError(f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
+                          f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)")
+    title = _optional_text(payload, "title", TITLE_MAX)
+    description = _optional_text(payload, "description", DESCRIPTION_MAX)
+    run = None
+    if payload.get("run") is not None:
+        run = access_run_for_user(payload["run"], user)
+        if run is None:
+            raise ActionError("'run' names no run", status=400)
+    device = payload.get("device", run.device if run else settings.RUN_DEFAULT_DEVICE)
+    if not isinstance(device, str) or device not in settings.RUN_DEVICE_KINDS:
+        raise ActionError(f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}")
+    parent = None
+    if payload.get("parent") is not None:
+        if not isinstance(payload["parent"], str):
+            raise ActionError("'parent' must be a snippet's slug")
+        parent = Snippet.objects.filter(slug=payload["parent"], removed_at__isnull=True).first()
+        if parent is None:
+            raise ActionError(f"'parent' names no snippet: {payload['parent']!r}")
+    # A run of other code (edited since) or on another device is not this snippet's output.
+    if run is not None and (run.code != code or run.device != device):
+        run = None
+    check_rate("snippets", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
+    if user is not None and user.is_authenticated:
+        check_rate("snippets-user", str(user.pk), settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
+    return do_create_snippet(code=code, title=title, description=description, device=device, run=run,
+                             parent=parent, owner=user if user is not None and user.is_authenticated else None)
+
+
+def do_create_snippet(*, code: str, title: str, description: str, device: str, run: Run | None,
+                      parent: Snippet | None, owner) -> tuple[Snippet, bool]:
+    options: dict = {}
+    digest = content_hash(code, title, description, device, options)
+    existing = Snippet.objects.filter(content_hash=digest).first()
+    if existing is not None:
+        if run is not None and existing.run_id is None:
+            Snippet.objects.filter(pk=existing.pk, run__isnull=True).update(run=run)
+            existing.refresh_from_db()
+        return existing, False
+    jax_version, jaxlib_version = versions(run, device)
+    for slug in slug_candidates(digest):
+        try:
+            with transaction.atomic():
+                return Snippet.objects.create(
+                    slug=slug, content_hash=digest, code=code, title=title, description=description, device=device,
+                    options=options, jax_version=jax_version, jaxlib_version=jaxlib_version, run=run,
+                    parent=parent, owner=owner,
+                ), True
+        except IntegrityError:
+            same = Snippet.objects.filter(content_hash=digest).first()
+            if same is not None:  # saved by a concurrent request just now
+                return same, False
+            # else: another content's slug begins the same way; take a longer one
+    raise ActionError("could not find a free link for this snippet", status=500)
+
+
+def versions(run: Run | None, device: str) -> tuple[str, str]:
+    """JAX and jaxlib versions: the run's, else those of the device kind's executors now."""
+    libraries: dict = {}
+    jax_version = ""
+    if run is not None:
+        started = RunEvent.objects.filter(run=run, type=ev.STARTED).first()
+        if started is not None:
+            jax_version = started.data.get("jax_version") or ""
+            libraries = started.data.get("libraries") or {}
+    if not jax_version:
+        info = registry.describe_kind(get_redis(), device)
+        jax_version = info.get("jax_version") or ""
+        libraries = info.get("libraries") or {}
+    return str(jax_version)[:40], str(libraries.get("jaxlib") or "")[:40]
+
+
+def do_attach_first_run(slug: str, run: Run) -> None:
+    """A snippet shared unrun keeps the first run of its code as its saved output."""
+    Snippet.objects.filter(slug=slug, run__isnull=True, code=run.code, device=run.device).update(run=run)
+
+
+def do_hide_snippet(snippet: Snippet) -> None:
+    """Its owner deleted it: off their list and off search engines; the link keeps working."""
+    if snippet.hidden_at is None:
+        Snippet.objects.filter(pk=snippet.pk).update(hidden_at=timezone.now())

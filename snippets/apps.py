@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SnippetsConfig(AppConfig):
+    name = "snippets"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,41 @@
+from django.conf import settings
+from django.db import models
+
+from playground.models import Run
+
+
+class Snippet(models.Model):
+    """Shared code, immutable once saved: its link (``/s/<slug>``) never changes meaning. It keeps
+    the run it was shared from (or its first run) so the link shows what the code printed."""
+
+    slug = models.CharField(max_length=32, unique=True)
+    content_hash = models.CharField(max_length=64, unique=True)
+    code = models.TextField()
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    device = models.CharField(max_length=16)
+    options = models.JSONField(default=dict, blank=True)
+    # What it was saved with (the run's, else the executors' of its device kind then).
+    jax_version = models.CharField(max_length=40, blank=True)
+    jaxlib_version = models.CharField(max_length=40, blank=True)
+    # A saved run is never deleted from under a link.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="snippets")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="snippets")
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Deleted by its owner: off their list and off search engines, the link still works.
+    hidden_at = models.DateTimeField(null=True, blank=True)
+    # Removed by staff for abuse: the link says so and shows nothing.
+    removed_at = models.DateTimeField(null=True, blank=True)
+    removed_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"/s/{self.slug}" + (f" {self.title}" if self.title else "")
+
+    def get_absolute_url(self) -> str:
+        return f"/s/{self.slug}"

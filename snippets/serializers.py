@@ -1,0 +1,42 @@
+"""JSON shapes of snippets in the public API."""
+
+from __future__ import annotations
+
+from playground.serializers import run_detail
+
+from . import markdown
+from .models import Snippet
+
+FORKS_LISTED = 50
+
+
+def snippet_summary(snippet: Snippet) -> dict:
+    return {
+        "slug": snippet.slug,
+        "url": snippet.get_absolute_url(),
+        "title": snippet.title,
+        "device": snippet.device,
+        "created_at": snippet.created_at.isoformat(),
+        "first_line": next((line for line in snippet.code.splitlines() if line.strip()), "")[:120],
+    }
+
+
+def snippet_detail(snippet: Snippet, *, events_limit: int = 1000) -> dict:
+    base = snippet.get_absolute_url()
+    forks = snippet.forks.filter(hidden_at__isnull=True, removed_at__isnull=True).order_by("created_at")
+    return {
+        **snippet_summary(snippet),
+        "code": snippet.code,
+        "description": snippet.description,
+        "description_html": markdown.render(snippet.description),
+        "options": snippet.options,
+        "jax_version": snippet.jax_version or None,
+        "jaxlib_version": snippet.jaxlib_version or None,
+        "owner": snippet.owner.username if snippet.owner_id else None,
+        "parent": snippet_summary(snippet.parent) if snippet.parent_id else None,
+        "forks": [snippet_summary(f) for f in forks[:FORKS_LISTED]],
+        "forks_count": forks.count(),
+        "run": run_detail(snippet.run, limit=events_limit) if snippet.run_id else None,
+        "links": {"page": base, "py": f"{base}.py", "ipynb": f"{base}.ipynb", "json": f"{base}.json",
+                  "embed": f"/embed/{snippet.slug}"},
+    }

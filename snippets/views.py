@@ -1,0 +1,199 @@
+"""Shared snippets: the API, the page a link opens, its downloads and its embed. Opening any of
+them runs nothing: a link shows the output its snippet was saved with."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from django.conf import settings
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.clickjacking import xframe_options_exempt
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET
+
+from executor import events as ev
+from playground.actions.errors import ActionError
+from playground.views import api, client_address, page_context, parse_json, query_int
+
+from . import markdown
+from .access import access_own_snippets, access_snippet_for_user
+from .actions import check_create_snippet, do_hide_snippet
+from .models import Snippet
+from .notebook import notebook
+from .serializers import snippet_detail, snippet_summary
+
+ME_PAGE = 50
+
+
+def _snippet_or_404(request, slug: str) -> Snippet:
+    snippet = access_snippet_for_user(slug, request.user)
+    if snippet is None:
+        raise Http404("no such snippet")
+    if snippet.removed_at is not None:
+        raise ActionError(f"this snippet was removed ({snippet.removed_reason or 'by the staff'})", status=410)
+    return snippet
+
+
+def _all_events(snippet: Snippet) -> list[dict]:
+    if not snippet.run_id:
+        return []
+    return [e.data for e in snippet.run.events.order_by("seq")]
+
+
+# The API ----------------------------------------------------------------------------------------
+
+@api("POST")
+def api_snippets(request):
+    snippet, created = check_create_snippet(parse_json(request), user=request.user, client=client_address(request))
+    return JsonResponse({"slug": snippet.slug, "url": request.build_absolute_uri(snippet.get_absolute_url()),
+                         "created": created, "run": str(snippet.run_id) if snippet.run_id else None},
+                        status=201 if created else 200)
+
+
+@api("GET")
+def api_snippet(request, slug):
+    snippet = _snippet_or_404(request, slug)
+    after = query_int(request, "after", 0)
+    limit = query_int(request, "limit", settings.RUN_EVENTS_PAGE, minimum=1, maximum=settings.RUN_EVENTS_PAGE)
+    detail = snippet_detail(snippet, events_limit=limit)
+    if after and detail["run"] is not None:
+        from playground.serializers import run_detail
+
+        detail["run"] = run_detail(snippet.run, after=after, limit=limit)
+    return JsonResponse(detail)
+
+
+def _signed_in(request):
+    if not request.user.is_authenticated:
+        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to see your own snippets",
+                          status=401)
+    return request.user
+
+
+@api("GET")
+def api_me_snippets(request):
+    user = _signed_in(request)
+    snippets = access_own_snippets(user)
+    q = request.GET.get("q", "").strip()
+    if q:
+        from django.db.models import Q
+
+        snippets = snippets.filter(Q(title__icontains=q) | Q(description__icontains=q) | Q(code__icontains=q)
+                                   | Q(slug=q))
+    page = query_int(request, "page", 1, minimum=1)
+    rows = list(snippets[(page - 1) * ME_PAGE: page * ME_PAGE + 1])
+    return JsonResponse({"snippets": [snippet_summary(s) for s in rows[:ME_PAGE]],
+                         "next_page": page + 1 if len(rows) > ME_PAGE else None})
+
+
+@api("DELETE")
+def api_me_snippet(request, slug):
+    user = _signed_in(request)
+    snippet = access_own_snippets(user).filter(slug=slug).first()
+    if snippet is None:
+        raise Http404("no such snippet of yours")
+    do_hide_snippet(snippet)
+    return HttpResponse(status=204)
+
+
+# Pages ------------------------------------------------------------------------------------------
+
+def _preview(snippet: Snippet, request) -> dict:
+    """What a pasted link unfurls into (Open Graph and Twitter cards)."""
+    lines = [line for line in snippet.code.splitlines() if line.strip()][:4]
+    description = markdown.plain(snippet.description) if snippet.description else " ⏎ ".join(lines)[:200]
+    image = None
+    if snippet.run_id and snippet.run.events.filter(type=ev.DISPLAY, data__mime="image/png").exists():
+        image = request.build_absolute_uri(f"/s/{snippet.slug}/figure.png")
+    return {"title": snippet.title or f"JAX Playground snippet {snippet.slug}",
+            "description": description or "Code in the JAX Playground",
+            "url": request.build_absolute_uri(snippet.get_absolute_url()), "image": image}
+
+
+def _page_data(snippet: Snippet) -> dict:
+    """What the page's script needs: the code and where its saved run is (never run on opening)."""
+    return {
+        "slug": snippet.slug, "code": snippet.code, "title": snippet.title, "device": snippet.device,
+        "jax_version": snippet.jax_version or None, "jaxlib_version": snippet.jaxlib_version or None,
+        "run": str(snippet.run_id) if snippet.run_id else None,
+        "parent": snippet.parent.slug if snippet.parent_id else None,
+        "created_at": snippet.created_at.isoformat(),
+    }
+
+
+def _removed(request, snippet: Snippet):
+    return render(request, "snippets/removed.html", {"snippet": snippet}, status=410)
+
+
+@require_GET
+@ensure_csrf_cookie
+def snippet_page(request, slug):
+    snippet = access_snippet_for_user(slug, request.user)
+    if snippet is None:
+        raise Http404("no such snippet")
+    if snippet.removed_at is not None:
+        return _removed(request, snippet)
+    forks = snippet.forks.filter(hidden_at__isnull=True, removed_at__isnull=True).order_by("created_at")
+    context = page_context(request) | {
+        "snippet": snippet, "snippet_data": _page_data(snippet), "preview": _preview(snippet, request),
+        "description_html": markdown.render(snippet.description), "forks": forks[:20], "forks_count": forks.count(),
+    }
+    response = render(request, "playground/index.html", context)
+    if snippet.hidden_at is not None:
+        response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@require_GET
+def snippet_download(request, slug, ext):
+    snippet = access_snippet_for_user(slug, request.user)
+    if snippet is None:
+        raise Http404("no such snippet")
+    if snippet.removed_at is not None:
+        return _removed(request, snippet)
+    url = request.build_absolute_uri(snippet.get_absolute_url())
+    if ext == "py":
+        response = HttpResponse(snippet.code, content_type="text/x-python; charset=utf-8")
+        response["Content-Disposition"] = f'inline; filename="{snippet.slug}.py"'
+    elif ext == "ipynb":
+        response = HttpResponse(notebook(snippet, _all_events(snippet), url), content_type="application/x-ipynb+json")
+        response["Content-Disposition"] = f'attachment; filename="{snippet.slug}.ipynb"'
+    else:
+        detail = snippet_detail(snippet, events_limit=ev.LOG_MAX_EVENTS)
+        response = HttpResponse(json.dumps(detail, ensure_ascii=False, indent=1),
+                                content_type="application/json; charset=utf-8")
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@require_GET
+def snippet_figure(request, slug):
+    """The saved run's first figure: the image of the link's preview."""
+    snippet = access_snippet_for_user(slug, request.user)
+    if snippet is None or snippet.removed_at is not None or not snippet.run_id:
+        raise Http404("no figure")
+    event = snippet.run.events.filter(type=ev.DISPLAY, data__mime="image/png").order_by("seq").first()
+    if event is None:
+        raise Http404("no figure")
+    response = HttpResponse(base64.b64decode(event.data.get("data") or ""), content_type="image/png")
+    response["Cache-Control"] = "public, max-age=31536000, immutable"  # a snippet never changes
+    return response
+
+
+@require_GET
+@xframe_options_exempt
+@ensure_csrf_cookie
+def embed(request, slug):
+    snippet = access_snippet_for_user(slug, request.user)
+    if snippet is None:
+        raise Http404("no such snippet")
+    if snippet.removed_at is not None:
+        return _removed(request, snippet)
+    context = page_context(request) | {"snippet": snippet, "snippet_data": _page_data(snippet), "embed": True,
+                                       "preview": _preview(snippet, request)}
+    response = render(request, "playground/index.html", context)
+    response.headers["Content-Security-Policy"] = response.headers.get(
+        "Content-Security-Policy", "").replace("frame-ancestors 'none'", "frame-ancestors *")
+    return response
