@@ -204,6 +204,10 @@ class Stack:
         except urllib.error.HTTPError as e:
             return e.code, json.load(e)
 
+    def fetch_text(self, path: str) -> str:
+        with urllib.request.urlopen(self.url + path, timeout=10) as r:
+            return r.read().decode()
+
     def post(self, path: str, body) -> tuple[int, dict]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method="POST",

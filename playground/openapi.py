@@ -18,6 +18,7 @@ def _json(ref: str, description: str) -> dict:
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
 
 
+SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
 
 
@@ -77,6 +78,52 @@ def schema() -> dict:
                     "409": _error("The run already finished"),
                 },
             }},
+            "/api/snippets": {"post": {
+                "summary": "Share code as an immutable snippet (the same content gives the same slug)",
+                "operationId": "createSnippet",
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/SnippetRequest"}}}},
+                "responses": {"201": _json("SnippetCreated", "A new snippet"),
+                              "200": _json("SnippetCreated", "This content was shared before: its snippet"),
+                              "400": _error("Bad input"), "403": _error("CSRF check failed (cookie sessions)"),
+                              "429": _error("Too many snippets from this client or account; see Retry-After")},
+            }},
+            "/api/snippets/{slug}": {"get": {
+                "summary": "A snippet: code, title, description, versions, parent and forks, its saved run",
+                "operationId": "getSnippet",
+                "parameters": [SLUG],
+                "responses": {"200": _json("Snippet", "The snippet"), "404": _error("No such snippet"),
+                              "410": _error("Removed by the staff")},
+            }},
+            "/api/me/snippets": {"get": {
+                "summary": "Your snippets (signed in, or a token), newest first; q searches",
+                "operationId": "listMySnippets",
+                "parameters": [{"name": "q", "in": "query", "required": False, "schema": {"type": "string"}},
+                               {"name": "page", "in": "query", "required": False,
+                                "schema": {"type": "integer", "minimum": 1}}],
+                "responses": {"200": _json("SnippetList", "One page"), "401": _error("Not signed in")},
+            }},
+            "/api/me/snippets/{slug}": {"delete": {
+                "summary": "Delete one of your snippets: off your list and search engines; its link still works",
+                "operationId": "deleteMySnippet",
+                "parameters": [SLUG],
+                "responses": {"204": {"description": "Deleted"}, "401": _error("Not signed in"),
+                              "404": _error("No such snippet of yours")},
+            }},
+            "/api/me/tokens": {
+                "get": {"summary": "Your API tokens (without their secrets)", "operationId": "listTokens",
+                        "responses": {"200": {"description": "The tokens"}, "401": _error("Not signed in")}},
+                "post": {"summary": "Create a personal API token (from a signed-in session)",
+                         "operationId": "createToken",
+                         "responses": {"201": _json("TokenCreated", "The token, shown once"),
+                                       "401": _error("Not signed in"),
+                                       "403": _error("Tokens cannot create tokens; CSRF check failed")}},
+            },
+            "/api/me/tokens/{token_id}": {"delete": {
+                "summary": "Revoke one of your tokens", "operationId": "revokeToken",
+                "parameters": [{"name": "token_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+                "responses": {"204": {"description": "Revoked"}, "404": _error("No such token of yours")},
+            }},
             "/api/openapi.json": {"get": {
                 "summary": "This document",
                 "operationId": "getOpenApi",
@@ -84,13 +131,66 @@ def schema() -> dict:
                                       "content": {"application/json": {"schema": {"type": "object"}}}}},
             }},
         },
-        "components": {"schemas": {
+        "components": {"securitySchemes": {
+            "token": {"type": "http", "scheme": "bearer",
+                      "description": "A personal API token (POST /api/me/tokens or the account page)"},
+            "session": {"type": "apiKey", "in": "cookie", "name": "sessionid",
+                        "description": "A signed-in browser; unsafe methods also need X-CSRFToken"},
+        }, "schemas": {
             "Error": {"type": "object", "required": ["error"],
                       "properties": {"error": {"type": "string"}}},
             "RunRequest": {"type": "object", "required": ["code"], "properties": {
                 "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES,
                          "description": f"At most {settings.RUN_MAX_CODE_BYTES} bytes of UTF-8"},
                 "device": {"type": "string", "enum": kinds, "default": settings.RUN_DEFAULT_DEVICE},
+                "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
+                            "snippet shared unrun keeps its first run as its saved output"},
+            }},
+            "SnippetRequest": {"type": "object", "required": ["code"], "properties": {
+                "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+                "title": {"type": "string", "maxLength": 200},
+                "description": {"type": "string", "maxLength": 10000, "description": "Markdown"},
+                "device": {"type": "string", "enum": kinds},
+                "run": {"type": "string", "format": "uuid",
+                        "description": "The run it is shared from (kept when its code and device are these)"},
+                "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
+            }},
+            "SnippetCreated": {"type": "object", "required": ["slug", "url", "created"], "properties": {
+                "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"},
+                "created": {"type": "boolean"}, "run": {"type": ["string", "null"]},
+            }},
+            "SnippetSummary": {"type": "object", "required": ["slug", "url", "title", "device", "created_at"],
+                               "properties": {
+                "slug": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
+                "device": {"type": "string", "enum": kinds}, "created_at": {"type": "string", "format": "date-time"},
+                "first_line": {"type": "string"},
+            }},
+            "Snippet": {"allOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {
+                "type": "object",
+                "required": ["code", "description", "jax_version", "parent", "forks", "run", "links"],
+                "properties": {
+                    "code": {"type": "string"}, "description": {"type": "string"},
+                    "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
+                    "options": {"type": "object"},
+                    "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
+                    "owner": {"type": ["string", "null"]},
+                    "parent": {"oneOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {"type": "null"}]},
+                    "forks": {"type": "array", "items": {"$ref": "#/components/schemas/SnippetSummary"}},
+                    "forks_count": {"type": "integer"},
+                    "run": {"oneOf": [{"$ref": "#/components/schemas/RunDetail"}, {"type": "null"}],
+                            "description": "The saved run with (a page of) its events"},
+                    "links": {"type": "object", "additionalProperties": {"type": "string"}},
+                },
+            }]},
+            "SnippetList": {"type": "object", "required": ["snippets", "next_page"], "properties": {
+                "snippets": {"type": "array", "items": {"$ref": "#/components/schemas/SnippetSummary"}},
+                "next_page": {"type": ["integer", "null"]},
+            }},
+            "TokenCreated": {"type": "object", "required": ["id", "token", "name", "prefix", "created_at"],
+                             "properties": {
+                "id": {"type": "integer"}, "token": {"type": "string", "description": "Shown once"},
+                "name": {"type": "string"}, "prefix": {"type": "string"},
+                "created_at": {"type": "string", "format": "date-time"},
             }},
             "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
                 "id": {"type": "string", "format": "uuid"},

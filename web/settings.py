@@ -152,9 +152,12 @@ RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
 # names another of Django's backends (with its EMAIL_* settings).
 SNIPPET_RATE_LIMIT_PER_HOUR = env_int("SNIPPET_RATE_LIMIT_PER_HOUR", 120, minimum=0)
 SIGNUP_RATE_LIMIT_PER_HOUR = env_int("SIGNUP_RATE_LIMIT_PER_HOUR", 10, minimum=0)
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
-EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+_EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+MAILERS = {"default": {
+    "BACKEND": _EMAIL_BACKEND,
+    "OPTIONS": {"host": env_str("EMAIL_HOST", "localhost"), "port": env_int("EMAIL_PORT", 25, minimum=1)}
+    if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {},
+}}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "JAX Playground <noreply@localhost>")
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"

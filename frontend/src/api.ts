@@ -27,6 +27,8 @@ export interface RunRecord {
   id: string;
   status: string;
   device: string;
+  /** The code that ran. */
+  code?: string;
   created_at: string | null;
   started_at: string | null;
   finished_at: string | null;
@@ -55,15 +57,36 @@ export class ApiError extends Error {
   }
 }
 
-async function request<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Django's CSRF token, from its cookie (set on every page with the editor); null when absent. */
+export function csrfToken(): string | null {
+  for (const part of document.cookie.split(";")) {
+    const [name, ...value] = part.trim().split("=");
+    if (name === "csrftoken") {
+      try {
+        return decodeURIComponent(value.join("="));
+      } catch {
+        return value.join("=");
+      }
+    }
+  }
+  return null;
+}
+
+async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // A signed-in session is CSRF-checked: every request that changes something carries the token.
+  if (method !== "GET") {
+    const token = csrfToken();
+    if (token) headers["X-CSRFToken"] = token;
+  }
   let response: Response;
   try {
     response = await fetch(path, {
       method,
-      headers: body === undefined ? { Accept: "application/json" } : {
-        Accept: "application/json",
-        "Content-Type": "application/json",
-      },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "same-origin",
     });
@@ -107,8 +130,35 @@ export function serverNow(): number | null {
   return serverAhead === null ? null : Date.now() / 1000 + serverAhead;
 }
 
-export function startRun(code: string, device: string): Promise<CreatedRun> {
-  return request<CreatedRun>("POST", "/api/runs", { code, device });
+/** Starts a run. `snippet`: the slug of the snippet whose code this is, unchanged (a snippet
+ *  without a saved run keeps its first run as its output). */
+export function startRun(code: string, device: string, snippet?: string | null): Promise<CreatedRun> {
+  return request<CreatedRun>("POST", "/api/runs", snippet ? { code, device, snippet } : { code, device });
+}
+
+export interface NewSnippet {
+  code: string;
+  title?: string;
+  description?: string;
+  device?: string;
+  /** A finished run of exactly this code, kept as the snippet's output. */
+  run?: string | null;
+  /** The snippet this one was forked from. */
+  parent?: string | null;
+}
+
+export interface SavedSnippet {
+  slug: string;
+  /** The absolute URL of its page. */
+  url: string;
+  /** False when the same content had been shared before: the same link. */
+  created: boolean;
+  run: string | null;
+}
+
+/** Saves a snippet: 201 for a new one, 200 (the same slug) for content shared before. */
+export function createSnippet(snippet: NewSnippet): Promise<SavedSnippet> {
+  return request<SavedSnippet>("POST", "/api/snippets", snippet);
 }
 
 /** The run and one page of its events (the first, unless `page` says otherwise). */

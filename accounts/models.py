@@ -1,0 +1,25 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """A personal API token: scripts send it as ``Authorization: Bearer jpg_...`` and act as its
+    owner. Only the SHA-256 of the secret is stored (a leaked database holds no usable token);
+    the secret is shown once, when it is made. Public id: a UUID."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    # The first characters of the secret, so that its owner can tell which token a script holds.
+    prefix = models.CharField(max_length=16)
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.prefix}… {self.name or '(unnamed)'} of {self.user}"
