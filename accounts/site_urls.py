@@ -1,3 +1,14 @@
 """Account URLs outside /accounts/: the token API under /api/me/ and the /me/ pages."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from . import api, views
+
+urlpatterns = [
+    path("api/me/tokens", api.api_me_tokens, name="api-me-tokens"),
+    path("api/me/tokens/<str:token_id>", api.api_me_token, name="api-me-token"),
+    path("me/snippets/", views.my_snippets, name="my-snippets"),
+    path("me/snippets/<str:slug>/delete/", views.my_snippet_delete, name="my-snippet-delete"),
+    path("me/runs/", views.my_runs, name="my-runs"),
+    path("me/runs/<str:run_id>/delete/", views.my_run_delete, name="my-run-delete"),
+]

@@ -135,7 +135,7 @@ def own_stack(tmp: Path, logdir: Path):
         "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "web.settings",
         "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
         "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
-        "RUN_RATE_LIMIT_PER_MINUTE": "0", "PYTHONUNBUFFERED": "1",
+        "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0", "PYTHONUNBUFFERED": "1",
         "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "bwrap"),
         "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
     }

@@ -121,7 +121,8 @@ def schema() -> dict:
             },
             "/api/me/tokens/{token_id}": {"delete": {
                 "summary": "Revoke one of your tokens", "operationId": "revokeToken",
-                "parameters": [{"name": "token_id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+                "parameters": [{"name": "token_id", "in": "path", "required": True,
+                                "schema": {"type": "string", "format": "uuid"}}],
                 "responses": {"204": {"description": "Revoked"}, "404": _error("No such token of yours")},
             }},
             "/api/openapi.json": {"get": {
@@ -188,7 +189,7 @@ def schema() -> dict:
             }},
             "TokenCreated": {"type": "object", "required": ["id", "token", "name", "prefix", "created_at"],
                              "properties": {
-                "id": {"type": "integer"}, "token": {"type": "string", "description": "Shown once"},
+                "id": {"type": "string", "format": "uuid"}, "token": {"type": "string", "description": "Shown once"},
                 "name": {"type": "string"}, "prefix": {"type": "string"},
                 "created_at": {"type": "string", "format": "date-time"},
             }},

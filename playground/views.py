@@ -15,6 +15,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
+from accounts.auth import authenticate_api_request
 from executor import registry
 
 from . import clients
@@ -36,10 +37,13 @@ def error(message: str, status: int, headers: dict | None = None) -> JsonRespons
 
 
 def api(*methods: str):
-    """A JSON endpoint: only these methods, no CSRF token (no cookie-authenticated state is
-    changed by these calls yet), ActionError and 404 become JSON errors."""
+    """A JSON endpoint: only these methods; the caller authenticated (``accounts.auth``: a Bearer
+    token, else the session, whose unsafe requests must carry the CSRF token; anonymous requests
+    need none); ActionError and 404 become JSON errors."""
 
     def decorate(view):
+        # Exempt from the middleware's CSRF check: authenticate_api_request runs it itself, for
+        # session-authenticated requests only, and answers in JSON.
         @csrf_exempt
         @wraps(view)
         def wrapper(request, *args, **kwargs):
@@ -47,6 +51,7 @@ def api(*methods: str):
                 return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405,
                              {"Allow": ", ".join(methods)})
             try:
+                authenticate_api_request(request)
                 return view(request, *args, **kwargs)
             except ActionError as exc:
                 return error(exc.message, exc.status, exc.headers)

@@ -4,6 +4,8 @@ lists and search engines)."""
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from .models import Snippet
 
 
@@ -14,6 +16,12 @@ def access_snippet_for_user(slug, user) -> Snippet | None:
     return Snippet.objects.select_related("parent", "run", "owner").filter(slug=slug).first()
 
 
-def access_own_snippets(user):
-    """The snippets a signed-in person shared and has not deleted."""
-    return Snippet.objects.filter(owner=user, hidden_at__isnull=True, removed_at__isnull=True)
+def access_own_snippets(user, q: str = ""):
+    """The snippets a signed-in person shared and has not deleted, newest first; ``q`` searches
+    their titles, descriptions and code (or names a slug)."""
+    snippets = Snippet.objects.filter(owner=user, hidden_at__isnull=True, removed_at__isnull=True)
+    q = q.strip()
+    if q:
+        snippets = snippets.filter(Q(title__icontains=q) | Q(description__icontains=q) | Q(code__icontains=q)
+                                   | Q(slug=q))
+    return snippets.order_by("-created_at")

@@ -75,13 +75,7 @@ def _signed_in(request):
 @api("GET")
 def api_me_snippets(request):
     user = _signed_in(request)
-    snippets = access_own_snippets(user)
-    q = request.GET.get("q", "").strip()
-    if q:
-        from django.db.models import Q
-
-        snippets = snippets.filter(Q(title__icontains=q) | Q(description__icontains=q) | Q(code__icontains=q)
-                                   | Q(slug=q))
+    snippets = access_own_snippets(user, request.GET.get("q", ""))
     page = query_int(request, "page", 1, minimum=1)
     rows = list(snippets[(page - 1) * ME_PAGE: page * ME_PAGE + 1])
     return JsonResponse({"snippets": [snippet_summary(s) for s in rows[:ME_PAGE]],

@@ -159,6 +159,12 @@ MAILERS = {"default": {
     if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {},
 }}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "JAX Playground <noreply@localhost>")
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"

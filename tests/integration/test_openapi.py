@@ -43,7 +43,7 @@ def test_every_documented_path_is_routed(live_stack):
     assert doc["openapi"].startswith("3.1")
     for path in doc["paths"]:
         concrete = (path.replace("{run_id}", "00000000-0000-0000-0000-000000000000")
-                    .replace("{slug}", "bcdfghjkmnpq").replace("{token_id}", "1"))
+                    .replace("{slug}", "bcdfghjkmnpq").replace("{token_id}", "00000000-0000-0000-0000-000000000000"))
         assert resolve(concrete).url_name.startswith("api-"), path
 
 

@@ -1,0 +1,96 @@
+"""State changes of accounts: sign-ups, API tokens, and deleting one's own runs. ``check_*``
+validates and raises ``ActionError``; ``do_*`` changes state without validating."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import ProtectedError
+
+from playground.actions.errors import ActionError
+from playground.models import Run
+from playground.ratelimit import check_rate
+
+from .auth import PREFIX_SHOWN, hash_secret, new_secret
+from .models import ApiToken
+
+TOKEN_NAME_MAX = 100
+# Enough for one per script and machine; a runaway loop that makes tokens stops here.
+TOKENS_MAX = 100
+
+
+# Sign-ups and password resets -------------------------------------------------------------------
+
+def check_sign_up(form, *, client: str):
+    """Save a valid ``UserCreationForm`` as a new account, at most SIGNUP_RATE_LIMIT_PER_HOUR an
+    hour from one address (accounts made in bulk are for spam)."""
+    check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "sign-ups")
+    return do_sign_up(form)
+
+
+def do_sign_up(form):
+    return form.save()
+
+
+def check_password_reset(*, client: str) -> None:
+    """Each reset sends an email to an address anyone may type: one address may not use the site to
+    flood a mailbox. The sign-up limit serves (both are rare for a person, frequent for a bot)."""
+    check_rate("password-resets", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "password reset emails")
+
+
+# API tokens -------------------------------------------------------------------------------------
+
+def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
+    """A new token for ``user``: (token, secret). The secret exists only in this answer."""
+    if payload is None:
+        payload = {}
+    if not isinstance(payload, dict):
+        raise ActionError("the request body must be a JSON object (or empty)")
+    name = payload.get("name", "")
+    if name is None:
+        name = ""
+    if not isinstance(name, str):
+        raise ActionError("'name' must be a string")
+    name = name.strip()
+    if len(name) > TOKEN_NAME_MAX:
+        raise ActionError(f"'name' is {len(name)} characters; the limit is {TOKEN_NAME_MAX}")
+    if ApiToken.objects.filter(user=user).count() >= TOKENS_MAX:
+        raise ActionError(f"you have {TOKENS_MAX} tokens, the most one account may hold; revoke one first",
+                          status=409)
+    return do_create_token(user, name)
+
+
+def do_create_token(user, name: str) -> tuple[ApiToken, str]:
+    secret = new_secret()
+    token = ApiToken.objects.create(user=user, name=name, prefix=secret[:PREFIX_SHOWN], key_hash=hash_secret(secret))
+    return token, secret
+
+
+def do_revoke_token(token: ApiToken) -> None:
+    """Revoked is gone: the next request with its secret answers 401."""
+    ApiToken.objects.filter(pk=token.pk).delete()
+
+
+# Runs -------------------------------------------------------------------------------------------
+
+def check_delete_run(run: Run) -> None:
+    """Delete one's own run, unless something still shows it: a snippet's link (its saved output),
+    or the run itself, still queued or running (its executor would go on reporting to no one)."""
+    if not run.is_finished:
+        raise ActionError("this run has not finished yet; cancel it or wait for it to end, then delete it",
+                          status=409)
+    slug = run.snippets.values_list("slug", flat=True).first()
+    if slug is not None:
+        raise ActionError(f"this run is kept: it is the saved output of the shared snippet /s/{slug}, "
+                          "whose link shows it", status=409)
+    do_delete_run(run)
+
+
+def do_delete_run(run: Run) -> None:
+    """The row and its events go; its Redis log expires on its own within a day, and no one can
+    read it meanwhile (the API and the websocket look a run up in the database first)."""
+    try:
+        with transaction.atomic():
+            Run.objects.filter(pk=run.pk).delete()
+    except ProtectedError:  # shared as a snippet's output since check_delete_run looked
+        raise ActionError("this run was just shared as a snippet's saved output; it is kept", status=409) from None

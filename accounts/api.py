@@ -1,0 +1,42 @@
+"""The token API: personal API tokens, made from a signed-in session, listed and revoked."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse, JsonResponse
+
+from playground.actions.errors import ActionError
+from playground.views import api, parse_json
+
+from .access import access_own_token, access_own_tokens
+from .actions import check_create_token, do_revoke_token
+from .serializers import token_summary
+
+
+def _signed_in(request):
+    if not request.user.is_authenticated:
+        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to manage your API tokens",
+                          status=401)
+    return request.user
+
+
+@api("GET", "POST")
+def api_me_tokens(request):
+    user = _signed_in(request)
+    if request.method == "GET":
+        return JsonResponse({"tokens": [token_summary(t) for t in access_own_tokens(user)]})
+    # A leaked token must not be able to make itself a successor that outlives its revocation.
+    if request.auth_token is not None:
+        raise ActionError("a token cannot make tokens: sign in and make one on your account page (/accounts/)",
+                          status=403)
+    token, secret = check_create_token(parse_json(request), user=user)
+    return JsonResponse(token_summary(token) | {"token": secret}, status=201)
+
+
+@api("DELETE")
+def api_me_token(request, token_id):
+    user = _signed_in(request)
+    token = access_own_token(user, token_id)
+    if token is None:
+        raise Http404("no such token of yours")
+    do_revoke_token(token)
+    return HttpResponse(status=204)

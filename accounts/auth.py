@@ -1,0 +1,98 @@
+"""Who a JSON API request acts as, decided once by the ``api`` decorator before the view runs:
+
+    Authorization: Bearer jpg_…   the token's owner. No CSRF check: a browser never adds this
+                                  header by itself, so another site cannot make a visitor send it.
+    session cookie, signed in     the session's user. POST/PUT/PATCH/DELETE must carry the CSRF
+                                  token (X-CSRFToken), or another site could act as them.
+    neither                       anonymous. No CSRF check: there is no one to impersonate, and
+                                  scripts without cookies (POST /api/runs) keep working.
+
+A token is ``jpg_`` and 43 URL-safe characters (32 random bytes); only its SHA-256 is stored. The
+secret has 256 bits, so an unsalted fast hash is enough: there is nothing to guess in it, and a
+lookup by hash needs no constant-time comparison (an attacker who times it learns about hashes,
+not secrets)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db.models import Q
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+
+from playground.actions.errors import ActionError
+
+from .models import ApiToken
+
+TOKEN_PREFIX = "jpg_"
+# Shown in lists: "jpg_" and 8 characters of the secret, enough to tell a script's token apart.
+PREFIX_SHOWN = len(TOKEN_PREFIX) + 8
+# A script that polls GET /api/runs/<id> would otherwise write the token's row on every request.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+CSRF_REFUSED = "CSRF token missing or wrong: send the csrftoken cookie's value in the X-CSRFToken header"
+
+
+def new_secret() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def bearer_secret(request) -> str | None:
+    """The token in ``Authorization: Bearer <token>``; None without one. Another scheme (Basic, from
+    a proxy's password in front of the site, say) is not ours and is ignored."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    scheme, _, secret = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return secret.strip()
+
+
+def token_for_secret(secret: str) -> ApiToken | None:
+    """The live token with this secret, whose owner may still sign in; None otherwise."""
+    if not secret.startswith(TOKEN_PREFIX):
+        return None
+    token = ApiToken.objects.select_related("user").filter(key_hash=hash_secret(secret)).first()
+    if token is None or not token.user.is_active:
+        return None
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
+                                pk=token.pk).update(last_used_at=now)
+    return token
+
+
+def authenticate_api_request(request) -> None:
+    """Set ``request.user`` and ``request.auth_token`` (None unless a token authenticated the
+    request), or raise a 401 for a bad token and a 403 for a session request without its CSRF
+    token."""
+    request.auth_token = None
+    secret = bearer_secret(request)
+    if secret is not None:
+        token = token_for_secret(secret)
+        if token is None:
+            raise ActionError("the API token is not valid: it was revoked, mistyped or its account is disabled; "
+                              "make a new one on your account page (/accounts/)", status=401,
+                              headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
+        request.user, request.auth_token = token.user, token
+
+        async def auser():  # what AuthenticationMiddleware's async accessor would answer
+            return token.user
+
+        request.auser = auser
+        return
+    if request.user.is_authenticated and not csrf_passes(request):
+        raise ActionError(CSRF_REFUSED, status=403)
+
+
+def csrf_passes(request) -> bool:
+    """Django's own check (token, Origin and Referer), run here because the API's views are exempt
+    from the middleware's: only requests signed in by the session cookie need it. Safe methods pass."""
+    check = CsrfViewMiddleware(lambda request: None)
+    check.process_request(request)
+    # None means accepted; a refusal is the 403 page, whose reason Django has already logged.
+    return check.process_view(request, None, (), {}) is None

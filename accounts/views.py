@@ -1,0 +1,196 @@
+"""The account pages: sign-up (Django's own views do sign-in, sign-out and passwords), the
+account page with its API tokens, and a signed-in person's snippets and runs. Each page parses,
+checks access, calls one action and responds; feedback travels in Django's messages."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import OuterRef, Subquery
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from playground.actions.errors import ActionError
+from playground.views import client_address
+from snippets.access import access_own_snippets
+from snippets.actions import do_hide_snippet
+from snippets.models import Snippet
+
+from .access import access_own_run, access_own_runs, access_own_token, access_own_tokens
+from .actions import check_create_token, check_delete_run, check_password_reset, check_sign_up, do_revoke_token
+from .forms import EmailForm, SignUpForm
+
+PAGE = 50
+# The secret of a token just made, kept in the session from the POST that made it to the page
+# that shows it, once: a reload or the back button shows it no more.
+NEW_TOKEN_KEY = "accounts.new_token"
+
+
+def _with_headers(response, headers: dict):
+    for name, value in headers.items():
+        response[name] = value
+    return response
+
+
+def _first_line(code: str) -> str:
+    return next((line.strip() for line in code.splitlines() if line.strip()), "")[:120]
+
+
+# Sign-up and password resets ---------------------------------------------------------------------
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    if request.user.is_authenticated:
+        return redirect("account")
+    next_url = request.POST.get("next", request.GET.get("next", ""))
+    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, require_https=request.is_secure()):
+        next_url = ""
+    form = SignUpForm(request.POST if request.method == "POST" else None)
+    if form.is_bound and form.is_valid():
+        try:
+            user = check_sign_up(form, client=client_address(request))
+        except ActionError as exc:
+            form.add_error(None, exc.message)
+            return _with_headers(render(request, "accounts/signup.html", {"form": form, "next": next_url},
+                                        status=exc.status), exc.headers)
+        login(request, user)
+        return redirect(next_url or settings.LOGIN_REDIRECT_URL)
+    return render(request, "accounts/signup.html", {"form": form, "next": next_url})
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's, through our templates, with a rate limit on the emails it sends."""
+
+    template_name = "accounts/password_reset_form.html"
+    email_template_name = "accounts/password_reset_email.txt"
+    subject_template_name = "accounts/password_reset_subject.txt"
+
+    def form_valid(self, form):
+        try:
+            check_password_reset(client=client_address(self.request))
+        except ActionError as exc:
+            form.add_error(None, exc.message)
+            response = self.form_invalid(form)
+            response.status_code = exc.status
+            return _with_headers(response, exc.headers)
+        return super().form_valid(form)
+
+
+# The account page and its tokens -----------------------------------------------------------------
+
+@never_cache
+@login_required
+@require_GET
+def account(request):
+    return render(request, "accounts/account.html", {
+        "nav": "account",
+        "tokens": access_own_tokens(request.user),
+        "new_token": request.session.pop(NEW_TOKEN_KEY, None),
+        "email_form": EmailForm(instance=request.user),
+    })
+
+
+@login_required
+@require_POST
+def account_email(request):
+    form = EmailForm(request.POST, instance=request.user)
+    if not form.is_valid():
+        return render(request, "accounts/account.html", {
+            "nav": "account", "tokens": access_own_tokens(request.user), "email_form": form,
+        }, status=400)
+    form.save()
+    messages.success(request, "Email saved" if form.cleaned_data["email"] else "Email removed")
+    return redirect("account")
+
+
+@login_required
+@require_POST
+def account_token_create(request):
+    try:
+        token, secret = check_create_token({"name": request.POST.get("name", "")}, user=request.user)
+    except ActionError as exc:
+        messages.error(request, exc.message)
+        return redirect("account")
+    request.session[NEW_TOKEN_KEY] = {"name": token.name, "token": secret}
+    messages.success(request, "Token created")
+    return redirect("account")
+
+
+@login_required
+@require_POST
+def account_token_revoke(request, token_id):
+    token = access_own_token(request.user, token_id)
+    if token is None:
+        raise Http404("no such token of yours")
+    do_revoke_token(token)
+    messages.success(request, f"Token {token.name or token.prefix + '…'} revoked: scripts using it now get 401")
+    return redirect("account")
+
+
+# My snippets and my runs -------------------------------------------------------------------------
+
+def _back(name: str, request) -> str:
+    """The list a delete button was pressed on: same search, same page."""
+    query = {k: request.POST[k] for k in ("q", "page") if request.POST.get(k)}
+    return reverse(name) + (f"?{urlencode(query)}" if query else "")
+
+
+@never_cache
+@login_required
+@require_GET
+def my_snippets(request):
+    q = request.GET.get("q", "").strip()
+    snippets = access_own_snippets(request.user, q)
+    page = Paginator(snippets, PAGE).get_page(request.GET.get("page"))
+    rows = [{"snippet": s, "label": s.title or _first_line(s.code) or "(empty)", "is_code": not s.title}
+            for s in page]
+    return render(request, "accounts/my_snippets.html", {"nav": "snippets", "q": q, "page": page, "rows": rows})
+
+
+@login_required
+@require_POST
+def my_snippet_delete(request, slug):
+    snippet = access_own_snippets(request.user).filter(slug=slug).first()
+    if snippet is None:
+        raise Http404("no such snippet of yours")
+    do_hide_snippet(snippet)
+    messages.success(request, "Snippet deleted")
+    return redirect(_back("my-snippets", request))
+
+
+@never_cache
+@login_required
+@require_GET
+def my_runs(request):
+    # The first snippet that keeps each run (as its saved output), in the same query.
+    keeper = Snippet.objects.filter(run=OuterRef("pk")).order_by("created_at").values("slug")[:1]
+    runs = access_own_runs(request.user).annotate(kept_by=Subquery(keeper)).order_by("-created_at")
+    page = Paginator(runs, PAGE).get_page(request.GET.get("page"))
+    rows = [{"run": r, "label": _first_line(r.code) or "(empty)", "status": r.status.replace("_", " ")} for r in page]
+    return render(request, "accounts/my_runs.html", {"nav": "runs", "page": page, "rows": rows})
+
+
+@login_required
+@require_POST
+def my_run_delete(request, run_id):
+    run = access_own_run(request.user, run_id)
+    if run is None:
+        raise Http404("no such run of yours")
+    try:
+        check_delete_run(run)
+    except ActionError as exc:
+        messages.error(request, exc.message[:1].upper() + exc.message[1:])
+    else:
+        messages.success(request, "Run deleted")
+    return redirect(_back("my-runs", request))
