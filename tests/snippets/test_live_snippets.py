@@ -42,3 +42,35 @@ def test_a_snippet_shared_unrun_keeps_its_first_run(live_stack):
     live_stack.wait_finished(second["id"])
     snippet = live_stack.get(f"/api/snippets/{shared['slug']}")
     assert snippet["run"]["id"] == run["id"]  # the first, not the latest
+
+
+def test_a_script_with_a_token_shares_as_its_owner_through_the_server(live_stack):
+    import json
+    import urllib.error
+    import urllib.request
+
+    from django.contrib.auth.models import User
+
+    from accounts.actions import do_create_token
+
+    user = User.objects.create_user("scripter", password="a long passphrase 42")
+    _token, secret = do_create_token(user, "laptop")
+
+    def call(method: str, path: str, body=None, secret_: str = secret):
+        request = urllib.request.Request(live_stack.url + path, method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {secret_}"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return r.status, json.load(r)
+        except urllib.error.HTTPError as e:
+            return e.code, json.load(e)
+
+    status, shared = call("POST", "/api/snippets", {"code": "print('from a script')", "title": "Scripted"})
+    assert status == 201
+    status, mine = call("GET", "/api/me/snippets")
+    assert status == 200 and [s["slug"] for s in mine["snippets"]] == [shared["slug"]]
+    assert live_stack.get(f"/api/snippets/{shared['slug']}")["owner"] == "scripter"
+    status, refused = call("GET", "/api/me/snippets", secret_="jpg_not-a-real-token")
+    assert status == 401 and "token" in refused["error"]
