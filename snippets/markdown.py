@@ -14,9 +14,9 @@ def _md() -> MarkdownIt:
     md.validateLink = lambda url: url.strip().lower().startswith(("http://", "https://", "mailto:", "/", "#"))
     default = md.renderer.rules.get("link_open")
 
-    def link_open(tokens, idx, options, env):
+    def link_open(renderer, tokens, idx, options, env):
         tokens[idx].attrSet("rel", "nofollow noopener")
-        return default(tokens, idx, options, env) if default else md.renderer.renderToken(tokens, idx, options, env)
+        return default(tokens, idx, options, env) if default else renderer.renderToken(tokens, idx, options, env)
 
     md.add_render_rule("link_open", link_open)
     md.disable("image")  # an image is a request to another site from every visitor's browser

@@ -11,12 +11,15 @@ import { FiguresPane } from "./panes/figures";
 import { OutputPane } from "./panes/output";
 import { Tabs, type Pane } from "./panes/pane";
 import { TimingPane } from "./panes/timing";
-import { runShortcut } from "./platform";
+import { isMac, runShortcut } from "./platform";
+import { bindPopover } from "./popover";
 import { RunSession, type RunView } from "./run";
+import { ShareDialog } from "./share";
+import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "./snippet";
 import { StatusLine } from "./status";
 import { KEYS, local } from "./storage";
 import { bindSplitter } from "./split";
-import { bindThemeToggle, currentTheme } from "./theme";
+import { bindThemeToggle, currentTheme, followTheme, themeFromQuery } from "./theme";
 
 const DEFAULT_CODE = `import jax
 import jax.numpy as jnp
@@ -39,22 +42,48 @@ function byId<T extends HTMLElement>(id: string): T {
   return el as T;
 }
 
+/** An element only some pages have (the embed has no menus, no share, no theme toggle). */
+function maybeById<T extends HTMLElement>(id: string): T | null {
+  return document.getElementById(id) as T | null;
+}
+
 function main(): void {
   const runButton = byId<HTMLButtonElement>("run-button");
   const cancelButton = byId<HTMLButtonElement>("cancel-button");
   const deviceSelect = byId<HTMLSelectElement>("device-select");
+  // A shared snippet's page (/s/<slug>) or its embed (/embed/<slug>).
+  const snippet = readSnippetData();
+  const embed = document.body.dataset.embed === "true";
+  const examples = embed ? [] : readExamples();
+  const forcedTheme = embed ? themeFromQuery() : null;
+
+  // The person's draft lives in localStorage. A snippet page opens with the snippet's code and
+  // leaves the draft as it was until the person edits (then the edit is the draft, as anywhere);
+  // the draft is kept aside too, so "Restore your code" brings it back. An embed never touches it.
+  if (snippet && !embed) {
+    const draft = local.get(KEYS.code);
+    const pristine =
+      draft === null ||
+      draft.trim() === "" ||
+      draft === DEFAULT_CODE ||
+      draft === snippet.code ||
+      examples.some((e) => e.code === draft);
+    if (!pristine) local.set(KEYS.scratch, draft);
+  }
 
   let gallery: Gallery | null = null;
+  let share: ShareDialog | null = null;
   const code = createEditor({
     container: byId("editor"),
     workerUrl: document.body.dataset.workerUrl || "/static/editor.worker.js",
-    code: local.get(KEYS.code) ?? DEFAULT_CODE,
-    theme: currentTheme(),
+    code: snippet ? snippet.code : (local.get(KEYS.code) ?? DEFAULT_CODE),
+    theme: forcedTheme ?? currentTheme(),
     onChange: (text) => {
-      local.set(KEYS.code, text);
+      if (!embed) local.set(KEYS.code, text);
       gallery?.edited();
     },
     onRun: () => void run(),
+    onSave: embed ? undefined : () => share?.open(),
   });
 
   const revealLine = (line: number) => {
@@ -69,16 +98,12 @@ function main(): void {
     goTo: revealLine,
   });
   code.onCursorLine((line) => compiled.showSourceLine(line));
-  const panes: Pane[] = [
-    new OutputPane(
-      revealLine,
-      () => tabs.summary().filter((p) => p.id !== "output"),
-      (id) => tabs.select(id),
-    ),
-    compiled,
-    new TimingPane(),
-    new FiguresPane(),
-  ];
+  const output = new OutputPane(
+    revealLine,
+    () => tabs.summary().filter((p) => p.id !== "output"),
+    (id) => tabs.select(id),
+  );
+  const panes: Pane[] = [output, compiled, new TimingPane(), new FiguresPane()];
   const tabs: Tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
 
   // The editor shows where the exception came from, until the next run.
@@ -100,70 +125,178 @@ function main(): void {
     byId("run-message"),
   );
 
-  const libraries = new LibrariesMenu(byId("libraries-button"), byId("libraries-menu"));
-  const librariesView: RunView = { reset: () => {}, handle: (event) => libraries.handle(event) };
+  const librariesButton = maybeById<HTMLButtonElement>("libraries-button");
+  const librariesMenu = maybeById("libraries-menu");
+  const libraries = librariesButton && librariesMenu ? new LibrariesMenu(librariesButton, librariesMenu) : null;
+  // Which run the panes show and whether it has finished: a share keeps it as the output.
+  let shownFinished = false;
+  const runCodes = new Map<string, string>();
+  const views: RunView[] = [
+    tabs,
+    editorMarks,
+    {
+      reset: () => (shownFinished = false),
+      idle: () => (shownFinished = false),
+      handle: (event) => {
+        if (event.type === "finished") shownFinished = true;
+      },
+    },
+  ];
+  // A saved run is shown by all but the Libraries menu: its versions are not today's.
+  const savedViews = [...views];
+  if (libraries) views.push({ reset: () => {}, handle: (event) => libraries.handle(event) });
 
+  const snippetNotice = maybeById("snippet-notice");
   const devices = new DevicePicker(
     deviceSelect,
     (problem) => {
       if (!session.busy && !session.id && problem) status.say(problem, "warning");
     },
-    (device) => libraries.fromDevice(device),
+    (device) => libraries?.fromDevice(device),
+    snippet?.device ?? null,
+    (list) => {
+      if (!snippet || !snippetNotice) return;
+      const notice = driftNotice(snippet, list);
+      snippetNotice.textContent = notice ?? "";
+      snippetNotice.hidden = notice === null;
+    },
   );
 
-  const session = new RunSession([tabs, editorMarks, librariesView], status, (phase) => {
-    runButton.disabled = phase !== "idle";
-    runButton.classList.toggle("is-busy", phase !== "idle");
-    cancelButton.hidden = phase === "idle" || phase === "submitting";
-    cancelButton.disabled = phase === "cancelling";
-  });
+  // A snippet page remembers the run it shows apart from the home page's, so that opening a
+  // link never shows another page's run in place of the snippet's own output.
+  const runKey = snippet ? `${KEYS.run}:${embed ? "embed" : "s"}:${snippet.slug}` : KEYS.run;
+  const session = new RunSession(
+    views,
+    status,
+    (phase) => {
+      runButton.disabled = phase !== "idle";
+      runButton.classList.toggle("is-busy", phase !== "idle");
+      cancelButton.hidden = phase === "idle" || phase === "submitting";
+      cancelButton.disabled = phase === "cancelling";
+    },
+    runKey,
+  );
 
   async function run(): Promise<void> {
     if (session.busy) return;
     const device = devices.value ?? deviceSelect.value ?? "cpu";
-    await session.start(code.getCode(), device || "cpu");
+    const text = code.getCode();
+    // The snippet's own code, unchanged: a snippet saved without output keeps this run as its own.
+    await session.start(text, device || "cpu", snippet && text === snippet.code ? snippet.slug : null);
+    if (session.id) runCodes.set(session.id, text);
+  }
+
+  /** The run the snippet was saved with: kept for "Saved output", and shown as the run when
+   *  the page has no run of its own. Only read: nothing runs. */
+  async function showSavedRun(id: string, asCurrent: boolean): Promise<void> {
+    if (asCurrent) status.say("Loading the saved output…");
+    let saved: Awaited<ReturnType<typeof loadRunEvents>>;
+    try {
+      saved = await loadRunEvents(id);
+    } catch (error) {
+      if (asCurrent && !session.busy && !session.id) {
+        status.say(`Could not load the saved output: ${(error as Error).message}`, "error");
+      }
+      return;
+    }
+    output.setSaved(saved.events, readableDate(saved.finishedAt) || "earlier");
+    if (!asCurrent || session.busy || session.id) return;
+    status.clear();
+    for (const view of savedViews) view.reset();
+    output.showSaved();
+    for (const event of saved.events) {
+      for (const view of savedViews) view.handle(event);
+      status.handle(event);
+    }
   }
 
   runButton.addEventListener("click", () => void run());
-  gallery = new Gallery(
-    readExamples(),
-    {
-      getCode: code.getCode,
-      setCode: (text) => {
-        code.setCode(text);
-        code.editor.setPosition({ lineNumber: 1, column: 1 });
-        code.editor.revealLine(1);
-        code.editor.focus();
+  const examplesButton = maybeById<HTMLButtonElement>("examples-button");
+  if (examplesButton) {
+    gallery = new Gallery(
+      examples,
+      {
+        getCode: code.getCode,
+        setCode: (text) => {
+          code.setCode(text);
+          code.editor.setPosition({ lineNumber: 1, column: 1 });
+          code.editor.revealLine(1);
+          code.editor.focus();
+        },
       },
-    },
-    {
-      button: byId("examples-button"),
-      menu: byId("examples-menu"),
-      fileName: byId("file-name"),
-      reset: byId("reset-code"),
-      restore: byId("restore-code"),
-    },
-    DEFAULT_CODE,
-    (text, tone) => status.say(text, tone),
-  );
+      {
+        button: examplesButton,
+        menu: byId("examples-menu"),
+        fileName: byId("file-name"),
+        reset: byId("reset-code"),
+        restore: byId("restore-code"),
+      },
+      DEFAULT_CODE,
+      (text, tone) => status.say(text, tone),
+      snippet
+        ? { fileName: `${snippet.slug}.py`, title: snippet.title || "Untitled snippet", code: snippet.code }
+        : null,
+    );
+  }
   cancelButton.addEventListener("click", () => void session.cancel());
-  byId("run-shortcut").textContent = runShortcut();
+  const shortcut = maybeById("run-shortcut");
+  if (shortcut) shortcut.textContent = runShortcut();
   runButton.title = `Run (${runShortcut().replace(" ↵", "+Enter")})`;
 
-  // Ctrl/Cmd+Enter outside the editor too (the editor has its own keybinding, which stops the
-  // event before it reaches the document).
+  const shareDialog = maybeById<HTMLDialogElement>("share-dialog");
+  const shareButton = maybeById<HTMLButtonElement>("share-button");
+  if (shareDialog && !embed) {
+    share = new ShareDialog(shareDialog, {
+      getCode: code.getCode,
+      getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
+      lastRun: () => {
+        if (session.id) return { id: session.id, code: runCodes.get(session.id) ?? null, finished: shownFinished };
+        if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
+        return null;
+      },
+      parent: snippet?.slug ?? null,
+    });
+    const save = isMac() ? "⌘S" : "Ctrl+S";
+    if (shareButton) {
+      shareButton.title = `Share a link to this code (${save})`;
+      shareButton.setAttribute("aria-keyshortcuts", isMac() ? "Meta+S" : "Control+S");
+      shareButton.addEventListener("click", () => share?.open());
+    }
+  }
+
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey) {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey) return;
+    // Ctrl/Cmd+Enter outside the editor too (the editor has its own keybinding, which stops the
+    // event before it reaches the document).
+    if (e.key === "Enter") {
       e.preventDefault();
-      void run();
+      // Not while the Share dialog is open: the person is writing a title, not asking for a run.
+      if (!share?.isOpen) void run();
+    } else if ((e.key === "s" || e.key === "S") && share) {
+      // Ctrl/Cmd+S shares instead of saving the page.
+      e.preventDefault();
+      share.open();
     }
   });
 
-  bindThemeToggle(byId<HTMLButtonElement>("theme-toggle"), (theme) => code.setTheme(theme));
-  bindSplitter(byId("workspace"), byId("splitter"));
+  const themeToggle = maybeById<HTMLButtonElement>("theme-toggle");
+  if (themeToggle) bindThemeToggle(themeToggle, (theme) => code.setTheme(theme));
+  else followTheme((theme) => code.setTheme(theme), forcedTheme);
+  const splitter = maybeById("splitter");
+  if (splitter) bindSplitter(byId("workspace"), splitter);
+  const accountButton = maybeById<HTMLButtonElement>("account-button");
+  const accountMenu = maybeById("account-menu");
+  if (accountButton && accountMenu) bindPopover(accountButton, accountMenu);
 
   runButton.disabled = false;
-  session.resume();
+  if (snippet && !snippet.run) {
+    const keys = isMac() ? "⌘+Enter" : "Ctrl+Enter";
+    output.setIdleHint(`This snippet has not been run yet. Run (${keys}) runs it.`);
+    output.idle();
+  }
+  const resumed = session.resume();
+  // (A run picked up again may be the saved one itself: the snippet's first run.)
+  if (snippet?.run && session.id !== snippet.run) void showSavedRun(snippet.run, !resumed);
   void devices.start();
 
   // For tests and for poking at the page from the console.
@@ -179,6 +312,8 @@ function main(): void {
       compiledNames: () => compiled.names(),
       compiledText: () => compiled.shownText(),
       selectTab: (id: string) => tabs.select(id),
+      share: () => share?.open(),
+      snippet: snippet?.slug ?? null,
     },
   });
 }

@@ -31,6 +31,10 @@ export class DevicePicker {
     private readonly onProblem: (message: string | null) => void,
     /** Called with the chosen device (online), whenever the list or the choice changes. */
     private readonly onChoice: (device: Device) => void = () => {},
+    /** The kind to choose when the person has not chosen one here (a snippet's own). */
+    private readonly preferred: string | null = null,
+    /** Called with the whole list each time it is loaded. */
+    private readonly onList: (devices: Device[]) => void = () => {},
   ) {
     select.addEventListener("change", () => {
       local.set(KEYS.device, select.value);
@@ -77,13 +81,14 @@ export class DevicePicker {
     this.devices = devices;
     this.fill(devices);
     this.announce();
+    this.onList(devices);
     this.onProblem(
       devices.some((d) => d.online) ? null : "No executor is online right now. Try again shortly.",
     );
   }
 
   private fill(devices: Device[], fallbackLabel?: string): void {
-    const wanted = this.select.value || local.get(KEYS.device) || "";
+    const wanted = this.select.value || this.preferred || local.get(KEYS.device) || "";
     const options = devices.map((device) => {
       const option = document.createElement("option");
       option.value = device.kind;

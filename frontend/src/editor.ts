@@ -41,6 +41,8 @@ export function createEditor(options: {
   theme: EditorTheme;
   onChange(code: string): void;
   onRun(): void;
+  /** Ctrl/Cmd+S (the browser's "save page" is not wanted here). */
+  onSave?(): void;
 }): CodeEditor {
   installWorker(options.workerUrl);
   const editor = monaco.editor.create(options.container, {
@@ -67,6 +69,8 @@ export function createEditor(options: {
   const model = editor.getModel()!;
   model.onDidChangeContent(() => options.onChange(model.getValue()));
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
+  const onSave = options.onSave;
+  if (onSave) editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.KeyS, () => onSave());
 
   const glyphs = editor.createDecorationsCollection();
   const linked = editor.createDecorationsCollection();

@@ -41,6 +41,13 @@ export interface GalleryEditor {
   setCode(code: string): void;
 }
 
+/** What the editor's code started from on a snippet page (/s/<slug>): Reset goes back to it. */
+export interface GalleryBase {
+  fileName: string;
+  title: string;
+  code: string;
+}
+
 interface GalleryElements {
   button: HTMLButtonElement;
   menu: HTMLElement;
@@ -60,6 +67,7 @@ export class Gallery {
     private readonly ui: GalleryElements,
     private readonly defaultCode: string,
     private readonly say: (text: string, tone?: "muted" | "warning") => void,
+    private readonly base: GalleryBase | null = null,
   ) {
     this.menu = bindPopover(ui.button, ui.menu, () => this.renderMenu());
     ui.button.hidden = examples.length === 0;
@@ -67,7 +75,8 @@ export class Gallery {
     ui.restore.addEventListener("click", () => this.restore());
     window.addEventListener("hashchange", () => this.openFromHash());
 
-    const slug = local.get(KEYS.example);
+    // On a snippet page the code is the snippet's, whatever example the draft came from.
+    const slug = base ? null : local.get(KEYS.example);
     this.current = examples.find((e) => e.slug === slug) ?? null;
     if (!this.openFromHash()) this.renderHeader();
   }
@@ -101,9 +110,14 @@ export class Gallery {
     return false;
   }
 
-  /** Back to the current example's code (or the starter code). */
+  /** The code Reset goes back to: the current example's, the snippet's, or the starter code. */
+  private get baseCode(): string {
+    return this.current?.code ?? this.base?.code ?? this.defaultCode;
+  }
+
+  /** Back to the current example's code (or the snippet's, or the starter code). */
   private reset(): void {
-    this.replace(this.current?.code ?? this.defaultCode);
+    this.replace(this.baseCode);
     this.renderHeader();
   }
 
@@ -127,7 +141,12 @@ export class Gallery {
   }
 
   private isPristine(code: string): boolean {
-    return code.trim() === "" || code === this.defaultCode || this.examples.some((e) => e.code === code);
+    return (
+      code.trim() === "" ||
+      code === this.defaultCode ||
+      code === this.base?.code ||
+      this.examples.some((e) => e.code === code)
+    );
   }
 
   private replace(code: string): void {
@@ -143,16 +162,25 @@ export class Gallery {
   private renderHeader(): void {
     const code = this.editor.getCode();
     const example = this.current;
-    const modified = example !== null && code !== example.code;
+    const base = example ? null : this.base;
+    const modified = (example !== null || base !== null) && code !== this.baseCode;
     const index = example ? this.examples.indexOf(example) + 1 : 0;
-    this.ui.fileName.textContent = example ? `${String(index).padStart(2, "0")}-${example.slug}.py` : "snippet.py";
-    this.ui.fileName.title = example ? `${example.title}${modified ? " (edited)" : ""}` : "Your code";
+    this.ui.fileName.textContent = example
+      ? `${String(index).padStart(2, "0")}-${example.slug}.py`
+      : (base?.fileName ?? "snippet.py");
+    this.ui.fileName.title = example
+      ? `${example.title}${modified ? " (edited)" : ""}`
+      : base
+        ? `${base.title}${modified ? " (edited)" : ""}`
+        : "Your code";
     this.ui.fileName.dataset.modified = String(modified);
-    this.ui.reset.textContent = example ? "Reset example" : "Reset";
+    this.ui.reset.textContent = example ? "Reset example" : base ? "Reset snippet" : "Reset";
     this.ui.reset.title = example
       ? `Back to the example's code (Ctrl+Z undoes it)`
-      : "Back to the starter code (Ctrl+Z undoes it)";
-    this.ui.reset.hidden = code === (example?.code ?? this.defaultCode);
+      : base
+        ? "Back to the snippet's code (Ctrl+Z undoes it)"
+        : "Back to the starter code (Ctrl+Z undoes it)";
+    this.ui.reset.hidden = code === this.baseCode;
     const own = local.get(KEYS.scratch);
     this.ui.restore.hidden = own === null || own === code;
   }
@@ -169,7 +197,7 @@ export class Gallery {
           "span",
           "example-text",
           el("span", "example-title", "Your code"),
-          el("span", "example-description", `What you had before opening an example (${lineCount(own)}).`),
+          el("span", "example-description", `What you had before opening ${this.base ? "this link" : "an example"} (${lineCount(own)}).`),
         ),
       );
       b.type = "button";

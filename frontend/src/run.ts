@@ -24,6 +24,8 @@ export class RunSession {
     private readonly views: readonly RunView[],
     private readonly status: StatusLine,
     private readonly onPhase: (phase: RunPhase) => void,
+    /** Where this tab keeps the id of the run it watches (a snippet page keeps its own). */
+    private readonly runKey: string = KEYS.run,
   ) {}
 
   get busy(): boolean {
@@ -34,16 +36,17 @@ export class RunSession {
     return this.runId;
   }
 
-  async start(code: string, device: string): Promise<void> {
+  /** `snippet`: the slug of the snippet whose unchanged code this is. */
+  async start(code: string, device: string, snippet?: string | null): Promise<void> {
     if (this.busy) return;
     this.stream?.stop();
     this.stream = null;
     this.setPhase("submitting");
     this.status.starting();
     try {
-      const run = await startRun(code, device);
+      const run = await startRun(code, device, snippet);
       this.runId = run.id;
-      session.set(KEYS.run, run.id);
+      session.set(this.runKey, run.id);
       this.follow(run.id, run.ws);
       this.status.following(run.status || "queued");
     } catch (error) {
@@ -56,7 +59,7 @@ export class RunSession {
 
   /** After a reload: show the run this tab was watching, from its first event. */
   resume(): boolean {
-    const id = session.get(KEYS.run);
+    const id = session.get(this.runKey);
     if (!id) return false;
     this.runId = id;
     this.status.say("Loading the last run…");
@@ -84,7 +87,7 @@ export class RunSession {
     this.stream?.stop();
     this.stream = null;
     this.runId = null;
-    session.set(KEYS.run, null);
+    session.set(this.runKey, null);
     for (const view of this.views) view.idle?.();
   }
 

@@ -34,3 +34,26 @@ export function bindThemeToggle(button: HTMLButtonElement, apply: (theme: Theme)
     if (stored() === null) render(currentTheme());
   });
 }
+
+/** A page without the toggle (an embed): the theme chosen on the site, the system's, or the one
+ *  the embedding page asks for (`?theme=dark`), which is not stored. */
+export function followTheme(apply: (theme: Theme) => void, forced: Theme | null = null): Theme {
+  const render = (theme: Theme) => {
+    document.documentElement.dataset.theme = theme;
+    apply(theme);
+  };
+  const theme = forced ?? currentTheme();
+  render(theme);
+  if (!forced) {
+    media.addEventListener("change", () => {
+      if (stored() === null) render(currentTheme());
+    });
+  }
+  return theme;
+}
+
+/** The theme an embed's URL asks for, if any. */
+export function themeFromQuery(): Theme | null {
+  const value = new URLSearchParams(location.search).get("theme");
+  return value === "light" || value === "dark" ? value : null;
+}

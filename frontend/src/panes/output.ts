@@ -16,12 +16,10 @@ export interface OtherContent {
 /** How close to the bottom (px) still counts as "following the output". */
 const FOLLOW_SLACK_PX = 24;
 
-export class OutputPane implements Pane {
-  readonly id = "output";
-  readonly title = "Output";
+/** One run's printed output: what the Output tab shows of the current run, and of a snippet's
+ *  saved run beside it. Only the main view has the ids tests and other code look for. */
+class OutputView {
   readonly element: HTMLElement;
-  onChange?: (count: number | null) => void;
-
   private readonly output: HTMLPreElement;
   private readonly placeholder: HTMLElement;
   private readonly notice: HTMLElement;
@@ -31,38 +29,39 @@ export class OutputPane implements Pane {
 
   constructor(
     private readonly onLineClick: (line: number) => void,
-    private readonly others: () => OtherContent[] = () => [],
-    private readonly showTab: (id: string) => void = () => {},
+    private readonly others: () => OtherContent[],
+    private readonly showTab: (id: string) => void,
+    main: boolean,
   ) {
     this.element = document.createElement("div");
     this.element.className = "output-scroll";
 
     this.placeholder = document.createElement("p");
     this.placeholder.className = "output-placeholder";
+    if (main) this.placeholder.id = "output-placeholder";
 
     this.output = document.createElement("pre");
-    this.output.id = "output";
+    if (main) this.output.id = "output";
     this.output.className = "output";
     this.output.setAttribute("role", "log");
-    this.output.setAttribute("aria-label", "Program output");
+    this.output.setAttribute("aria-label", main ? "Program output" : "Saved program output");
 
     this.notice = document.createElement("p");
     this.notice.className = "output-notice";
     this.notice.hidden = true;
 
     this.errorBox = document.createElement("div");
-    this.errorBox.id = "error-box";
+    if (main) this.errorBox.id = "error-box";
     this.errorBox.className = "error-box";
-    this.errorBox.setAttribute("role", "alert");
+    if (main) this.errorBox.setAttribute("role", "alert");
     this.errorBox.hidden = true;
 
     this.element.append(this.placeholder, this.output, this.errorBox, this.notice);
-    this.idle();
   }
 
-  idle(): void {
+  idle(hint: string): void {
     this.reset();
-    this.showPlaceholder(idleHint());
+    this.showPlaceholder(hint);
   }
 
   reset(): void {
@@ -188,7 +187,7 @@ export class OutputPane implements Pane {
     this.errorBox.hidden = false;
   }
 
-  private showPlaceholder(text: string): void {
+  showPlaceholder(text: string): void {
     this.placeholder.textContent = text;
     this.placeholder.hidden = false;
   }
@@ -204,4 +203,129 @@ export class OutputPane implements Pane {
 
 function idleHint(): string {
   return `Press Run or ${isMac() ? "⌘" : "Ctrl"}+Enter to run your code.`;
+}
+
+/**
+ * The "Output" tab. On a snippet page it also keeps the output the snippet was saved with: shown
+ * as the run until a new one starts, then beside the new run's output (two columns) whenever the
+ * "Saved output" toggle is on.
+ */
+export class OutputPane implements Pane {
+  readonly id = "output";
+  readonly title = "Output";
+  readonly element: HTMLElement;
+  onChange?: (count: number | null) => void;
+
+  private readonly live: OutputView;
+  private readonly saved: OutputView;
+  private readonly bar: HTMLElement;
+  private readonly barLabel: HTMLElement;
+  private readonly toggle: HTMLButtonElement;
+  private readonly columns: HTMLElement;
+  private readonly savedColumn: HTMLElement;
+  private readonly liveHeading: HTMLElement;
+  private readonly savedHeading: HTMLElement;
+  private idleText = idleHint();
+  /** When the snippet's saved run was made ("3 May 2025"), or null: no saved run. */
+  private savedWhen: string | null = null;
+  /** The main view shows the saved run (no run of this page yet). */
+  private showingSaved = false;
+  private comparing = false;
+
+  constructor(
+    onLineClick: (line: number) => void,
+    others: () => OtherContent[] = () => [],
+    showTab: (id: string) => void = () => {},
+  ) {
+    this.live = new OutputView(onLineClick, others, showTab, true);
+    this.saved = new OutputView(onLineClick, () => [], () => {}, false);
+
+    this.barLabel = el("span", "output-bar-label");
+    this.toggle = el("button", "button button-small output-toggle", savedIcon(), el("span", null, "Saved output"));
+    this.toggle.type = "button";
+    this.toggle.id = "saved-output-toggle";
+    this.toggle.title = "Show the output this snippet was saved with beside this run's";
+    this.toggle.setAttribute("aria-pressed", "false");
+    this.toggle.addEventListener("click", () => {
+      this.comparing = !this.comparing;
+      this.render();
+    });
+    this.bar = el("div", "output-bar", this.barLabel, this.toggle);
+
+    this.savedHeading = el("div", "output-column-heading");
+    this.liveHeading = el("div", "output-column-heading", "This run");
+    this.savedColumn = el("section", "output-column output-column-saved", this.savedHeading, this.saved.element);
+    this.savedColumn.setAttribute("aria-label", "Saved output");
+    const liveColumn = el("section", "output-column", this.liveHeading, this.live.element);
+    this.columns = el("div", "output-columns", this.savedColumn, liveColumn);
+
+    this.element = el("div", "output-pane", this.bar, this.columns);
+    this.idle();
+  }
+
+  /** What the pane says before any run (a snippet page: that it has not been run yet). */
+  setIdleHint(text: string): void {
+    this.idleText = text;
+  }
+
+  /** The run the snippet was saved with, kept for the "Saved output" toggle. */
+  setSaved(events: readonly RunEvent[], when: string): void {
+    this.saved.reset();
+    for (const event of events) this.saved.handle(event);
+    this.savedWhen = when;
+    this.savedHeading.textContent = `Saved · ${when}`;
+    this.render();
+  }
+
+  /** The run being shown is the saved one (call after reset()). */
+  showSaved(): void {
+    this.showingSaved = true;
+    this.render();
+  }
+
+  idle(): void {
+    this.live.idle(this.idleText);
+    this.showingSaved = false;
+    this.render();
+  }
+
+  reset(): void {
+    this.live.reset();
+    this.showingSaved = false;
+    this.render();
+  }
+
+  handle(event: RunEvent): void {
+    this.live.handle(event);
+  }
+
+  private render(): void {
+    const hasSaved = this.savedWhen !== null;
+    this.bar.hidden = !hasSaved;
+    const compare = hasSaved && this.comparing && !this.showingSaved;
+    this.barLabel.textContent = this.showingSaved
+      ? `Saved output · ${this.savedWhen}`
+      : compare
+        ? ""
+        : "This run";
+    this.barLabel.title = this.showingSaved
+      ? "The output this snippet was shared with. Opening the link ran nothing."
+      : "";
+    this.toggle.hidden = this.showingSaved;
+    this.toggle.setAttribute("aria-pressed", String(compare));
+    this.columns.dataset.compare = String(compare);
+    this.savedColumn.hidden = !compare;
+    this.liveHeading.hidden = !compare;
+  }
+}
+
+function savedIcon(): SVGSVGElement {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("aria-hidden", "true");
+  svg.classList.add("icon-stroke");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", "M2.5 3h4.5v10H2.5zM9 3h4.5v10H9z");
+  svg.append(path);
+  return svg;
 }

@@ -208,11 +208,18 @@ class TestSafety:
         slug = share(client, 201, code=code, title=self.HOSTILE, run=str(run.id),
                      description=f"{self.HOSTILE} <img src=x onerror=alert(3)> [click](javascript:alert(4))")["slug"]
         page = client.get(f"/s/{slug}").content.decode()
-        assert "<script>alert" not in page and "<img src=x" not in page and "javascript:alert" not in page
+        assert "<script>alert" not in page and "<img src=x" not in page and 'href="javascript' not in page
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
         html = client.get(f"/api/snippets/{slug}").json()["description_html"]
         assert "<script>" not in html and "<img" not in html and 'href="javascript' not in html
         assert "[click](javascript:alert(4))" in html  # shown as text, not a link
+
+    def test_links_in_descriptions_are_http_only_and_nofollow(self, client):
+        described = "See [the docs](https://jax.dev) or [me](mailto:a@b.c)."
+        slug = share(client, 201, code="x", description=described)["slug"]
+        html = client.get(f"/api/snippets/{slug}").json()["description_html"]
+        assert '<a href="https://jax.dev" rel="nofollow noopener">the docs</a>' in html
+        assert client.get(f"/s/{slug}").status_code == 200
 
     def test_every_page_has_a_content_security_policy_without_inline_script(self, client):
         slug = share(client, 201, code="print(6)")["slug"]

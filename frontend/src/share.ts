@@ -1,0 +1,258 @@
+// The "Share" dialog (the toolbar's Share button, Ctrl/Cmd+S): an optional title and Markdown
+// description, then "Create link" saves the snippet (POST /api/snippets) and shows its link
+// (copied at once), its downloads and the code to embed it. The dialog is the page's <dialog>
+// (#share-dialog), opened modal: the browser keeps the focus inside it and Escape closes it;
+// the focus goes back where it was.
+import { ApiError, createSnippet, getRun, type SavedSnippet } from "./api";
+import { isMac } from "./platform";
+
+export interface ShareSource {
+  getCode(): string;
+  /** The device kind a run would use now. */
+  getDevice(): string;
+  /** The run the page shows (this page's, or the snippet's saved one), or null. */
+  lastRun(): ShownRun | null;
+  /** On a snippet page: its slug. A share with other content becomes its fork. */
+  parent: string | null;
+}
+
+export interface ShownRun {
+  id: string;
+  /** Its code, when the page knows it (a run picked up again after a reload: not). */
+  code: string | null;
+  /** Its "finished" event has arrived (the stored status may lag behind it). */
+  finished: boolean;
+}
+
+/** The id of the shown run when it finished and ran exactly this code, else null. */
+async function matchingRun(run: ShownRun | null, code: string): Promise<string | null> {
+  if (!run || !run.finished) return null;
+  if (run.code !== null) return run.code === code ? run.id : null;
+  try {
+    const record = await getRun(run.id, { limit: 1 });
+    return record.code === code ? run.id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The server's message as a sentence: a capital first letter and a full stop. */
+function sentence(text: string): string {
+  const t = text.trim();
+  if (!t) return t;
+  return t[0].toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+}
+
+/** Why the link could not be made, in plain words. */
+export function shareError(error: unknown): string {
+  if (!(error instanceof ApiError)) return `Could not create the link: ${String(error)}`;
+  switch (error.status) {
+    case 0:
+      return error.message;
+    case 429: {
+      const wait = /try again in (\d+) s/.exec(error.message);
+      const minutes = wait ? Math.max(1, Math.ceil(Number(wait[1]) / 60)) : null;
+      return (
+        "Too many links were shared from here in the last hour. " +
+        (minutes ? `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.` : "Try again later.")
+      );
+    }
+    case 503:
+      return "The playground cannot save links right now. Try again in a few seconds.";
+    case 400:
+      return sentence(error.message);
+    default:
+      return `Could not create the link: ${sentence(error.message)}`;
+  }
+}
+
+/** The HTML that embeds a snippet in another page. */
+export function embedCode(url: string, slug: string, title: string): string {
+  const origin = new URL(url, location.href).origin;
+  const name = (title || `JAX Playground snippet ${slug}`)
+    .replace(/&/g, "&amp;")
+    .replace(/"/g, "&quot;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;");
+  return `<iframe src="${origin}/embed/${slug}" width="100%" height="420" loading="lazy" title="${name}"></iframe>`;
+}
+
+/** Puts text on the clipboard; false when the browser would not. */
+async function copyText(text: string, fallback: HTMLInputElement | HTMLTextAreaElement): Promise<boolean> {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Not allowed (no permission, no user gesture): try the old way.
+  }
+  try {
+    fallback.focus();
+    fallback.select();
+    return document.execCommand("copy");
+  } catch {
+    return false;
+  }
+}
+
+function part<T extends HTMLElement>(root: HTMLElement, selector: string): T {
+  const found = root.querySelector<T>(selector);
+  if (!found) throw new Error(`the share dialog has no ${selector}`);
+  return found;
+}
+
+export class ShareDialog {
+  private readonly form: HTMLFormElement;
+  private readonly titleInput: HTMLInputElement;
+  private readonly description: HTMLTextAreaElement;
+  private readonly runNote: HTMLElement;
+  private readonly error: HTMLElement;
+  private readonly createButton: HTMLButtonElement;
+  private readonly result: HTMLElement;
+  private readonly link: HTMLInputElement;
+  private readonly linkNote: HTMLElement;
+  private readonly embed: HTMLTextAreaElement;
+  private readonly embedNote: HTMLElement;
+  private opener: HTMLElement | null = null;
+  /** The run a link would keep as its output, checked when the dialog opens. */
+  private run: Promise<string | null> = Promise.resolve(null);
+  private busy = false;
+
+  constructor(
+    private readonly dialog: HTMLDialogElement,
+    private readonly source: ShareSource,
+  ) {
+    this.form = part(dialog, "#share-form");
+    this.titleInput = part(dialog, "#share-title-input");
+    this.description = part(dialog, "#share-description");
+    this.runNote = part(dialog, "#share-run-note");
+    this.error = part(dialog, "#share-error");
+    this.createButton = part(dialog, "#share-create");
+    this.result = part(dialog, "#share-result");
+    this.link = part(dialog, "#share-link");
+    this.linkNote = part(dialog, "#share-link-note");
+    this.embed = part(dialog, "#share-embed");
+    this.embedNote = part(dialog, "#share-embed-note");
+
+    this.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.create();
+    });
+    for (const button of dialog.querySelectorAll<HTMLButtonElement>("[data-close]")) {
+      button.addEventListener("click", () => dialog.close());
+    }
+    // A click on the backdrop (outside the dialog's box) closes it, like Escape.
+    dialog.addEventListener("click", (e) => {
+      if (e.target !== dialog) return;
+      const box = dialog.getBoundingClientRect();
+      const inside = e.clientX >= box.left && e.clientX <= box.right && e.clientY >= box.top && e.clientY <= box.bottom;
+      if (!inside) dialog.close();
+    });
+    dialog.addEventListener("close", () => {
+      const back = this.opener;
+      this.opener = null;
+      if (back && back.isConnected) back.focus();
+    });
+    part<HTMLButtonElement>(dialog, "#share-copy-link").addEventListener("click", () => {
+      void this.copy(this.link, this.linkNote, "Link copied to the clipboard.");
+    });
+    part<HTMLButtonElement>(dialog, "#share-copy-embed").addEventListener("click", () => {
+      void this.copy(this.embed, this.embedNote, "Embed code copied.");
+    });
+  }
+
+  get isOpen(): boolean {
+    return this.dialog.open;
+  }
+
+  open(): void {
+    if (this.dialog.open) return;
+    this.opener = document.activeElement instanceof HTMLElement ? document.activeElement : null;
+    this.form.hidden = false;
+    this.result.hidden = true;
+    this.error.hidden = true;
+    this.error.textContent = "";
+    this.createButton.disabled = false;
+    const code = this.source.getCode();
+    this.runNote.textContent = "";
+    const shown = this.source.lastRun();
+    this.run = matchingRun(shown, code);
+    void this.run.then((run) => {
+      if (this.source.getCode() !== code) return;
+      this.runNote.textContent = run
+        ? "The link keeps the output of your last run of this code."
+        : shown && !shown.finished
+          ? "The run is not finished: the link will show no output until someone runs the code."
+          : "This code has not been run as it is: the link will show no output until someone runs it.";
+    });
+    this.dialog.showModal();
+    this.titleInput.focus();
+  }
+
+  close(): void {
+    if (this.dialog.open) this.dialog.close();
+  }
+
+  private async create(): Promise<void> {
+    if (this.busy) return;
+    const code = this.source.getCode();
+    if (!code.trim()) {
+      this.showError("There is no code to share: the editor is empty.");
+      return;
+    }
+    this.busy = true;
+    this.createButton.disabled = true;
+    this.error.hidden = true;
+    const label = this.createButton.textContent;
+    this.createButton.textContent = "Creating…";
+    try {
+      const run = await this.run;
+      const saved = await createSnippet({
+        code,
+        title: this.titleInput.value.trim(),
+        description: this.description.value.trim(),
+        device: this.source.getDevice(),
+        run,
+        // The server gives back the same snippet for the same content: a parent only counts for
+        // content that differs.
+        parent: this.source.parent,
+      });
+      this.show(saved);
+    } catch (error) {
+      this.showError(shareError(error));
+    } finally {
+      this.busy = false;
+      this.createButton.disabled = false;
+      this.createButton.textContent = label;
+    }
+  }
+
+  private showError(text: string): void {
+    this.error.textContent = text;
+    this.error.hidden = false;
+  }
+
+  private show(saved: SavedSnippet): void {
+    const url = saved.url;
+    this.link.value = url;
+    part<HTMLAnchorElement>(this.dialog, "#share-py").href = `${url}.py`;
+    part<HTMLAnchorElement>(this.dialog, "#share-ipynb").href = `${url}.ipynb`;
+    part<HTMLAnchorElement>(this.dialog, "#share-open").href = url;
+    this.embed.value = embedCode(url, saved.slug, this.titleInput.value.trim());
+    this.linkNote.textContent = saved.created ? "" : "This code was shared before: it keeps the same link.";
+    this.embedNote.textContent = "";
+    this.form.hidden = true;
+    this.result.hidden = false;
+    this.dialog.dataset.slug = saved.slug;
+    void this.copy(this.link, this.linkNote, saved.created ? "Copied to the clipboard." : "Same link as before; copied to the clipboard.");
+  }
+
+  private async copy(field: HTMLInputElement | HTMLTextAreaElement, note: HTMLElement, done: string): Promise<void> {
+    const ok = await copyText(field.value, field);
+    field.focus();
+    field.select();
+    note.textContent = ok ? done : `Press ${isMac() ? "⌘" : "Ctrl"}+C to copy it (the browser did not allow copying).`;
+    note.dataset.tone = ok ? "ok" : "warning";
+  }
+}

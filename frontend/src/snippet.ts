@@ -1,0 +1,89 @@
+// A shared snippet's page (/s/<slug>) and its embed (/embed/<slug>): the data the server renders
+// into #snippet-data, and the run it was saved with, read page by page. Opening a snippet never
+// starts a run: its output is the saved one, or none until someone presses Run.
+import { getRun, type Device } from "./api";
+import { parseEvent, type RunEvent } from "./events";
+
+export interface SnippetData {
+  slug: string;
+  code: string;
+  title: string;
+  device: string;
+  jax_version: string | null;
+  jaxlib_version: string | null;
+  /** The saved run's id, or null: not run yet. */
+  run: string | null;
+  /** The slug of the snippet this one was forked from. */
+  parent: string | null;
+  created_at: string;
+}
+
+/** The snippet the server rendered into the page, or null on any other page. */
+export function readSnippetData(): SnippetData | null {
+  const script = document.getElementById("snippet-data");
+  if (!script) return null;
+  try {
+    const data = JSON.parse(script.textContent ?? "null") as Partial<SnippetData> | null;
+    if (!data || typeof data.slug !== "string" || typeof data.code !== "string") return null;
+    return {
+      slug: data.slug,
+      code: data.code,
+      title: typeof data.title === "string" ? data.title : "",
+      device: typeof data.device === "string" ? data.device : "cpu",
+      jax_version: typeof data.jax_version === "string" && data.jax_version ? data.jax_version : null,
+      jaxlib_version: typeof data.jaxlib_version === "string" && data.jaxlib_version ? data.jaxlib_version : null,
+      run: typeof data.run === "string" && data.run ? data.run : null,
+      parent: typeof data.parent === "string" && data.parent ? data.parent : null,
+      created_at: typeof data.created_at === "string" ? data.created_at : "",
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** Every event of a finished run, in seq order, from GET /api/runs/<id> (all pages). */
+export async function loadRunEvents(id: string): Promise<{ events: RunEvent[]; finishedAt: string | null }> {
+  const bySeq = new Map<number, RunEvent>();
+  let after = 0;
+  let record = await getRun(id);
+  const finishedAt = record.finished_at ?? record.created_at ?? null;
+  for (;;) {
+    for (const raw of record.events ?? []) {
+      const event = parseEvent(raw);
+      if (event) bySeq.set(event.seq, event);
+    }
+    const next = record.events_next;
+    // null on the last page; a next page that does not move on would never end.
+    if (typeof next !== "number" || next <= after) break;
+    after = next;
+    record = await getRun(id, { after });
+  }
+  return { events: [...bySeq.values()].sort((a, b) => a.seq - b.seq), finishedAt };
+}
+
+/** A date as people read it: "3 May 2025". */
+export function readableDate(iso: string | null): string {
+  if (!iso) return "";
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return "";
+  return date.toLocaleDateString("en-GB", { day: "numeric", month: "short", year: "numeric" });
+}
+
+/**
+ * What has changed since the snippet was saved, in plain words, or null when nothing has: its
+ * device kind is offline, or it runs another JAX version now.
+ */
+export function driftNotice(snippet: SnippetData, devices: readonly Device[]): string | null {
+  const kind = snippet.device.toUpperCase();
+  const device = devices.find((d) => d.kind === snippet.device);
+  if (!device || !device.online) {
+    const other = devices.find((d) => d.online);
+    return other
+      ? `No ${kind} executor is online right now: Run would use ${other.kind.toUpperCase()} instead.`
+      : `No ${kind} executor is online right now, so it cannot be run at the moment.`;
+  }
+  if (snippet.jax_version && device.jax_version && device.jax_version !== snippet.jax_version) {
+    return `Saved with JAX ${snippet.jax_version}; ${kind} runs JAX ${device.jax_version} today, so a new run may differ.`;
+  }
+  return null;
+}
