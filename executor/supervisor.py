@@ -398,19 +398,11 @@ def supervise(
         peak_kb = peak // 1024
     wall_ms = round((time.monotonic() - t0) * 1000, 1)
 
-    if kill is not None:
-        status, message = kill.status, kill.message
-    elif (reason := launcher.exit_reason(proc)) is not None:
-        status, message = reason
-    elif state["exit"] in (ev.SUCCEEDED, ev.FAILED):
-        status, message = state["exit"], ""
-    elif proc.returncode == 0:
-        status, message = ev.SUCCEEDED, ""
-    elif (signum := _death_signal(launcher, proc.returncode)) is not None:
-        status = ev.FAILED
-        message = f"the snippet's process was killed by {_signal_name(signum)}"
-    else:
-        status, message = ev.FAILED, f"the snippet's process exited with code {proc.returncode}"
+    status, message = decide_status(
+        kill=(kill.status, kill.message) if kill is not None else None,
+        sandbox_reason=launcher.exit_reason(proc) if kill is None else None,
+        runner_exit=state["exit"], returncode=proc.returncode, sandboxed=launcher.sandboxed,
+    )
     runner.close()
     return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
                                     output_bytes=state["output"], events=budget.count + 1,
@@ -446,12 +438,31 @@ class _Budget:
         self.count += 1
 
 
-def _death_signal(launcher: Launcher, returncode: int) -> int | None:
+def decide_status(*, kill: tuple[str, str] | None, sandbox_reason: tuple[str, str] | None,
+                  runner_exit: str | None, returncode: int, sandboxed: bool) -> tuple[str, str]:
+    """A run's terminal status and message, from what the supervisor saw, in order of trust: its
+    own kill (wall clock, output, events, cancel), the sandbox's report (memory, pids, CPU), the
+    runner's "exit" message (the snippet raised or not), then the process's exit code. Pure:
+    tests/unit/test_status.py holds its table."""
+    if kill is not None:
+        return kill
+    if sandbox_reason is not None:
+        return sandbox_reason
+    if runner_exit in (ev.SUCCEEDED, ev.FAILED):
+        return runner_exit, ""
+    if returncode == 0:
+        return ev.SUCCEEDED, ""
+    if (signum := _death_signal(sandboxed, returncode)) is not None:
+        return ev.FAILED, f"the snippet's process was killed by {_signal_name(signum)}"
+    return ev.FAILED, f"the snippet's process exited with code {returncode}"
+
+
+def _death_signal(sandboxed: bool, returncode: int) -> int | None:
     """The signal that killed the runner: a negative return code, or, under bubblewrap (which
     exits with 128+n when its child died of signal n), a code above 128."""
     if returncode < 0:
         return -returncode
-    if launcher.sandboxed and 128 < returncode < 128 + 65:
+    if sandboxed and 128 < returncode < 128 + 65:
         return returncode - 128
     return None
 
