@@ -284,9 +284,13 @@ def supervise(
         handle_event_lines()
         # Read only what can be passed on: nothing while event lines wait for the budget (what the
         # snippet writes meanwhile comes after them), no more output while much waits. What is not
-        # read waits in the pipe, and the snippet with it.
+        # read waits in the pipe, and the snippet with it. While an event line is half read (a
+        # large one, a compilation's texts), only the rest of it: the runner flushes the snippet's
+        # output before it writes an event, so output that is readable now came after it.
+        mid_event = bool(event_buffer[0])
         readable = [] if event_lines else [
-            fd for fd, kind in fds.items() if kind == "event" or timing["chars"] < PENDING_MAX_CHARS]
+            fd for fd, kind in fds.items()
+            if kind == "event" or (not mid_event and timing["chars"] < PENDING_MAX_CHARS)]
         if event_lines and budget.available():
             timeout = 0  # more lines to handle now; only the wall clock and cancel come first
         elif pending or event_lines:

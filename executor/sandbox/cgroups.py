@@ -1,4 +1,9 @@
-"""Per-run cgroups: the memory cap, the process cap, CPU accounting and the kill switch.
+"""Per-run cgroups: the memory cap, the process cap, a CPU share, CPU accounting and the kill
+switch.
+
+Each run has a cgroup of its own in the CPU controller too, where it has the default weight like
+every sibling: under contention the kernel divides the CPU between runs, not between threads, so a
+run that spins up sixteen XLA threads gets no more than a single-threaded neighbour.
 
 Both hierarchies are supported: the unified one (cgroup v2, a current Debian or Ubuntu host:
 ``/sys/fs/cgroup`` is a cgroup2 mount with ``cgroup.controllers``) and the legacy one (cgroup v1,
@@ -226,7 +231,7 @@ class RunCgroup:
 
     def remove(self) -> None:
         self.kill()
-        for d in self.dirs.values():
+        for d in sorted(set(self.dirs.values())):  # co-mounted v1 controllers share a directory
             _rmdir(d)
 
 
@@ -281,7 +286,9 @@ class Cgroups:
 
     def _enable_v2(self, cgroup: Path) -> None:
         enabled = _read(cgroup / "cgroup.subtree_control").split()
-        wanted = [c for c in ("memory", "pids") if c not in enabled]
+        available = _read(cgroup / "cgroup.controllers").split()
+        # cpu is optional (without it runs share the CPU by thread, not by run).
+        wanted = [c for c in ("memory", "pids", "cpu") if c not in enabled and (c != "cpu" or c in available)]
         if not wanted:
             return
         try:
@@ -320,9 +327,9 @@ class Cgroups:
                 "hierarchy (systemd.unified_cgroup_hierarchy=1)."
             )
         bases = {}
-        for controller in ("memory", "pids", "cpuacct"):
+        for controller in ("memory", "pids", "cpuacct", "cpu"):
             if controller not in mounts:
-                continue  # cpuacct is optional: only CPU accounting is lost
+                continue  # cpuacct and cpu are optional: CPU accounting or the per-run share is lost
             parent = self.parent if self.parent is not None else own.get(controller, "/")
             base = mounts[controller] / parent.lstrip("/") / BASE_NAME
             _make_dir(base)
@@ -336,7 +343,7 @@ class Cgroups:
         dirs = {controller: base / name for controller, base in self.bases().items()}
         run = RunCgroup(dirs, v2=self.v2, memory_bytes=memory_bytes, pids=pids)
         try:
-            for d in dirs.values():
+            for d in sorted(set(dirs.values())):  # co-mounted v1 controllers share a directory
                 d.mkdir()
             if self.v2:
                 d = dirs[""]
@@ -354,7 +361,7 @@ class Cgroups:
                 _write_optional(memory / "memory.memsw.limit_in_bytes", str(memory_bytes))
                 _write(dirs["pids"] / "pids.max", str(pids))
         except OSError as exc:
-            for d in dirs.values():
+            for d in sorted(set(dirs.values())):
                 try:
                     d.rmdir()
                 except OSError:

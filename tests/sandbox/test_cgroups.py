@@ -98,3 +98,49 @@ def test_a_v2_parent_without_memory_and_pids_explains_delegation(monkeypatch):
 
     with pytest.raises(CgroupError, match="lacks the memory and pids controller.*Delegate=yes"):
         v2.bases()
+
+
+SPIN_THREADS = """\
+import os, time
+for _ in range(8):  # processes, not threads: Python threads would share one core through the GIL
+    if os.fork() == 0:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 6:
+            pass
+        os._exit(0)
+time.sleep(6)
+"""
+ONE_THREAD = """\
+import time
+t0, c0 = time.monotonic(), time.thread_time()
+while time.monotonic() - t0 < 2.5:
+    pass
+print(round((time.thread_time() - c0) / (time.monotonic() - t0), 2))
+"""
+
+
+def test_each_run_has_a_cpu_share_so_a_spinning_neighbour_cannot_starve_it(run):
+    """Each run has a cgroup of its own in the CPU controller, with the default weight like every
+    sibling, so that under contention the kernel divides the CPU between runs, not processes. (On
+    this development host the kernel's autogroup scheduling already groups each sandbox's session,
+    so the share measured below holds with or without the cgroup; on a host without autogroup,
+    one process beside eight spinning ones would get two ninths of two cores.)"""
+    import threading
+    from dataclasses import replace
+
+    cgroups = Cgroups()
+    run_cgroup = cgroups.create(f"run-{os.getpid()}-cpu-probe", memory_bytes=LIMITS.memory_bytes, pids=64)
+    try:
+        assert "cpu" in run_cgroup.dirs or run_cgroup.v2
+    finally:
+        run_cgroup.remove()
+
+    limits = replace(LIMITS, wall_s=15, cpu_s=60, pids=96)
+    spinner = threading.Thread(target=run, args=(SPIN_THREADS, limits))
+    spinner.start()
+    time.sleep(1.5)  # the spinner is warm and spinning
+    result = run(ONE_THREAD, limits)
+    spinner.join()
+    assert result.status == "succeeded", result
+    share = float(result.stdout)
+    assert share >= 0.6, f"the single-threaded run got {share:.0%} of a core beside a spinning one"
