@@ -153,6 +153,13 @@ class BwrapLauncher(Launcher):
             "--disable-userns",  # and the snippet cannot make namespaces of its own
             "--die-with-parent",
             "--new-session",  # no TIOCSTI into a terminal the worker may have
+            # The runner itself is pid 1: no bwrap init inside the sandbox. That init would run
+            # as the runner's uid, dumpable and outside the seccomp filter (which the runner
+            # installs on itself), so a snippet could take it over through /proc/1/mem and make
+            # the calls the filter denies. As pid 1 the runner also ignores signals it has no
+            # handler for from inside (kill(0, SIGKILL) included); the kernel's own (a fault,
+            # the OOM killer, the hard CPU limit) and the supervisor's still end it.
+            "--as-pid-1",
             "--hostname", "sandbox",
         ]
         for i, (_source, dest) in enumerate(self.staged_binds()):
@@ -362,8 +369,8 @@ class BwrapLauncher(Launcher):
                             "only its lower memory and pids caps")
 
     def runner_pid(self, proc: subprocess.Popen) -> int:
-        """The runner's pid on the host: the Python among the sandbox's processes (the others
-        are bwrap's two)."""
+        """The runner's pid on the host: the Python among the sandbox's processes (the other is
+        bwrap itself, outside the sandbox's pid namespace)."""
         if getattr(proc, "sandbox_runner_pid", None) is None:
             for pid in proc.sandbox_cgroup.pids():
                 try:

@@ -136,11 +136,13 @@ def test_each_run_has_a_cpu_share_so_a_spinning_neighbour_cannot_starve_it(run):
         run_cgroup.remove()
 
     limits = replace(LIMITS, wall_s=15, cpu_s=60, pids=96)
+    alone = run(ONE_THREAD, limits)  # what this machine gives one thread now (it may be busy)
     spinner = threading.Thread(target=run, args=(SPIN_THREADS, limits))
     spinner.start()
     time.sleep(1.5)  # the spinner is warm and spinning
-    result = run(ONE_THREAD, limits)
+    beside = run(ONE_THREAD, limits)
     spinner.join()
-    assert result.status == "succeeded", result
-    share = float(result.stdout)
-    assert share >= 0.6, f"the single-threaded run got {share:.0%} of a core beside a spinning one"
+    assert alone.status == beside.status == "succeeded", (alone, beside)
+    share, baseline = float(beside.stdout), float(alone.stdout)
+    assert share >= 0.5 * baseline, (
+        f"one thread got {share:.0%} of a core beside a spinning run, {baseline:.0%} alone")

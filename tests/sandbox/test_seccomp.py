@@ -144,3 +144,22 @@ def test_a_syscall_through_another_abi_kills_the_process():
 
     assert result.returncode == -signal.SIGSYS
     assert b"survived" not in result.stdout
+
+
+def test_every_process_of_the_sandbox_is_under_the_filter(run):
+    """No process inside the sandbox escapes seccomp: the runner is pid 1 (bwrap's own init, which
+    ran outside the filter as the runner's uid and could be taken over through /proc/1/mem, is not
+    there), and what the snippet starts inherits the filter."""
+    result = run(textwrap.dedent("""\
+        import os, subprocess
+        child = subprocess.Popen(["/opt/playground/venv/bin/python", "-c", "import time; time.sleep(5)"])
+        for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+            status = dict(line.split(":\\t", 1) for line in open(f"/proc/{pid}/status").read().splitlines()
+                          if ":\\t" in line)
+            print(pid, os.path.basename(os.readlink(f"/proc/{pid}/exe")), status["Seccomp"])
+        child.kill()
+        """))
+    assert result.status == "succeeded", result
+    rows = [line.split() for line in result.stdout.splitlines()]
+    assert rows[0][:2] == ["1", rows[0][1]] and rows[0][1].startswith("python")
+    assert len(rows) == 2 and all(seccomp == "2" for _pid, _exe, seccomp in rows), rows
