@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from functools import wraps
 
 from django.conf import settings
 from django.http import Http404, HttpResponse, JsonResponse
@@ -118,18 +119,26 @@ def _page_data(snippet: Snippet) -> dict:
     }
 
 
-def _removed(request, snippet: Snippet):
-    return render(request, "snippets/removed.html", {"snippet": snippet}, status=410)
+def snippet_view(view):
+    """A page of one snippet: 404 when there is none, the "removed" page (410) when the staff
+    removed it, else ``view(request, snippet, ...)``."""
+
+    @wraps(view)
+    def wrapper(request, slug, *args, **kwargs):
+        snippet = access_snippet_for_user(slug, request.user)
+        if snippet is None:
+            raise Http404("no such snippet")
+        if snippet.removed_at is not None:
+            return render(request, "snippets/removed.html", {"snippet": snippet}, status=410)
+        return view(request, snippet, *args, **kwargs)
+
+    return wrapper
 
 
 @require_GET
 @ensure_csrf_cookie
-def snippet_page(request, slug):
-    snippet = access_snippet_for_user(slug, request.user)
-    if snippet is None:
-        raise Http404("no such snippet")
-    if snippet.removed_at is not None:
-        return _removed(request, snippet)
+@snippet_view
+def snippet_page(request, snippet):
     forks = snippet.forks.filter(hidden_at__isnull=True, removed_at__isnull=True).order_by("created_at")
     context = page_context(request) | {
         "snippet": snippet, "snippet_data": _page_data(snippet), "preview": _preview(snippet, request),
@@ -142,12 +151,8 @@ def snippet_page(request, slug):
 
 
 @require_GET
-def snippet_download(request, slug, ext):
-    snippet = access_snippet_for_user(slug, request.user)
-    if snippet is None:
-        raise Http404("no such snippet")
-    if snippet.removed_at is not None:
-        return _removed(request, snippet)
+@snippet_view
+def snippet_download(request, snippet, ext):
     url = request.build_absolute_uri(snippet.get_absolute_url())
     if ext == "py":
         response = HttpResponse(snippet.code, content_type="text/x-python; charset=utf-8")
@@ -181,12 +186,8 @@ def snippet_figure(request, slug):
 @xframe_options_exempt
 @csp_override({**settings.SECURE_CSP, "frame-ancestors": ["*"]})  # meant for other sites' iframes
 @ensure_csrf_cookie
-def embed(request, slug):
-    snippet = access_snippet_for_user(slug, request.user)
-    if snippet is None:
-        raise Http404("no such snippet")
-    if snippet.removed_at is not None:
-        return _removed(request, snippet)
+@snippet_view
+def embed(request, snippet):
     context = page_context(request) | {"snippet": snippet, "snippet_data": _page_data(snippet), "embed": True,
                                        "preview": _preview(snippet, request)}
     return render(request, "playground/index.html", context)
