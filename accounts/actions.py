@@ -4,11 +4,8 @@ validates and raises ``ActionError``; ``do_*`` changes state without validating.
 from __future__ import annotations
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import ProtectedError
 
 from playground.actions.errors import ActionError
-from playground.models import Run
 from playground.ratelimit import check_rate
 
 from .auth import PREFIX_SHOWN, hash_secret, new_secret
@@ -69,28 +66,3 @@ def do_create_token(user, name: str) -> tuple[ApiToken, str]:
 def do_revoke_token(token: ApiToken) -> None:
     """Revoked is gone: the next request with its secret answers 401."""
     ApiToken.objects.filter(pk=token.pk).delete()
-
-
-# Runs -------------------------------------------------------------------------------------------
-
-def check_delete_run(run: Run) -> None:
-    """Delete one's own run, unless something still shows it: a snippet's link (its saved output),
-    or the run itself, still queued or running (its executor would go on reporting to no one)."""
-    if not run.is_finished:
-        raise ActionError("this run has not finished yet; cancel it or wait for it to end, then delete it",
-                          status=409)
-    slug = run.snippets.values_list("slug", flat=True).first()
-    if slug is not None:
-        raise ActionError(f"this run is kept: it is the saved output of the shared snippet /s/{slug}, "
-                          "whose link shows it", status=409)
-    do_delete_run(run)
-
-
-def do_delete_run(run: Run) -> None:
-    """The row and its events go; its Redis log expires on its own within a day, and no one can
-    read it meanwhile (the API and the websocket look a run up in the database first)."""
-    try:
-        with transaction.atomic():
-            Run.objects.filter(pk=run.pk).delete()
-    except ProtectedError:  # shared as a snippet's output since check_delete_run looked
-        raise ActionError("this run was just shared as a snippet's saved output; it is kept", status=409) from None

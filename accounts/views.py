@@ -21,13 +21,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from playground.actions.errors import ActionError
+from playground.actions.runs import check_delete_run
 from playground.views import client_address
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
 from snippets.models import Snippet
 
 from .access import access_own_run, access_own_runs, access_own_token, access_own_tokens
-from .actions import check_create_token, check_delete_run, check_password_reset, check_sign_up, do_revoke_token
+from .actions import check_create_token, check_password_reset, check_sign_up, do_revoke_token
 from .forms import EmailForm, SignUpForm
 
 PAGE = 50

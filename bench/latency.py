@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 import websockets
+
+from bench.stack import own_stack
 
 SNIPPETS = {
     "print(1)": "print(1)\n",
@@ -124,26 +124,6 @@ def measure(url: str, runs: int) -> dict:
     return out
 
 
-def own_stack(tmp: Path, logdir: Path):
-    """A stack of our own: SQLite under a temporary folder, Redis database 14; logs in logdir."""
-    import subprocess
-
-    from bench.stack import ROOT, Stack
-
-    env = {
-        "PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/root"),
-        "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "web.settings",
-        "DATABASE_URL": f"sqlite:///{tmp / 'bench.sqlite3'}",
-        "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
-        "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0", "PYTHONUNBUFFERED": "1",
-        "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "bwrap"),
-        "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
-    }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    logdir.mkdir(parents=True, exist_ok=True)
-    return Stack.launch(env, logdir)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="a running playground; default: start one")
@@ -160,31 +140,27 @@ def main() -> int:
         if args.burst:
             results["burst"] = asyncio.run(burst(args.url, args.burst))
     else:
-        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-            stack = own_stack(Path(tmp), Path("var/bench-logs"))
-            try:
-                info = stack.wait_online()
-                print(f"stack: sandbox {stack.env['EXECUTOR_SANDBOX']}, {info['slots']} slots, "
-                      f"JAX {info['jax_version']}", flush=True)
-                print("warm pool (EXECUTOR_POOL_SIZE=2):", flush=True)
-                results["warm"] = measure(stack.url, args.runs)
-                if args.burst:
-                    results["burst"] = asyncio.run(burst(stack.url, args.burst))
-                    b = results["burst"]
-                    print(f"  burst of {b['count']}: {b['runs_per_s']:.1f} runs/s, statuses {b['statuses']}, "
-                          f"p95 {b['latency']['p95']:.0f} ms", flush=True)
-                if not args.no_cold:
-                    stack.kill("executor")
-                    stack.start_executor(EXECUTOR_POOL_SIZE=0)
-                    time.sleep(16)  # let the killed worker's heartbeat age out
-                    stack.wait_online(warm=False)
-                    print("pool disabled (EXECUTOR_POOL_SIZE=0, every run starts cold):", flush=True)
-                    results["cold"] = measure(stack.url, args.runs)
-                    for label in SNIPPETS:
-                        ratio = results["cold"][label]["total"]["median"] / results["warm"][label]["total"]["median"]
-                        print(f"  {label}: warm is {ratio:.1f}x faster than cold (medians)", flush=True)
-            finally:
-                stack.stop()
+        with own_stack("latency") as stack:
+            info = stack.wait_online()
+            print(f"stack: sandbox {stack.env['EXECUTOR_SANDBOX']}, {info['slots']} slots, "
+                  f"JAX {info['jax_version']}", flush=True)
+            print("warm pool (EXECUTOR_POOL_SIZE=2):", flush=True)
+            results["warm"] = measure(stack.url, args.runs)
+            if args.burst:
+                results["burst"] = asyncio.run(burst(stack.url, args.burst))
+                b = results["burst"]
+                print(f"  burst of {b['count']}: {b['runs_per_s']:.1f} runs/s, statuses {b['statuses']}, "
+                      f"p95 {b['latency']['p95']:.0f} ms", flush=True)
+            if not args.no_cold:
+                stack.kill("executor")
+                stack.start_executor(EXECUTOR_POOL_SIZE=0)
+                time.sleep(16)  # let the killed worker's heartbeat age out
+                stack.wait_online(warm=False)
+                print("pool disabled (EXECUTOR_POOL_SIZE=0, every run starts cold):", flush=True)
+                results["cold"] = measure(stack.url, args.runs)
+                for label in SNIPPETS:
+                    ratio = results["cold"][label]["total"]["median"] / results["warm"][label]["total"]["median"]
+                    print(f"  {label}: warm is {ratio:.1f}x faster than cold (medians)", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

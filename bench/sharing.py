@@ -15,10 +15,11 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from bench.stack import Stack, own_stack
 
 CODE = ("import jax, jax.numpy as jnp, matplotlib.pyplot as plt\nf = jax.jit(lambda x: jnp.sin(x) * 2)\n"
         "x = jnp.linspace(0, 6, 200)\nprint(f(x)[:4])\nplt.plot(x, f(x))\nplt.show()\n")
@@ -34,8 +35,6 @@ def timed(fn, n: int) -> dict:
 
 
 def measure(url: str, n: int) -> dict:
-    from bench.stack import Stack
-
     stack = Stack(url=url, env={}, logdir=Path("."))
     status, run = stack.post("/api/runs", {"code": CODE})
     assert status == 201, run
@@ -79,15 +78,9 @@ def main() -> int:
     if args.url:
         results = measure(args.url, args.n)
     else:
-        from bench.latency import own_stack
-
-        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
-            stack = own_stack(Path(tmp), Path("var/bench-logs/sharing"))
-            try:
-                stack.wait_online()
-                results = measure(stack.url, args.n)
-            finally:
-                stack.stop()
+        with own_stack("sharing") as stack:
+            stack.wait_online()
+            results = measure(stack.url, args.n)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

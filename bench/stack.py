@@ -18,6 +18,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -272,3 +274,31 @@ class Stack:
                 return run
             time.sleep(0.1)
         raise TimeoutError(f"run {run_id} still {run['status']} after {timeout} s")
+
+
+@contextmanager
+def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[Stack]:
+    """A benchmark's own stack, stopped on leaving: SQLite in a temporary folder, Redis database
+    14 (or ``redis_url``), no rate limits, logs in var/bench-logs/<name>; ``extra_env`` adds to
+    or overrides the settings."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
+        env = {
+            "PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/root"),
+            "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "web.settings",
+            "DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
+            "REDIS_URL": redis_url or os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
+            "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0", "PYTHONUNBUFFERED": "1",
+            "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "bwrap"),
+            "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
+            **{k: str(v) for k, v in extra_env.items()},
+        }
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+        logdir = ROOT / "var" / "bench-logs" / name
+        logdir.mkdir(parents=True, exist_ok=True)
+        stack = Stack.launch(env, logdir)
+        try:
+            yield stack
+        finally:
+            stack.stop()

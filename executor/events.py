@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from .runner import protocol
-from .runner.protocol import EVENT_TYPES, RUNNER_EVENT_TYPES, TERMINAL_STATUSES  # noqa: F401 - re-exported
+from .runner.protocol import EVENT_TYPES, TERMINAL_STATUSES
 
 # Types, in the order a run produces them; declared with their fields in runner/protocol.py.
 QUEUED = "queued"

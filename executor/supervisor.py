@@ -255,7 +255,7 @@ def supervise(
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
                     state["exit"] = exit_["status"]
-            elif type_ not in ev.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
+            elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
                 send(type_, draining=draining, **fields)

@@ -21,7 +21,7 @@ def snippet_summary(snippet: Snippet) -> dict:
     }
 
 
-def snippet_detail(snippet: Snippet, *, events_limit: int = 1000) -> dict:
+def snippet_detail(snippet: Snippet, *, events_after: int = 0, events_limit: int = 1000) -> dict:
     base = snippet.get_absolute_url()
     forks = snippet.forks.filter(hidden_at__isnull=True, removed_at__isnull=True).order_by("created_at")
     return {
@@ -36,7 +36,7 @@ def snippet_detail(snippet: Snippet, *, events_limit: int = 1000) -> dict:
         "parent": snippet_summary(snippet.parent) if snippet.parent_id else None,
         "forks": [snippet_summary(f) for f in forks[:FORKS_LISTED]],
         "forks_count": forks.count(),
-        "run": run_detail(snippet.run, limit=events_limit) if snippet.run_id else None,
+        "run": run_detail(snippet.run, after=events_after, limit=events_limit) if snippet.run_id else None,
         "links": {"page": base, "py": f"{base}.py", "ipynb": f"{base}.ipynb", "json": f"{base}.json",
                   "embed": f"/embed/{snippet.slug}"},
     }

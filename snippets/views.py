@@ -59,12 +59,7 @@ def api_snippet(request, slug):
     snippet = _snippet_or_404(request, slug)
     after = query_int(request, "after", 0)
     limit = query_int(request, "limit", settings.RUN_EVENTS_PAGE, minimum=1, maximum=settings.RUN_EVENTS_PAGE)
-    detail = snippet_detail(snippet, events_limit=limit)
-    if after and detail["run"] is not None:
-        from playground.serializers import run_detail
-
-        detail["run"] = run_detail(snippet.run, after=after, limit=limit)
-    return JsonResponse(detail)
+    return JsonResponse(snippet_detail(snippet, events_after=after, events_limit=limit))
 
 
 def _signed_in(request):

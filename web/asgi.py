@@ -11,7 +11,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from playground.routing import websocket_urlpatterns  # noqa: E402
-from web.origins import site_or_script  # noqa: E402
+from web.origins import site_or_script  # noqa: E402 - needs Django set up first
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,

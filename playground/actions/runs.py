@@ -9,6 +9,7 @@ from datetime import datetime, UTC
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import ProtectedError
 
 from executor import events as ev
 from executor import registry
@@ -169,6 +170,31 @@ def do_cancel_run(run: Run) -> str:
 def _last_seq(run_id: str) -> int:
     """The last seq the database has of a run (its log may be younger: a Redis that restarted)."""
     return RunEvent.objects.filter(run_id=run_id).order_by("-seq").values_list("seq", flat=True).first() or 0
+
+
+# Deleting ---------------------------------------------------------------------------------------
+
+def check_delete_run(run: Run) -> None:
+    """Delete one's own run, unless something still shows it: a snippet's link (its saved output),
+    or the run itself, still queued or running (its executor would go on reporting to no one)."""
+    if not run.is_finished:
+        raise ActionError("this run has not finished yet; cancel it or wait for it to end, then delete it",
+                          status=409)
+    slug = run.snippets.values_list("slug", flat=True).first()
+    if slug is not None:
+        raise ActionError(f"this run is kept: it is the saved output of the shared snippet /s/{slug}, "
+                          "whose link shows it", status=409)
+    do_delete_run(run)
+
+
+def do_delete_run(run: Run) -> None:
+    """The row and its events go; its Redis log expires on its own within a day, and no one can
+    read it meanwhile (the API and the websocket look a run up in the database first)."""
+    try:
+        with transaction.atomic():
+            Run.objects.filter(pk=run.pk).delete()
+    except ProtectedError:  # shared as a snippet's output since check_delete_run looked
+        raise ActionError("this run was just shared as a snippet's saved output; it is kept", status=409) from None
 
 
 # The watchdog ------------------------------------------------------------------------------------
