@@ -87,3 +87,15 @@ export function el<K extends keyof HTMLElementTagNameMap>(
   }
   return node;
 }
+
+/** A 16×16 stroked icon (the site's icon style) drawn by one SVG path. */
+export function strokeIcon(d: string): SVGSVGElement {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 16 16");
+  svg.setAttribute("aria-hidden", "true");
+  svg.classList.add("icon-stroke");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", d);
+  svg.append(path);
+  return svg;
+}

@@ -6,7 +6,7 @@
 // Compiler Explorer: pointing at a compiled line marks the snippet line it came from, and the
 // editor's cursor line marks the compiled lines it produced.
 import type { CompiledEvent, DisplayEvent, LineMap, RunEvent } from "../events";
-import { bytes, count, duration, el, flops as formatFlops, num, str } from "../format";
+import { bytes, count, duration, el, flops as formatFlops, num, str, strokeIcon } from "../format";
 import type { Pane } from "./pane";
 import { colorize, DiffViewer, TextViewer, type Language } from "./viewers";
 
@@ -381,7 +381,8 @@ export class CompiledPane implements Pane {
 
   private compareButton(entry: Entry): HTMLButtonElement {
     const sources = this.sources();
-    const b = el("button", "button button-small", compareIcon(), el("span", null, "Compare"));
+    const icon = strokeIcon("M5.5 2v9M3 8.5l2.5 2.5L8 8.5M10.5 14V5M8 7.5l2.5-2.5L13 7.5"); // arrows both ways
+    const b = el("button", "button button-small", icon, el("span", null, "Compare"));
     b.type = "button";
     b.title = "Show the difference between two entries";
     b.disabled = sources.length < 2;
@@ -621,13 +622,3 @@ function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLEle
   return out;
 }
 
-function compareIcon(): SVGSVGElement {
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("aria-hidden", "true");
-  svg.classList.add("icon-stroke");
-  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", "M5.5 2v9M3 8.5l2.5 2.5L8 8.5M10.5 14V5M8 7.5l2.5-2.5L13 7.5");
-  svg.append(path);
-  return svg;
-}

@@ -1,7 +1,7 @@
 // The "Output" tab: stdout and stderr as they arrive, values shown as text (a trailing
 // expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
-import { el, str } from "../format";
+import { el, str, strokeIcon } from "../format";
 import { isMac } from "../platform";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
@@ -241,7 +241,8 @@ export class OutputPane implements Pane {
     this.saved = new OutputView(onLineClick, () => [], () => {}, false);
 
     this.barLabel = el("span", "output-bar-label");
-    this.toggle = el("button", "button button-small output-toggle", savedIcon(), el("span", null, "Saved output"));
+    const icon = strokeIcon("M2.5 3h4.5v10H2.5zM9 3h4.5v10H9z"); // two columns
+    this.toggle = el("button", "button button-small output-toggle", icon, el("span", null, "Saved output"));
     this.toggle.type = "button";
     this.toggle.id = "saved-output-toggle";
     this.toggle.title = "Show the output this snippet was saved with beside this run's";
@@ -319,13 +320,3 @@ export class OutputPane implements Pane {
   }
 }
 
-function savedIcon(): SVGSVGElement {
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("aria-hidden", "true");
-  svg.classList.add("icon-stroke");
-  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", "M2.5 3h4.5v10H2.5zM9 3h4.5v10H9z");
-  svg.append(path);
-  return svg;
-}
