@@ -19,7 +19,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -78,6 +77,7 @@ class Runner:
             except OSError:
                 pass
         os.close(self.event_fd)
+        self.proc.release()
 
 
 def discard(runner: Runner, launcher) -> None:
@@ -311,16 +311,13 @@ def supervise(
     exit_info: dict = {}
 
     def exited() -> bool:
-        # os.wait4 rather than proc.poll(): it also gives the run's CPU time and peak memory.
-        if not exit_info:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                exit_info.update(status=status, usage=usage)
+        if not exit_info and (done := proc.wait_exit(block=False)) is not None:
+            exit_info["done"] = done
         return bool(exit_info)
 
-    # A pidfd becomes readable when the process exits (Linux); elsewhere (a Mac, unsandboxed)
-    # the wait below is a plain tick.
-    pidfd = os.pidfd_open(proc.pid) if hasattr(os, "pidfd_open") else None
+    # Readable when the process exits (a pidfd, or the template's report); elsewhere (a Mac,
+    # unsandboxed) the wait below is a plain tick.
+    exit_fd = proc.exit_fd()
     kill: _Kill | None = None
     # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
     cpu_at_start = launcher.cpu_seconds(proc)
@@ -349,16 +346,14 @@ def supervise(
                 # Pipes closed: it is exiting, or the snippet closed them and runs on. A pidfd
                 # becomes readable when the process exits, so this wakes at once, not on a tick.
                 wait_s = max(min(TICK_S, deadline - now), 0)
-                if pidfd is not None:
-                    select.select([pidfd], [], [], wait_s)
+                if exit_fd is not None:
+                    select.select([exit_fd], [], [], wait_s)
                 else:
                     time.sleep(min(wait_s, 0.01))
     except _Kill as k:
         kill = k
     finally:
         launcher.cleanup(proc)
-        if pidfd is not None:
-            os.close(pidfd)
 
     # What was written before the end is still in the pipes: keep it, as far as the limits go.
     drain_until = time.monotonic() + DRAIN_S
@@ -389,12 +384,9 @@ def supervise(
         pass
 
     if not exit_info:
-        _, status_, usage_ = os.wait4(proc.pid, 0)
-        exit_info.update(status=status_, usage=usage_)
-    proc.returncode = os.waitstatus_to_exitcode(exit_info["status"])
-    usage = exit_info["usage"]
-    cpu_ms = round((usage.ru_utime + usage.ru_stime) * 1000, 1)
-    peak_kb = usage.ru_maxrss // 1024 if sys.platform == "darwin" else usage.ru_maxrss  # bytes there
+        exit_info["done"] = proc.wait_exit(block=True)
+    returncode, cpu_s, peak_kb = exit_info["done"]
+    cpu_ms = round(cpu_s * 1000, 1)
     # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
     if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
         cpu_ms = round((cpu_now - cpu_at_start) * 1000, 1)
@@ -405,7 +397,7 @@ def supervise(
     status, message = decide_status(
         kill=(kill.status, kill.message) if kill is not None else None,
         sandbox_reason=launcher.exit_reason(proc) if kill is None else None,
-        runner_exit=state["exit"], returncode=proc.returncode, sandboxed=launcher.sandboxed,
+        runner_exit=state["exit"], returncode=returncode, death_signal=launcher.death_signal(returncode),
     )
     runner.close()
     return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
@@ -443,7 +435,7 @@ class _Budget:
 
 
 def decide_status(*, kill: tuple[str, str] | None, sandbox_reason: tuple[str, str] | None,
-                  runner_exit: str | None, returncode: int, sandboxed: bool) -> tuple[str, str]:
+                  runner_exit: str | None, returncode: int, death_signal: int | None) -> tuple[str, str]:
     """A run's terminal status and message, from what the supervisor saw, in order of trust: its
     own kill (wall clock, output, events, cancel), the sandbox's report (memory, pids, CPU), the
     runner's "exit" message (the snippet raised or not), then the process's exit code. Pure:
@@ -456,19 +448,9 @@ def decide_status(*, kill: tuple[str, str] | None, sandbox_reason: tuple[str, st
         return runner_exit, ""
     if returncode == 0:
         return ev.SUCCEEDED, ""
-    if (signum := _death_signal(sandboxed, returncode)) is not None:
-        return ev.FAILED, f"the snippet's process was killed by {_signal_name(signum)}"
+    if death_signal is not None:
+        return ev.FAILED, f"the snippet's process was killed by {_signal_name(death_signal)}"
     return ev.FAILED, f"the snippet's process exited with code {returncode}"
-
-
-def _death_signal(sandboxed: bool, returncode: int) -> int | None:
-    """The signal that killed the runner: a negative return code, or, under bubblewrap (which
-    exits with 128+n when its child died of signal n), a code above 128."""
-    if returncode < 0:
-        return -returncode
-    if sandboxed and 128 < returncode < 128 + 65:
-        return returncode - 128
-    return None
 
 
 def _signal_name(signum: int) -> str:

@@ -1,8 +1,9 @@
 """Wires the runner's features around one run; ``main`` calls these at four points:
 
     prepare(channel)   during warm-up, after jax is imported: capture hooks, the ``jaxplay``
-                       module, matplotlib's backend (an environment variable: nothing imported)
-                       and the worker's font list
+                       module (prepare_process: a template does these once before forking),
+                       matplotlib's backend (an environment variable: nothing imported) and the
+                       worker's font list (prepare_run: in each run's own process)
     configure(options) once the request arrived (``options["capture"] = False`` turns capture off)
     run(source, ns)    the snippet, through the notebook transformation
     finish()           figures still open are sent
@@ -38,11 +39,23 @@ def libraries() -> dict[str, str]:
 
 
 def prepare(channel, font_cache: str | None = None) -> None:
-    common.set_channel(channel)
+    prepare_process()
+    prepare_run(channel, font_cache)
+
+
+def prepare_process() -> None:
+    """What every run shares and a template can do once before forking: the capture hooks and
+    the ``jaxplay`` module. Starts no thread and no backend."""
     _state["capture"] = capture.install()
     from . import jaxplay
 
     sys.modules["jaxplay"] = jaxplay
+
+
+def prepare_run(channel, font_cache: str | None = None) -> None:
+    """What belongs to one run's process: its event channel, matplotlib's settings and its copy
+    of the font list (in the run's own /tmp)."""
+    common.set_channel(channel)
     package = __name__.rpartition(".")[0]
     os.environ["MPLBACKEND"] = f"module://{package}.mpl_backend"
     # matplotlib wants a writable config/cache directory; the sandbox's HOME is /tmp.

@@ -165,7 +165,7 @@ def _confine(args) -> None:
         seccomp.install()
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="runner")
     parser.add_argument("--event-fd", type=int, required=True)
     parser.add_argument("--cpu-devices", type=int, default=0)
@@ -183,8 +183,12 @@ def main(argv: list[str]) -> int:
     info["libraries"] = hooks.libraries()
     _confine(args)
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
+    serve(channel, sys.stdin.buffer)
 
-    line = sys.stdin.buffer.readline()
+
+def serve(channel: EventChannel, stdin) -> None:
+    """Wait for the one request, run its snippet, report, exit. Never returns."""
+    line = stdin.readline()
     if not line:
         os._exit(0)  # the pool is shutting down
     request = json.loads(line)

@@ -120,6 +120,14 @@ class Launcher:
         now (a fork bomb that ignores EAGAIN at the pids limit, say)."""
         return None
 
+    @staticmethod
+    def death_signal(returncode: int) -> int | None:
+        """The signal that ended the runner, from its return code (a negative one here)."""
+        return -returncode if returncode < 0 else None
+
+    def close(self) -> None:
+        """When the worker stops: end what the backend keeps running between runs."""
+
     def cpu_seconds(self, proc: subprocess.Popen) -> float | None:
         """CPU time the sandbox has used so far (all its processes), or None when only the
         supervisor's wait4 can tell."""
@@ -137,14 +145,45 @@ class Launcher:
         return args
 
 
-def spawn_runner(argv_for, *, cwd, env: dict) -> subprocess.Popen:
+class RunnerPopen(subprocess.Popen):
+    """A runner that is the worker's own child: what the supervisor needs beyond Popen, which
+    forked runners (fork.ForkedProcess) provide too."""
+
+    event_fd: int
+
+    def exit_fd(self) -> int | None:
+        """A descriptor that becomes readable when the runner exits (a pidfd), or None."""
+        if getattr(self, "_pidfd", None) is None and hasattr(os, "pidfd_open"):
+            self._pidfd = os.pidfd_open(self.pid)
+        return getattr(self, "_pidfd", None)
+
+    def wait_exit(self, block: bool) -> tuple[int, float, int] | None:
+        """(return code, CPU seconds, peak RSS in KiB) once it exited, else None. wait4 rather
+        than poll(): it also gives the process's CPU time and peak memory."""
+        if self.returncode is not None and hasattr(self, "_usage"):
+            return self._usage
+        pid, status, usage = os.wait4(self.pid, 0 if block else os.WNOHANG)
+        if not pid:
+            return None
+        self.returncode = os.waitstatus_to_exitcode(status)
+        peak_kb = usage.ru_maxrss // 1024 if sys.platform == "darwin" else usage.ru_maxrss  # bytes there
+        self._usage = (self.returncode, usage.ru_utime + usage.ru_stime, peak_kb)
+        return self._usage
+
+    def release(self) -> None:
+        if getattr(self, "_pidfd", None) is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def spawn_runner(argv_for, *, cwd, env: dict) -> RunnerPopen:
     """Start a runner with pipes for stdin, stdout and stderr and the write end of its event
     pipe (``argv_for(fd)`` gives the command that tells the runner which descriptor it is). The
     read end is returned as ``proc.event_fd``. Nothing else is inherited, and the runner leads a
     session of its own, so that everything it starts can be killed with it."""
     event_r, event_w = os.pipe()
     try:
-        proc = subprocess.Popen(
+        proc = RunnerPopen(
             argv_for(event_w),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -188,7 +227,10 @@ LAUNCHERS: dict[str, type[Launcher]] = {"none": DirectLauncher}
 
 from .bwrap import BwrapLauncher  # noqa: E402 - it subclasses Launcher, defined above
 
+from .fork import ForkLauncher  # noqa: E402
+
 LAUNCHERS[BwrapLauncher.name] = BwrapLauncher
+LAUNCHERS[ForkLauncher.name] = ForkLauncher
 
 
 def get_launcher(name: str, **kwargs) -> Launcher:

@@ -144,10 +144,27 @@ class BwrapLauncher(Launcher):
             args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
         return args
 
+    def bwrap_path(self) -> str:
+        return BWRAP if os.path.exists(BWRAP) else shutil.which("bwrap") or BWRAP
+
+    def layout_args(self) -> list[str]:
+        """What a sandbox's file system holds, in bwrap's terms: the staged read-only sources,
+        the system's libraries, a fresh /proc, a minimal /dev (and the configured devices),
+        read-only. The one-shot sandbox and the template share it."""
+        argv = []
+        for i, (_source, dest) in enumerate(self.staged_binds()):
+            argv += ["--ro-bind", f"{STAGE_DIR}/{i}", dest]
+        argv += self.system_args()
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        for device in self.devices:
+            argv += ["--dev-bind", device, device]
+        argv += ["--remount-ro", "/dev"]  # bwrap's /dev is a writable tmpfs: /dev/shm
+        return argv
+
     def bwrap_argv(self, event_fd: int) -> list[str]:
         limits = self.limits
         argv = [
-            BWRAP if os.path.exists(BWRAP) else shutil.which("bwrap") or BWRAP,
+            self.bwrap_path(),
             "--unshare-all",  # user, pid, net, ipc, uts, cgroup: no network, not even loopback
             "--unshare-user",
             "--disable-userns",  # and the snippet cannot make namespaces of its own
@@ -162,13 +179,7 @@ class BwrapLauncher(Launcher):
             "--as-pid-1",
             "--hostname", "sandbox",
         ]
-        for i, (_source, dest) in enumerate(self.staged_binds()):
-            argv += ["--ro-bind", f"{STAGE_DIR}/{i}", dest]
-        argv += self.system_args()
-        argv += ["--proc", "/proc", "--dev", "/dev"]
-        for device in self.devices:
-            argv += ["--dev-bind", device, device]
-        argv += ["--remount-ro", "/dev"]  # bwrap's /dev is a writable tmpfs: /dev/shm
+        argv += self.layout_args()
         argv += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
         argv += ["--chdir", WORKDIR, "--remount-ro", "/"]
         argv += ["--", self.python, "-u", "-E", "-s", "-B", "-m", "runner"]
@@ -306,15 +317,22 @@ class BwrapLauncher(Launcher):
             "argv": bwrap_argv,
             "env": self.environment(),
         }
+        return self.wrapper_command(spec)
+
+    @staticmethod
+    def wrapper_command(spec: dict) -> list[str]:
         return [sys.executable, "-I", "-S", "-B", str(ENTER), json.dumps(spec)]
 
-    def start(self, slot: int) -> subprocess.Popen:
-        STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
+    def _check_font_cache(self) -> None:
         if self.font_cache and not (FONT_CACHE_DIR / os.path.basename(self.font_cache)).is_file():
             # Gone from /run since the worker made it: runners do without rather than not start.
             log.warning("matplotlib's font list %s disappeared; runners scan the fonts again",
                         FONT_CACHE_DIR / os.path.basename(self.font_cache))
             self.font_cache = None
+
+    def start(self, slot: int) -> subprocess.Popen:
+        STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
+        self._check_font_cache()
         cgroup = self._new_cgroup(slot)
         try:
             # bwrap hands every inherited descriptor to the sandbox: only the event pipe.
@@ -418,8 +436,9 @@ class BwrapLauncher(Launcher):
         # A snippet that SIGKILLs itself after using as much is reported as over its CPU limit,
         # which it nearly was.)
         code = proc.returncode
-        if code == 128 + signal.SIGXCPU or (
-            code == 128 + signal.SIGKILL
+        signum = self.death_signal(code)
+        if signum == signal.SIGXCPU or (
+            signum == signal.SIGKILL
             and report["cpu_s"] is not None
             and report["cpu_s"] >= self.limits.cpu_s + 1
         ):
@@ -427,6 +446,11 @@ class BwrapLauncher(Launcher):
         if report["pids_limit_hit"] and code not in (0, None):
             return "limit_exceeded", f"process limit of {self.limits.pids} exceeded"
         return None
+
+    @staticmethod
+    def death_signal(returncode: int) -> int | None:
+        """The signal that ended the runner: bwrap exits with 128+n when its child died of n."""
+        return returncode - 128 if 128 < returncode < 128 + 65 else None
 
     def cpu_seconds(self, proc: subprocess.Popen) -> float | None:
         report = getattr(proc, "sandbox_report", None)

@@ -37,6 +37,7 @@ MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 PR_SET_PDEATHSIG = 1
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -73,6 +74,46 @@ def stage(stage_dir: str, binds: list[list[str]]) -> None:
         mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def enter_userns(uid_map: str, gid_map: str) -> None:
+    """Move this process into a new user namespace whose uid and gid maps hold several ranges
+    (a process may only write a one-line map of itself): a helper forked first, still root on
+    the host, writes them once this process has unshared, and this process becomes uid 0 in it.
+    The template launcher's namespace maps 0 to the template's own host uid and one uid per
+    runner slot, so that the template, itself unprivileged on the host, can give each forked
+    runner a uid of its own."""
+    ready_r, ready_w = os.pipe()
+    done_r, done_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:
+        try:
+            os.close(ready_w)
+            os.close(done_r)
+            if os.read(ready_r, 1) != b"u":
+                os._exit(1)
+            parent = os.getppid()
+            for name, text in (("uid_map", uid_map), ("gid_map", gid_map)):
+                with open(f"/proc/{parent}/{name}", "w") as f:
+                    f.write(text)
+            os.write(done_w, b"m")
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 - report through the exit code only
+            os._exit(1)
+    os.close(ready_r)
+    os.close(done_w)
+    try:
+        if libc.unshare(CLONE_NEWUSER) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, "unshare(CLONE_NEWUSER): " + os.strerror(err))
+        os.write(ready_w, b"u")
+        mapped = os.read(done_r, 1) == b"m"
+    finally:
+        os.close(ready_w)
+        os.close(done_r)
+        os.waitpid(helper, 0)
+    if not mapped:
+        raise OSError("cannot write the user namespace's uid and gid maps")
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # until bwrap sets its own
@@ -91,6 +132,11 @@ def main() -> None:
         stage(spec["stage"], spec["binds"])
     except OSError as exc:
         fail(f"cannot stage the sandbox's files: {exc}")
+    if spec.get("userns"):
+        try:
+            enter_userns(spec["userns"]["uid_map"], spec["userns"]["gid_map"])
+        except OSError as exc:
+            fail(f"cannot create the user namespace: {exc}")
     try:
         os.setgroups([])
         os.setresgid(spec["gid"], spec["gid"], spec["gid"])
