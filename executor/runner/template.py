@@ -7,8 +7,8 @@
                │   control socket (fd 3): spawn requests carrying the run's four descriptors
                └─ fork() into a new pid namespace ─▶ runner, pid 1 of its own namespace:
                     waits until the worker has put it in its run's cgroup, then makes its own
-                    mount, net, ipc, uts and cgroup namespaces, a fresh /proc, /tmp and
-                    /dev/shm, drops to uid 1000+slot with no capabilities, sets its rlimits,
+                    mount, net, ipc, uts and cgroup namespaces, a fresh /proc and /tmp,
+                    drops to uid 1000+slot with no capabilities, sets its rlimits,
                     closes every other descriptor, clears its environment, installs the seccomp
                     filter and says "ready"
 
@@ -25,7 +25,7 @@ each runner stacks the full filter on top.
 Control messages (SOCK_SEQPACKET, one JSON object per packet):
 
     worker → template   {"op": "spawn", "id", "uid", "gid", "env", "rlimits", "tmp_bytes",
-                        "shm_bytes", "cwd"} + SCM_RIGHTS [stdin, stdout, stderr, events]
+                        "cwd"} + SCM_RIGHTS [stdin, stdout, stderr, events]
     template → worker   {"op": "ready", ...what a run's "ready" says}     once, after the probe
                         {"op": "spawned", "id", "pid"} + SCM_CREDENTIALS(runner): the kernel
                                                         gives the worker the runner's host pid
@@ -60,6 +60,7 @@ libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 SIOCSIFFLAGS = 0x8914
 IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x1, 0x8, 0x40
@@ -163,9 +164,6 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -
     # proc only where a fully visible one is already mounted, so the old one stays beneath).
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['tmp_bytes']},mode=1777")
-    if os.path.isdir("/dev/shm"):
-        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              f"size={spec['shm_bytes']},mode=1777")
     _loopback_up()
 
     import resource
@@ -177,6 +175,10 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -
     os.setresgid(spec["gid"], spec["gid"], spec["gid"])
     os.setresuid(spec["uid"], spec["uid"], spec["uid"])  # clears every capability
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a change of uid clears it
+    # and makes the process undumpable, which hides its own /proc/self/environ and fd from it
+    # (their owner becomes the namespace's root). Other processes of the run, the only ones
+    # it can see, are the snippet's own; ptrace is refused by the filter anyway.
+    libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     os.environ.clear()
     os.environ.update(spec["env"])
     os.chdir(spec["cwd"])

@@ -9,8 +9,8 @@
 
 Every wall of the one-shot bwrap launcher stays, per run: pid, mount, network, ipc, uts and
 cgroup namespaces of its own; its own cgroup (memory, pids, CPU share); uid 1000+slot in the
-template's namespace, host uid ``uid_base + slot``, with no capabilities; a capped /tmp and
-/dev/shm of its own; the environment and rlimits the launcher gives; no descriptor but its
+template's namespace, host uid ``uid_base + slot``, with no capabilities; a capped /tmp of its
+own; the environment and rlimits the launcher gives; no descriptor but its
 stdio and event pipe; the seccomp filter. What changes is the cost: a fork of a process that
 has imported numpy and jax (a few milliseconds) instead of a new interpreter importing them
 (0.5 to 1.2 s of CPU), and the backend starts only when the snippet first uses jax.
@@ -315,12 +315,15 @@ class ForkLauncher(BwrapLauncher):
             "--as-pid-1",  # the template is pid 1: it reaps what its runners leave
             "--hostname", "sandbox",
         ]
-        # bwrap, as root of its namespace, makes the bind targets' parents 0700: runners, whose
-        # uids are not root's, could not reach the interpreter or the runner below them.
-        parents = sorted({p for _, dest in self.staged_binds() for p in _ancestors(dest)}, key=len)
-        for path in parents:
+        # bwrap, as root of its namespace, makes the parents of what it binds 0700: runners,
+        # whose uids are not root's, could not reach the interpreter, its loader (/usr/lib64) or
+        # the runner below them.
+        layout = self.layout_args()
+        targets = [layout[i + 2] for i, arg in enumerate(layout)
+                   if arg in ("--ro-bind", "--dev-bind", "--symlink") and i + 2 < len(layout)]
+        for path in sorted({p for t in targets for p in _ancestors(t)}, key=lambda p: (p.count("/"), p)):
             argv += ["--perms", "0755", "--dir", path]
-        argv += self.layout_args()
+        argv += layout
         argv += ["--size", str(TEMPLATE_TMP_BYTES), "--tmpfs", "/tmp"]
         argv += ["--chdir", WORKDIR, "--remount-ro", "/"]
         argv += ["--", self.python, "-E", "-s", "-B", "-m", "runner.template", "--control-fd", str(control_fd)]
@@ -402,7 +405,7 @@ class ForkLauncher(BwrapLauncher):
                 theirs.append(r if not theirs else w)
             spec = {
                 "uid": uid, "gid": uid, "env": self.environment(), "rlimits": self.runner_rlimits(),
-                "tmp_bytes": self.limits.tmp_bytes, "shm_bytes": self.limits.tmp_bytes, "cwd": WORKDIR,
+                "tmp_bytes": self.limits.tmp_bytes, "cwd": WORKDIR,
             }
             spawn = template.spawn(spec, theirs)
         except BaseException:

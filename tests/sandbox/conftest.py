@@ -26,6 +26,9 @@ UID_BASE = 61000 + (os.getpid() % 1000) * 2
 LIMITS = Limits(wall_s=6.0, cpu_s=3, memory_bytes=1024**3, output_bytes=64 * 1024,
                 tmp_bytes=16 * 1024**2, pids=64)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The production backend (runners forked from a template); SANDBOX_TEST_BACKEND=bwrap runs the
+# same suite against the one-shot launcher kept for comparison.
+BACKEND = os.environ.get("SANDBOX_TEST_BACKEND", "fork")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -37,7 +40,17 @@ Result = RunResult
 
 @pytest.fixture(scope="session")
 def launcher():
-    return get_launcher("bwrap", limits=LIMITS, uid_base=UID_BASE)
+    launcher = get_launcher(BACKEND, limits=LIMITS, uid_base=UID_BASE)
+    yield launcher
+    launcher.close()
+
+
+def uid_inside(slot: int) -> int:
+    """A runner's uid as the snippet sees it: the host's under the one-shot sandbox, the
+    template's user namespace's under the fork launcher (the host sees uid_base + slot)."""
+    from executor.sandbox.fork import RUNNER_UID_BASE
+
+    return (RUNNER_UID_BASE if BACKEND == "fork" else UID_BASE) + slot
 
 
 @pytest.fixture(scope="session")
@@ -46,13 +59,15 @@ def run(launcher):
     get a launcher of their own: the sandbox's (CPU, memory, pids) are set when it starts."""
     from executor.local import run_local
 
-    launchers = {LIMITS: launcher}
-
     def run_(code: str, limits: Limits | None = None) -> Result:
         limits = limits or LIMITS
-        if limits not in launchers:
-            launchers[limits] = get_launcher("bwrap", limits=limits, uid_base=UID_BASE)
-        return Result(run_local(code, launcher=launchers[limits], limits=limits))
+        if limits == LIMITS:
+            return Result(run_local(code, launcher=launcher, limits=limits))
+        other = get_launcher(BACKEND, limits=limits, uid_base=UID_BASE)
+        try:
+            return Result(run_local(code, launcher=other, limits=limits))
+        finally:
+            other.close()  # a template of its own: not kept alive beside the session's
 
     return run_
 

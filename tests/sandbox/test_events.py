@@ -12,8 +12,9 @@ from .conftest import LIMITS
 # Writes n small, valid timing events straight to the runner's event pipe, as fast as it can.
 FORGE_N = """\
 import os
-args = open("/proc/self/cmdline").read().split("\\0")
-fd = int(args[args.index("--event-fd") + 1])
+# The event pipe: the one descriptor beyond stdio that is a pipe.
+fd = next(int(f) for f in sorted(os.listdir("/proc/self/fd"), key=int)
+          if int(f) > 2 and os.readlink("/proc/self/fd/" + f).startswith("pipe:"))
 for i in range({n}):
     os.write(fd, b'{{"type": "timing", "kind": "single", "label": "t%d"}}\\n' % i)
 print("done", flush=True)
@@ -55,8 +56,9 @@ def test_large_output_is_sent_in_bounded_events(run):
 
 BAD_LINES = """\
 import os, time
-args = open("/proc/self/cmdline").read().split("\\0")
-fd = int(args[args.index("--event-fd") + 1])
+# The event pipe: the one descriptor beyond stdio that is a pipe.
+fd = next(int(f) for f in sorted(os.listdir("/proc/self/fd"), key=int)
+          if int(f) > 2 and os.readlink("/proc/self/fd/" + f).startswith("pipe:"))
 os.write(fd, b'{"type": []}\\n{"type": {"a": 1}}\\n')
 t0 = time.monotonic()
 for i in range(0, 200_000, 1000):
