@@ -18,9 +18,10 @@ KIND = env_choice("EXECUTOR_KIND", "cpu", KINDS)
 QUEUE = f"exec.{KIND}"
 RECORD_QUEUE = env_str("RECORD_QUEUE", "record")
 
-# Sandbox backend: "bwrap" (production) or "none" (development only, and only when
-# EXECUTOR_ALLOW_UNSANDBOXED says so explicitly).
-SANDBOX = env_str("EXECUTOR_SANDBOX", "bwrap")
+# Sandbox backend: "fork" (production: runners forked from a pre-imported template), "bwrap"
+# (the same walls, one fresh interpreter per run: for comparison) or "none" (development only,
+# and only when EXECUTOR_ALLOW_UNSANDBOXED says so explicitly).
+SANDBOX = env_str("EXECUTOR_SANDBOX", "fork")
 ALLOW_UNSANDBOXED = env_bool("EXECUTOR_ALLOW_UNSANDBOXED", False)
 if SANDBOX == "none" and not ALLOW_UNSANDBOXED:
     raise ImproperlyConfigured(

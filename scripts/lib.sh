@@ -96,7 +96,7 @@ choose_sandbox() {
   if [ -z "${EXECUTOR_SANDBOX:-}" ]; then
     command -v bwrap >/dev/null || apt_install bubblewrap
     if command -v bwrap >/dev/null; then
-      export EXECUTOR_SANDBOX=bwrap
+      export EXECUTOR_SANDBOX=fork
     else
       say "WARNING: bubblewrap is not installed: snippets will run WITHOUT A SANDBOX"
       export EXECUTOR_SANDBOX=none EXECUTOR_ALLOW_UNSANDBOXED=1

@@ -23,8 +23,8 @@ def sandbox_backend() -> str:
     """The real sandbox wherever this machine has it; tests never run hostile code without it."""
     from executor.sandbox import LAUNCHERS
 
-    if "bwrap" in LAUNCHERS and shutil.which("bwrap"):
-        return "bwrap"
+    if "fork" in LAUNCHERS and shutil.which("bwrap"):
+        return "fork"
     return "none"
 
 

@@ -370,6 +370,7 @@ class ForkLauncher(BwrapLauncher):
 
     def prepare(self) -> None:
         super().prepare()
+        self.close()  # a template started before the font list was ready goes without it
         try:
             self.template()
         except RuntimeError as exc:

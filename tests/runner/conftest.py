@@ -30,7 +30,11 @@ Run = RunResult
 def launcher():
     from executor.sandbox import Limits, get_launcher
 
-    return get_launcher("bwrap", limits=Limits(wall_s=60), cpu_devices=8, uid_base=UID_BASE)
+    from tests.conftest import sandbox_backend
+
+    launcher = get_launcher(sandbox_backend(), limits=Limits(wall_s=60), cpu_devices=8, uid_base=UID_BASE)
+    yield launcher
+    launcher.close()
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ def start_worker(**env) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("env, message", [
     ({"EXECUTOR_SANDBOX": "none"}, "set EXECUTOR_ALLOW_UNSANDBOXED=1"),
-    ({"EXECUTOR_SANDBOX": "chroot"}, "unknown sandbox backend 'chroot'; choose one of bwrap, none"),
+    ({"EXECUTOR_SANDBOX": "chroot"}, "unknown sandbox backend 'chroot'; choose one of bwrap, fork, none"),
     ({"EXECUTOR_POOL_SIZE": "two"}, "EXECUTOR_POOL_SIZE='two' is not an integer"),
     ({"RUN_PIDS": "16"}, "RUN_PIDS=16 must be at least 96"),
     ({"EXECUTOR_KIND": "fpga"}, "EXECUTOR_KIND='fpga': choose one of cpu, gpu, tpu"),
