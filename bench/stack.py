@@ -132,9 +132,10 @@ class Stack:
         return proc
 
     def start_executor(self, name: str = "executor", **extra_env) -> subprocess.Popen:
+        slots = str(extra_env.get("EXECUTOR_CONCURRENCY", self.env.get("EXECUTOR_CONCURRENCY", "2")))
         return self.start(name, [
             sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", "exec.cpu",
-            "-P", "threads", "-c", "2", "-n", f"cpu-{name}@%h", "--without-gossip", "--without-mingle",
+            "-P", "threads", "-c", slots, "-n", f"cpu-{name}@%h", "--without-gossip", "--without-mingle",
             "-l", "info",
         ], {k: str(v) for k, v in extra_env.items()})
 
@@ -289,8 +290,10 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "web.settings",
             "DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
             "REDIS_URL": redis_url or os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
-            "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0", "PYTHONUNBUFFERED": "1",
-            "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "bwrap"),
+            "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0",
+            # One client address stands in for a class: its sockets are not capped at 32.
+            "WS_MAX_PER_CLIENT": "1000", "PYTHONUNBUFFERED": "1",
+            "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "fork"),
             "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
             **{k: str(v) for k, v in extra_env.items()},
         }

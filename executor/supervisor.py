@@ -353,7 +353,7 @@ def supervise(
     except _Kill as k:
         kill = k
     finally:
-        launcher.cleanup(proc)
+        launcher.stop(proc)
 
     # What was written before the end is still in the pipes: keep it, as far as the limits go.
     drain_until = time.monotonic() + DRAIN_S

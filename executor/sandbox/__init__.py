@@ -112,6 +112,12 @@ class Launcher:
     def cleanup(self, proc: subprocess.Popen) -> None:
         """Kill whatever the runner left behind and release per-run resources."""
 
+    def stop(self, proc: subprocess.Popen) -> None:
+        """Kill whatever the runner left behind, at once, keeping what the sandbox knows about
+        the run for exit_reason and usage; ``cleanup`` releases the rest later, after the run's
+        result has gone out."""
+        self.cleanup(proc)
+
     def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
         """Lower a warm runner's limits to a run's own (stricter) ones before it gets the code."""
 

@@ -471,6 +471,18 @@ class BwrapLauncher(Launcher):
             "peak_memory_bytes": report["peak_memory_bytes"],
         }
 
+    def stop(self, proc: subprocess.Popen) -> None:
+        """Kill the sandbox's processes but keep its cgroup: removing one waits on the kernel's
+        cgroup lock, which a runner being placed in its own cgroup holds for milliseconds."""
+        cgroup: RunCgroup | None = getattr(proc, "sandbox_cgroup", None)
+        if cgroup is None:
+            return
+        self._report(proc)
+        try:
+            cgroup.kill()
+        except CgroupError:
+            pass  # cleanup tries again, and the next worker's sweep after it
+
     def cleanup(self, proc: subprocess.Popen) -> None:
         """Kill everything the runner left, then remove its cgroup. Idempotent. Does not reap
         ``proc`` itself: the supervisor waits for it (for its rusage)."""
