@@ -57,6 +57,7 @@ def measure(sandbox: str, args) -> dict:
     env = {"EXECUTOR_SANDBOX": sandbox, "EXECUTOR_POOL_SIZE": args.pool, "EXECUTOR_CONCURRENCY": args.concurrency}
     with own_stack(f"runners-{sandbox}", **env) as stack:
         info = stack.wait_online()
+        time.sleep(5)  # the stack's own start-up (migrations, imports, the template) settles
         print(f"{sandbox}: {info['slots']} slots, pool {args.pool}, JAX {info['jax_version']}, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
         out: dict = {"slots": info["slots"], "pool": args.pool}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import sys
 import threading
 
 import redis
@@ -28,6 +29,11 @@ log = logging.getLogger("executor")
 # cgroups, EXECUTOR_SANDBOX=none without EXECUTOR_ALLOW_UNSANDBOXED) instead of taking runs it
 # cannot execute safely.
 LAUNCHER = build_launcher()
+
+# A run's thread mostly waits on its runner's pipes and wakes for a few lines of work; the
+# default switch interval (5 ms) would let a busy thread (the pool's refill, Celery's consumer)
+# hold the GIL that long before a woken run's thread gets it.
+sys.setswitchinterval(0.001)
 
 app = Celery("executor", broker=settings.REDIS_URL)
 app.conf.update(COMMON, task_default_queue=settings.QUEUE)
