@@ -53,11 +53,20 @@ async def together(url: str, code: str, count: int) -> dict:
             "latency": summarise(ok, "total_ms") if ok else None}
 
 
+def settle(max_s: float = 60.0) -> None:
+    """Until the machine is quiet again (the 1-minute load under 1, or max_s): the stack's own
+    start-up and the previous launcher's burst would otherwise be measured too."""
+    deadline = time.monotonic() + max_s
+    time.sleep(5)
+    while os.getloadavg()[0] > 1.0 and time.monotonic() < deadline:
+        time.sleep(1)
+
+
 def measure(sandbox: str, args) -> dict:
     env = {"EXECUTOR_SANDBOX": sandbox, "EXECUTOR_POOL_SIZE": args.pool, "EXECUTOR_CONCURRENCY": args.concurrency}
     with own_stack(f"runners-{sandbox}", **env) as stack:
         info = stack.wait_online()
-        time.sleep(5)  # the stack's own start-up (migrations, imports, the template) settles
+        settle()
         print(f"{sandbox}: {info['slots']} slots, pool {args.pool}, JAX {info['jax_version']}, "
               f"load {os.getloadavg()[0]:.1f}", flush=True)
         out: dict = {"slots": info["slots"], "pool": args.pool}

@@ -1,8 +1,10 @@
 """Measure the sandbox: cold start to "ready", first output byte of print(1) from a warm runner,
-the memory of an idle warm runner (RSS and PSS from the host's smaps_rollup), and a run's first
-figure with and without the worker's prepared matplotlib font list.
+the memory of idle warm runners (RSS, PSS and private memory from the host's smaps_rollup, with
+--idle of them alive at once, as in a pool) and how many a 24 GiB node can keep warm, the CPU
+one run costs from the start of its runner to its exit (print(1) and a small jit), and a run's
+first figure with and without the worker's prepared matplotlib font list.
 
-    .venv/bin/python -m bench.sandbox [--runs 10] [--sandbox bwrap|none]
+    .venv/bin/python -m bench.sandbox [--runs 10] [--sandbox fork|bwrap|none]
 
 Not a test: numbers depend on the machine and its load, which it prints with them.
 """
@@ -57,13 +59,75 @@ def rollup(pid: int) -> dict[str, int]:
     return values
 
 
+CPU_SNIPPETS = {
+    "print(1)": "print(1)\n",
+    "small jit": "import jax, jax.numpy as jnp\nf = jax.jit(lambda x: x * 2 + 1)\nprint(f(jnp.arange(3)))\n",
+}
+
+
+def template_cgroup(launcher):
+    template = getattr(launcher, "_template", None)
+    return template.cgroup if template is not None else None
+
+
+def idle_memory(launcher, count: int) -> dict:
+    """``count`` warm runners alive at once, idle, as in a pool: each one's smaps_rollup, and
+    the template's (what they share) under the fork launcher."""
+    runners = []
+    try:
+        for slot in range(count):
+            runner = Runner(proc=launcher.start(slot), slot=slot)
+            wait_ready(runner, 120)
+            runners.append(runner)
+        time.sleep(1.0)
+        out = {"runners": [], "shared_kb": 0, "shared_rss_kb": 0}
+        for runner in runners:
+            pids = sandbox_pids(launcher, runner.proc)
+            main_pid = max(pids, key=lambda p: rollup(p)["Rss"])  # the python, not bwrap's two
+            out["runners"].append({"runner": rollup(main_pid),
+                                   "others_rss_kb": sum(rollup(p)["Rss"] for p in pids if p != main_pid)})
+        if (cgroup := template_cgroup(launcher)) is not None:
+            for pid in cgroup.pids():
+                values = rollup(pid)
+                out["shared_kb"] += values["Pss"]
+                out["shared_rss_kb"] += values["Rss"]
+        return out
+    finally:
+        for runner in runners:
+            discard(runner, launcher)
+
+
+def cpu_per_run(launcher, code: str, runs: int) -> list[float]:
+    """CPU milliseconds of one run from the start of its runner to its exit: the run's cgroup
+    (everything the runner did, warm-up included) plus, under the fork launcher, what the
+    template spent forking it (its cgroup's counter across the spawn)."""
+    out = []
+    for _i in range(runs + 1):
+        template = template_cgroup(launcher) if launcher.name == "fork" else None
+        before = template.cpu_seconds() if template is not None else 0.0
+        runner = Runner(proc=launcher.start(0), slot=0)
+        try:
+            wait_ready(runner, 120)
+            finished = supervise(runner, launcher, {"code": code, "options": {}}, launcher.limits, lambda *a, **k: None)
+            assert finished["status"] == "succeeded", finished
+            run_cpu = launcher.cpu_seconds(runner.proc)
+        finally:
+            discard(runner, launcher)
+        template = template_cgroup(launcher) if launcher.name == "fork" else None
+        after = template.cpu_seconds() if template is not None else 0.0
+        if run_cpu is not None:
+            out.append((run_cpu + after - before) * 1000)
+    return out[1:]  # the first may have started the template
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--sandbox", default="fork")
+    parser.add_argument("--idle", type=int, default=8, help="idle runners alive at once for the memory figures")
     args = parser.parse_args()
-    launcher = get_launcher(args.sandbox, limits=Limits(), uid_base=63000) if args.sandbox == "bwrap" \
-        else get_launcher(args.sandbox, limits=Limits())
+    launcher = get_launcher(args.sandbox, limits=Limits(), uid_base=63000, cpu_devices=8) \
+        if args.sandbox != "none" else get_launcher(args.sandbox, limits=Limits(), cpu_devices=8)
 
     cold, first_byte, memory = [], [], []
     for _i in range(args.runs):
@@ -73,9 +137,6 @@ def main() -> None:
         cold.append((time.perf_counter() - t0) * 1000)
         assert ready["type"] == "ready", ready
         time.sleep(0.5)  # idle, as in the pool
-        pids = sandbox_pids(launcher, proc)
-        runner = max(pids, key=lambda p: rollup(p)["Rss"])  # the python, not bwrap's two
-        memory.append({"runner": rollup(runner), "others_rss_kb": sum(rollup(p)["Rss"] for p in pids if p != runner)})
         t1 = time.perf_counter()
         proc.stdin.write(b'{"code": "print(1)", "options": {}}\n')
         proc.stdin.flush()
@@ -84,6 +145,9 @@ def main() -> None:
         assert out == b"1", out
         proc.wait(timeout=30)
         discard(Runner(proc=proc, slot=0), launcher)
+
+    memory = idle_memory(launcher, args.idle)
+    cpu = {label: cpu_per_run(launcher, code, args.runs) for label, code in CPU_SNIPPETS.items()}
 
     # The same through the supervisor, as a browser gets it: its output coalescing included.
     via_supervisor = []
@@ -124,14 +188,27 @@ def main() -> None:
     print(f"cold start to ready:           {summary(cold)}")
     print(f"print(1) first byte, warm:     {summary(first_byte)}")
     print(f"  as a stdout event (supervisor): {summary(via_supervisor)}")
-    rss = [m["runner"]["Rss"] / 1024 for m in memory]
-    pss = [m["runner"]["Pss"] / 1024 for m in memory]
-    anon = [m["runner"]["Anonymous"] / 1024 for m in memory]
-    others = [m["others_rss_kb"] / 1024 for m in memory]
-    print(f"idle warm runner RSS:          median {statistics.median(rss):.1f} MiB")
-    print(f"idle warm runner PSS:          median {statistics.median(pss):.1f} MiB "
-          f"(anonymous {statistics.median(anon):.1f} MiB)")
-    print(f"bwrap's two processes RSS:     median {statistics.median(others):.1f} MiB")
+    rss = [m["runner"]["Rss"] / 1024 for m in memory["runners"]]
+    pss = [m["runner"]["Pss"] / 1024 for m in memory["runners"]]
+    private = [(m["runner"]["Private_Clean"] + m["runner"]["Private_Dirty"]) / 1024 for m in memory["runners"]]
+    others = [m["others_rss_kb"] / 1024 for m in memory["runners"]]
+    print(f"{args.idle} idle warm runners at once:")
+    print(f"  RSS of a runner:             median {statistics.median(rss):.1f} MiB")
+    print(f"  PSS of a runner:             median {statistics.median(pss):.1f} MiB")
+    print(f"  private memory of a runner:  median {statistics.median(private):.1f} MiB")
+    print(f"  other processes per runner (bwrap's), RSS: median {statistics.median(others):.1f} MiB")
+    shared_mib = memory["shared_kb"] / 1024
+    if shared_mib:
+        print(f"  the template, PSS beside them: {shared_mib:.1f} MiB (RSS {memory['shared_rss_kb'] / 1024:.1f} MiB)")
+    # What one more warm runner costs: its private pages, and under the one-shot sandbox (no
+    # template) its share of the libraries too, which PSS splits among the runners alive.
+    per_runner = statistics.median(private) if shared_mib else statistics.median(pss)
+    node = 24 * 1024
+    print(f"  warm runners a 24 GiB node can keep: {int((node - memory['shared_rss_kb'] / 1024) // per_runner)} "
+          f"({per_runner:.1f} MiB each{', after the template' if shared_mib else ''})")
+    for label, values in cpu.items():
+        print(f"CPU per run, start of its runner to its exit, {label}: median {statistics.median(values):.1f} ms "
+              f"(min {min(values):.1f}, max {max(values):.1f})")
     print(f"first figure, no font list:    {summary(first_figure[False])}")
     print(f"first figure, worker's list:   {summary(first_figure[True])}")
 

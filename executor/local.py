@@ -98,7 +98,7 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m executor.local", description=__doc__.split("\n")[0])
     parser.add_argument("file", help="the snippet, or - for standard input")
-    parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--sandbox", default="fork", choices=("fork", "bwrap", "none"))
     parser.add_argument("--wall", type=float, default=Limits.wall_s)
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--device", action="append", default=[], help="a device node to bind (GPU)")
@@ -107,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
                             devices=tuple(args.device))
-    events = run_local(code, launcher=launcher, limits=limits,
-                       on_event=lambda e: print(json.dumps(e), flush=True))
+    try:
+        events = run_local(code, launcher=launcher, limits=limits,
+                           on_event=lambda e: print(json.dumps(e), flush=True))
+    finally:
+        launcher.close()
     return 0 if events[-1]["status"] == ev.SUCCEEDED else 1
 
 

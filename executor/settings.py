@@ -31,8 +31,9 @@ if SANDBOX == "none" and not ALLOW_UNSANDBOXED:
 
 # Task threads: runs at once on this node. A GPU node runs one snippet per GPU by default.
 CONCURRENCY = env_int("EXECUTOR_CONCURRENCY", 2 if KIND == "cpu" else 1, minimum=1)
-# Warm runners kept ready; each costs about 200 MiB. 0 disables the pool (every run starts cold).
-POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 2, minimum=0)
+# Warm runners kept ready: forked from the template, each costs about 2.5 MiB of its own (one-shot
+# bwrap runners about 90 MiB). 0 disables the pool (every run starts cold).
+POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 4, minimum=0)
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.

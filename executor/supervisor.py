@@ -148,98 +148,119 @@ def supervise(
 
     ``emit(type, **fields)`` is called for each event, in order, from this thread.
     """
-    proc = runner.proc
-    t0 = time.monotonic()
-    deadline = t0 + limits.wall_s
-    fds = {proc.stdout.fileno(): ev.STDOUT, proc.stderr.fileno(): ev.STDERR, runner.event_fd: "event"}
-    decoders = {
-        ev.STDOUT: codecs.getincrementaldecoder("utf-8")(errors="replace"),
-        ev.STDERR: codecs.getincrementaldecoder("utf-8")(errors="replace"),
-    }
-    state = {"output": 0, "event_bytes": 0, "exit": None, "truncated": False}
-    budget = _Budget(limits.events_per_s, limits.events)
-    problems = protocol.Problems()
-    event_buffer = [runner.event_buffer]
-    event_lines: deque[bytes] = deque()
+    return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
+                       tick_every_s=tick_every_s).run(request)
 
-    def send(type_: str, *, draining: bool = False, **fields) -> None:
+
+class Supervision:
+    """One run on one runner: what it has sent, what waits to be sent, and how it ended. The
+    end is decided by ``decide_status``, a pure function of what was seen.
+
+    Output is coalesced: a print() is several writes, and a tight loop of prints would
+    otherwise become thousands of one-byte events. Pending text (stdout and stderr segments, in
+    the order they came) is sent once output has been quiet for COALESCE_QUIET_S, after
+    COALESCE_MAX_S, or before any structured event, in events of at most OUTPUT_EVENT_MAX_CHARS,
+    and never faster than the run's events per second: meanwhile it keeps coalescing, and past
+    PENDING_MAX_CHARS the pipes are not read, so the snippet waits.
+    """
+
+    def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
+                 should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float):
+        self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
+        self.emit, self.should_cancel, self.tick, self.tick_every_s = emit, should_cancel, tick, tick_every_s
+        self.fds = {self.proc.stdout.fileno(): ev.STDOUT, self.proc.stderr.fileno(): ev.STDERR,
+                    runner.event_fd: "event"}
+        self.decoders = {
+            ev.STDOUT: codecs.getincrementaldecoder("utf-8")(errors="replace"),
+            ev.STDERR: codecs.getincrementaldecoder("utf-8")(errors="replace"),
+        }
+        self.output_bytes = 0
+        self.event_bytes = 0
+        self.runner_exit: str | None = None
+        self.truncated = False
+        self.budget = _Budget(limits.events_per_s, limits.events)
+        self.problems = protocol.Problems()
+        self.notes = 0
+        self.event_buffer = runner.event_buffer
+        self.event_lines: deque[bytes] = deque()
+        self.pending: list[list] = []  # [kind, [texts], chars]
+        self.since = self.last = 0.0  # when pending output began, when it last grew
+        self.pending_chars = 0
+        self.exit_info: tuple[int, float, int] | None = None
+
+    # -- sending ---------------------------------------------------------------------------------
+
+    def send(self, type_: str, *, draining: bool = False, **fields) -> None:
         """Every event of the run but ``finished`` goes out through here, counted. One slot is
         kept for ``finished``; while draining after the end, what does not fit is dropped."""
-        if budget.count >= limits.events - 1:
-            state["truncated"] = True
+        if self.budget.count >= self.limits.events - 1:
+            self.truncated = True
             if draining:
                 return
-            raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {limits.events} events exceeded")
-        budget.take()
-        emit(type_, **fields)
+            raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {self.limits.events} events exceeded")
+        self.budget.take()
+        self.emit(type_, **fields)
 
-    # Output is coalesced: a print() is several writes, and a tight loop of prints would
-    # otherwise become thousands of one-byte events. Pending text (stdout and stderr segments,
-    # in the order they came) is sent once output has been quiet for COALESCE_QUIET_S, after
-    # COALESCE_MAX_S, or before any structured event, in events of at most
-    # OUTPUT_EVENT_MAX_CHARS, and never faster than the run's events per second: meanwhile it
-    # keeps coalescing, and past PENDING_MAX_CHARS the pipes are not read, so the snippet waits.
-    pending: list[list] = []  # [kind, [texts], chars]
-    timing = {"since": 0.0, "last": 0.0, "chars": 0}
-
-    def flush_output(draining: bool = False) -> bool:
+    def flush_output(self, draining: bool = False) -> bool:
         """Send pending output as the budget allows; True when none is left."""
+        pending = self.pending
         while pending:
             kind, parts, _ = pending[0]
             text = "".join(parts)
             while text:
-                if not draining and not budget.available():
+                if not draining and not self.budget.available():
                     pending[0][1:] = [[text], len(text)]
-                    timing["chars"] = sum(seg[2] for seg in pending)
+                    self.pending_chars = sum(seg[2] for seg in pending)
                     return False
                 piece, text = text[:OUTPUT_EVENT_MAX_CHARS], text[OUTPUT_EVENT_MAX_CHARS:]
-                send(kind, draining=draining, text=piece)
+                self.send(kind, draining=draining, text=piece)
             pending.pop(0)
-        timing.update(since=0.0, chars=0)
+        self.since, self.pending_chars = 0.0, 0
         return True
 
-    def on_output(kind: str, data: bytes) -> None:
-        allowed = limits.output_bytes - state["output"]
+    # -- receiving -------------------------------------------------------------------------------
+
+    def on_output(self, kind: str, data: bytes) -> None:
+        allowed = self.limits.output_bytes - self.output_bytes
         over = len(data) > allowed
         if over:
             data = data[: max(allowed, 0)]
-        state["output"] += len(data)
-        text = decoders[kind].decode(data)
+        self.output_bytes += len(data)
+        text = self.decoders[kind].decode(data)
         if text:
-            if pending and pending[-1][0] == kind:
-                pending[-1][1].append(text)
-                pending[-1][2] += len(text)
+            if self.pending and self.pending[-1][0] == kind:
+                self.pending[-1][1].append(text)
+                self.pending[-1][2] += len(text)
             else:
-                pending.append([kind, [text], len(text)])
-            timing["chars"] += len(text)
+                self.pending.append([kind, [text], len(text)])
+            self.pending_chars += len(text)
             now = time.monotonic()
-            timing["last"] = now
-            if not timing["since"]:
-                timing["since"] = now
+            self.last = now
+            if not self.since:
+                self.since = now
         if over:
-            state["truncated"] = True
-            raise _Kill(ev.LIMIT_EXCEEDED, f"output limit of {human_bytes(limits.output_bytes)} exceeded")
+            self.truncated = True
+            raise _Kill(ev.LIMIT_EXCEEDED, f"output limit of {human_bytes(self.limits.output_bytes)} exceeded")
 
-    def on_event_bytes(data: bytes) -> None:
-        state["event_bytes"] += len(data)
-        if state["event_bytes"] > EVENT_BYTES_CAP:
+    def on_event_bytes(self, data: bytes) -> None:
+        self.event_bytes += len(data)
+        if self.event_bytes > EVENT_BYTES_CAP:
             raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {human_bytes(EVENT_BYTES_CAP)} exceeded")
-        event_buffer[0] += data
-        *lines, event_buffer[0] = event_buffer[0].split(b"\n")
-        event_lines.extend(line for line in lines if line.strip())
+        self.event_buffer += data
+        *lines, self.event_buffer = self.event_buffer.split(b"\n")
+        self.event_lines.extend(line for line in lines if line.strip())
 
-    notes = [0]
-
-    def note_problems(before: int) -> None:
+    def note_problems(self, before: int) -> None:
         """One stderr line for what one runner message got wrong; at most MAX_PROTOCOL_NOTES."""
-        new = problems.seen[before:]
-        if new and notes[0] < MAX_PROTOCOL_NOTES:
-            notes[0] += 1
-            send(ev.STDERR, draining=True,
-                 text=f"[playground] an event from the run was not valid and was repaired or dropped: "
-                      f"{'; '.join(new)}\n")
+        new = self.problems.seen[before:]
+        if new and self.notes < MAX_PROTOCOL_NOTES:
+            self.notes += 1
+            self.send(ev.STDERR, draining=True,
+                      text=f"[playground] an event from the run was not valid and was repaired or dropped: "
+                           f"{'; '.join(new)}\n")
 
-    def handle_event_line(line: bytes, draining: bool = False) -> None:
+    def handle_event_line(self, line: bytes, draining: bool = False) -> None:
+        problems = self.problems
         before = len(problems.seen)
         try:
             message = json.loads(line)
@@ -254,155 +275,167 @@ def supervise(
             elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
-                    state["exit"] = exit_["status"]
+                    self.runner_exit = exit_["status"]
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
-                send(type_, draining=draining, **fields)
+                self.send(type_, draining=draining, **fields)
         elif message is not None:
             problems.add("an event that is not a JSON object (dropped)")
-        note_problems(before)
+        self.note_problems(before)
 
-    def handle_event_lines(draining: bool = False) -> None:
+    def handle_event_lines(self, draining: bool = False) -> None:
         """Structured events, in order, after the output that came before them; at most
         LINES_PER_PUMP at a time, so that the wall clock and cancel are looked at in between
         however many lines the runner sent."""
-        for _ in range(len(event_lines) if draining else LINES_PER_PUMP):
-            if not event_lines:
+        for _ in range(len(self.event_lines) if draining else LINES_PER_PUMP):
+            if not self.event_lines:
                 return
-            if not flush_output(draining):
+            if not self.flush_output(draining):
                 return
-            if not draining and not budget.available():
+            if not draining and not self.budget.available():
                 return
-            handle_event_line(event_lines.popleft(), draining)
+            self.handle_event_line(self.event_lines.popleft(), draining)
 
-    def pump(timeout: float) -> None:
+    def read_ready(self, readable: list[int], timeout: float) -> bool:
+        """Read what of ``readable`` becomes readable within ``timeout``; False if nothing did."""
+        ready, _, _ = select.select(readable, [], [], max(timeout, 0))
+        # Output before events: the runner flushes the snippet's output before it reports an
+        # error, so when both are readable the output came first.
+        for fd in sorted(ready, key=lambda f: self.fds[f] == "event"):
+            data = os.read(fd, READ_CHUNK)
+            kind = self.fds[fd]
+            if not data:
+                del self.fds[fd]
+            elif kind == "event":
+                self.on_event_bytes(data)
+            else:
+                self.on_output(kind, data)
+        return bool(ready)
+
+    def pump(self, timeout: float) -> None:
         now = time.monotonic()
-        if pending and (now - timing["last"] >= COALESCE_QUIET_S or now - timing["since"] >= COALESCE_MAX_S
-                        or timing["chars"] >= OUTPUT_EVENT_MAX_CHARS):
-            flush_output()
-        handle_event_lines()
+        if self.pending and (now - self.last >= COALESCE_QUIET_S or now - self.since >= COALESCE_MAX_S
+                             or self.pending_chars >= OUTPUT_EVENT_MAX_CHARS):
+            self.flush_output()
+        self.handle_event_lines()
         # Read only what can be passed on: nothing while event lines wait for the budget (what the
         # snippet writes meanwhile comes after them), no more output while much waits. What is not
         # read waits in the pipe, and the snippet with it. While an event line is half read (a
         # large one, a compilation's texts), only the rest of it: the runner flushes the snippet's
         # output before it writes an event, so output that is readable now came after it.
-        mid_event = bool(event_buffer[0])
-        readable = [] if event_lines else [
-            fd for fd, kind in fds.items()
-            if kind == "event" or (not mid_event and timing["chars"] < PENDING_MAX_CHARS)]
-        if event_lines and budget.available():
+        mid_event = bool(self.event_buffer)
+        readable = [] if self.event_lines else [
+            fd for fd, kind in self.fds.items()
+            if kind == "event" or (not mid_event and self.pending_chars < PENDING_MAX_CHARS)]
+        if self.event_lines and self.budget.available():
             timeout = 0  # more lines to handle now; only the wall clock and cancel come first
-        elif pending or event_lines:
-            timeout = min(timeout, max(budget.wait_s(), COALESCE_QUIET_S))
-        ready, _, _ = select.select(readable, [], [], max(timeout, 0))
-        # Output before events: the runner flushes the snippet's output before it reports an
-        # error, so when both are readable the output came first.
-        for fd in sorted(ready, key=lambda f: fds[f] == "event"):
-            data = os.read(fd, READ_CHUNK)
-            kind = fds[fd]
-            if not data:
-                del fds[fd]
-            elif kind == "event":
-                on_event_bytes(data)
-            else:
-                on_output(kind, data)
+        elif self.pending or self.event_lines:
+            timeout = min(timeout, max(self.budget.wait_s(), COALESCE_QUIET_S))
+        self.read_ready(readable, timeout)
 
-    exit_info: dict = {}
+    def exited(self) -> bool:
+        if self.exit_info is None:
+            self.exit_info = self.proc.wait_exit(block=False)
+        return self.exit_info is not None
 
-    def exited() -> bool:
-        if not exit_info and (done := proc.wait_exit(block=False)) is not None:
-            exit_info["done"] = done
-        return bool(exit_info)
+    def done(self) -> bool:
+        """The runner has exited, or it said how the run ended and closed its pipes (it is
+        exiting: its sandbox's report says the rest, and stop() ends what is left)."""
+        return self.exited() or (self.runner_exit is not None and not self.fds
+                                 and self.launcher.cpu_seconds(self.proc) is not None)
 
-    # Readable when the process exits (a pidfd, or the template's report); elsewhere (a Mac,
-    # unsandboxed) the wait below is a plain tick.
-    exit_fd = proc.exit_fd()
-    kill: _Kill | None = None
-    # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
-    cpu_at_start = launcher.cpu_seconds(proc)
-    try:
-        launcher.restrict(proc, limits)
+    # -- the run ---------------------------------------------------------------------------------
+
+    def run(self, request: dict) -> dict:
+        proc, launcher, limits = self.proc, self.launcher, self.limits
+        t0 = time.monotonic()
+        deadline = t0 + limits.wall_s
+        # Readable when the process exits (a pidfd, or the template's report); elsewhere (a Mac,
+        # unsandboxed) the wait below is a plain tick.
+        exit_fd = proc.exit_fd()
+        kill: _Kill | None = None
+        # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
+        cpu_at_start = launcher.cpu_seconds(proc)
         try:
-            proc.stdin.write((json.dumps(request) + "\n").encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass  # it died while idle; its exit status says how
-        next_tick = t0
-        while fds or pending or event_lines or not exited():
-            now = time.monotonic()
-            if now >= deadline:
-                raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
-            if now >= next_tick:
-                next_tick = now + tick_every_s
-                tick()
-                if should_cancel():
-                    raise _Kill(ev.CANCELLED, "cancelled")
-                if (hit := launcher.limit_hit(proc)) is not None:
-                    raise _Kill(*hit)
-            if fds or pending or event_lines:
-                pump(min(TICK_S, deadline - now))
-            else:
-                # Pipes closed: it is exiting, or the snippet closed them and runs on. A pidfd
-                # becomes readable when the process exits, so this wakes at once, not on a tick.
-                wait_s = max(min(TICK_S, deadline - now), 0)
-                if exit_fd is not None:
-                    select.select([exit_fd], [], [], wait_s)
+            launcher.restrict(proc, limits)
+            try:
+                proc.stdin.write((json.dumps(request) + "\n").encode())
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass  # it died while idle; its exit status says how
+            next_tick = t0
+            while self.fds or self.pending or self.event_lines or not self.done():
+                now = time.monotonic()
+                if now >= deadline:
+                    raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
+                if now >= next_tick:
+                    next_tick = now + self.tick_every_s
+                    self.tick()
+                    if self.should_cancel():
+                        raise _Kill(ev.CANCELLED, "cancelled")
+                    if (hit := launcher.limit_hit(proc)) is not None:
+                        raise _Kill(*hit)
+                if self.fds or self.pending or self.event_lines:
+                    self.pump(min(TICK_S, deadline - now))
                 else:
-                    time.sleep(min(wait_s, 0.01))
-    except _Kill as k:
-        kill = k
-    finally:
-        launcher.stop(proc)
+                    # Pipes closed: it is exiting, or the snippet closed them and runs on. The
+                    # exit descriptor becomes readable when the process exits: this wakes at
+                    # once, not on a tick.
+                    wait_s = max(min(TICK_S, deadline - now), 0)
+                    if exit_fd is not None:
+                        select.select([exit_fd], [], [], wait_s)
+                    else:
+                        time.sleep(min(wait_s, 0.01))
+        except _Kill as k:
+            kill = k
+        finally:
+            launcher.stop(proc)
+        self.drain()
 
-    # What was written before the end is still in the pipes: keep it, as far as the limits go.
-    drain_until = time.monotonic() + DRAIN_S
-    try:
-        while fds and time.monotonic() < drain_until:
-            ready, _, _ = select.select(list(fds), [], [], max(drain_until - time.monotonic(), 0))
-            if not ready:
-                break
-            for fd in sorted(ready, key=lambda f: fds[f] == "event"):
-                data = os.read(fd, READ_CHUNK)
-                if not data:
-                    del fds[fd]
-                elif fds[fd] == "event":
-                    on_event_bytes(data)
-                else:
-                    on_output(fds[fd], data)
-    except _Kill:
-        pass
-    for kind, decoder in decoders.items():
-        tail = decoder.decode(b"", final=True)
-        if tail:
-            pending.append([kind, [tail], len(tail)])
-    try:
-        flush_output(draining=True)
-        handle_event_lines(draining=True)
-        flush_output(draining=True)
-    except _Kill:
-        pass
+        if self.exit_info is None and self.runner_exit is None:
+            self.exit_info = proc.wait_exit(block=True)
+        if self.exit_info is not None:
+            returncode, cpu_s, peak_kb = self.exit_info
+        else:  # ended by its own "exit": the code it exits with, the sandbox's counters below
+            returncode, cpu_s, peak_kb = (0 if self.runner_exit == ev.SUCCEEDED else 1), 0.0, 0
+        cpu_ms = round(cpu_s * 1000, 1)
+        # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
+        if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
+            cpu_ms = round((cpu_now - cpu_at_start) * 1000, 1)
+        if (peak := launcher.peak_memory_bytes(proc)) is not None:
+            peak_kb = peak // 1024
+        wall_ms = round((time.monotonic() - t0) * 1000, 1)
 
-    if not exit_info:
-        exit_info["done"] = proc.wait_exit(block=True)
-    returncode, cpu_s, peak_kb = exit_info["done"]
-    cpu_ms = round(cpu_s * 1000, 1)
-    # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
-    if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
-        cpu_ms = round((cpu_now - cpu_at_start) * 1000, 1)
-    if (peak := launcher.peak_memory_bytes(proc)) is not None:
-        peak_kb = peak // 1024
-    wall_ms = round((time.monotonic() - t0) * 1000, 1)
+        status, message = decide_status(
+            kill=(kill.status, kill.message) if kill is not None else None,
+            sandbox_reason=launcher.exit_reason(proc, returncode) if kill is None else None,
+            runner_exit=self.runner_exit, returncode=returncode, death_signal=launcher.death_signal(returncode),
+        )
+        self.runner.close()
+        return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
+                                        output_bytes=self.output_bytes, events=self.budget.count + 1,
+                                        truncated=self.truncated)
 
-    status, message = decide_status(
-        kill=(kill.status, kill.message) if kill is not None else None,
-        sandbox_reason=launcher.exit_reason(proc) if kill is None else None,
-        runner_exit=state["exit"], returncode=returncode, death_signal=launcher.death_signal(returncode),
-    )
-    runner.close()
-    return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
-                                    output_bytes=state["output"], events=budget.count + 1,
-                                    truncated=state["truncated"])
+    def drain(self) -> None:
+        """What was written before the end is still in the pipes: keep it, as far as the limits go."""
+        drain_until = time.monotonic() + DRAIN_S
+        try:
+            while self.fds and time.monotonic() < drain_until:
+                if not self.read_ready(list(self.fds), drain_until - time.monotonic()):
+                    break
+        except _Kill:
+            pass
+        for kind, decoder in self.decoders.items():
+            tail = decoder.decode(b"", final=True)
+            if tail:
+                self.pending.append([kind, [tail], len(tail)])
+        try:
+            self.flush_output(draining=True)
+            self.handle_event_lines(draining=True)
+            self.flush_output(draining=True)
+        except _Kill:
+            pass
 
 
 class _Budget:

@@ -104,7 +104,7 @@ class Launcher:
         returned as ``proc.event_fd`` (an int the caller owns and closes)."""
         raise NotImplementedError
 
-    def exit_reason(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+    def exit_reason(self, proc: subprocess.Popen, returncode: int | None = None) -> tuple[str, str] | None:
         """After the runner exited: ``(status, message)`` when a limit enforced by the sandbox
         (not the supervisor) ended it, e.g. the memory cgroup's OOM killer."""
         return None

@@ -424,7 +424,7 @@ class BwrapLauncher(Launcher):
             return "limit_exceeded", f"memory limit of {human_bytes(self.limits.memory_bytes)} exceeded"
         return None
 
-    def exit_reason(self, proc: subprocess.Popen) -> tuple[str, str] | None:
+    def exit_reason(self, proc: subprocess.Popen, returncode: int | None = None) -> tuple[str, str] | None:
         report = self._report(proc)
         if report["oom_killed"]:
             return "limit_exceeded", f"memory limit of {human_bytes(self.limits.memory_bytes)} exceeded"
@@ -435,8 +435,8 @@ class BwrapLauncher(Launcher):
         # up to only 1, and the cgroup's count can trail the rlimit's by a tick; seen under load.
         # A snippet that SIGKILLs itself after using as much is reported as over its CPU limit,
         # which it nearly was.)
-        code = proc.returncode
-        signum = self.death_signal(code)
+        code = proc.returncode if returncode is None else returncode
+        signum = self.death_signal(code) if code is not None else None
         if signum == signal.SIGXCPU or (
             signum == signal.SIGKILL
             and report["cpu_s"] is not None

@@ -296,6 +296,12 @@ class ForkLauncher(BwrapLauncher):
     def template_uid(self) -> int:
         return self.uid_base - 1
 
+    def check(self) -> None:
+        super().check()
+        from .bwrap import _check_uid_unused
+
+        _check_uid_unused(self.template_uid)  # the template's, just below the slots'
+
     def uid(self, slot: int) -> int:
         if not 0 <= slot < MAX_SLOTS:
             raise RuntimeError(f"runner slot {slot} is beyond the {MAX_SLOTS} the template maps")

@@ -176,6 +176,20 @@ def test_the_backend_starts_when_the_snippet_first_uses_jax(run):
     assert result.started["device_count"] == 1 and result.started["platform"] == "cpu"
 
 
+def test_a_configured_device_reaches_a_forked_runner():
+    # /dev/fuse stands in for /dev/nvidia0: bound into the template's /dev, opened by the runner
+    # (a GPU run initialises its device there, never in the template).
+    from executor.sandbox import Limits, get_launcher
+
+    gpu_like = get_launcher("fork", limits=Limits(wall_s=10), uid_base=UID_BASE, devices=("/dev/fuse",))
+    try:
+        result = RunResult(run_local("import os, stat\nprint(stat.S_ISCHR(os.stat('/dev/fuse').st_mode))\n"
+                                     "os.close(os.open('/dev/fuse', os.O_RDWR))\n", launcher=gpu_like))
+    finally:
+        gpu_like.close()
+    assert result.status == "succeeded" and result.stdout == "True\n", result
+
+
 def test_a_template_that_dies_is_replaced_and_its_runners_die_with_it(launcher):
     idle = start(launcher, 2)
     try:
