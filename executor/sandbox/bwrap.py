@@ -479,7 +479,7 @@ class BwrapLauncher(Launcher):
             return
         self._report(proc)
         try:
-            cgroup.kill()
+            cgroup.kill(wait=False)  # cleanup waits until they are gone
         except CgroupError:
             pass  # cleanup tries again, and the next worker's sweep after it
 

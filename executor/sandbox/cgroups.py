@@ -101,10 +101,10 @@ def _v1_mounts() -> dict[str, Path]:
     return mounts
 
 
-def _kill_all(dirs: list[Path]) -> None:
-    """SIGKILL every process in the given cgroups until none is left. Used where the kernel has
-    no cgroup.kill (v1, v2 before Linux 5.14). A fork between reading cgroup.procs and killing
-    is bounded by pids.max and caught by the next round."""
+def _kill_all(dirs: list[Path], wait: bool = True) -> None:
+    """SIGKILL every process in the given cgroups until none is left (``wait``), or once. Used
+    where the kernel has no cgroup.kill (v1, v2 before Linux 5.14). A fork between reading
+    cgroup.procs and killing is bounded by pids.max and caught by the next round."""
     deadline = time.monotonic() + REMOVE_TIMEOUT_S
     while time.monotonic() < deadline:
         pids = {pid for d in dirs for pid in _pids(d)}
@@ -115,6 +115,8 @@ def _kill_all(dirs: list[Path]) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        if not wait:
+            return
         time.sleep(0.01)
 
 
@@ -219,15 +221,15 @@ class RunCgroup:
             _write(self.dirs["pids"] / "pids.max", str(pids))
         self.memory_bytes, self.pids_max = memory_bytes, pids
 
-    def kill(self) -> None:
-        """SIGKILL everything inside, and wait until it is gone."""
+    def kill(self, wait: bool = True) -> None:
+        """SIGKILL everything inside, and (``wait``) wait until it is gone."""
         dirs = list(self.dirs.values())
         if self.v2:
             try:
                 _write(dirs[0] / "cgroup.kill", "1")  # atomic, races no fork (Linux 5.14+)
             except OSError:
                 pass  # older kernel, or the cgroup is gone: the loop below does it
-        _kill_all(dirs)
+        _kill_all(dirs, wait)
 
     def remove(self) -> None:
         self.kill()

@@ -65,17 +65,25 @@ class _Spawn:
     cpu_s: float = 0.0
     maxrss_kb: int = 0
     exited: threading.Event = field(default_factory=threading.Event)
-    exit_fd: int = field(default_factory=lambda: os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK))
+    exit_fd: int | None = field(default_factory=lambda: os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK))
+    # The reader thread writes exit_fd while the run's thread may be closing it: under this
+    # lock, never after the close (the number may already belong to a new runner's pipe).
+    fd_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def set_exit(self, status: int, cpu_s: float = 0.0, maxrss_kb: int = 0) -> None:
         if self.exited.is_set():
             return
         self.exit_status, self.cpu_s, self.maxrss_kb = status, cpu_s, maxrss_kb
         self.exited.set()
-        try:
-            os.eventfd_write(self.exit_fd, 1)
-        except OSError:
-            pass  # closed: nobody waits any more
+        with self.fd_lock:
+            if self.exit_fd is not None:
+                os.eventfd_write(self.exit_fd, 1)
+
+    def close_exit_fd(self) -> None:
+        with self.fd_lock:
+            if self.exit_fd is not None:
+                os.close(self.exit_fd)
+                self.exit_fd = None
 
 
 class ForkedProcess:
@@ -117,10 +125,7 @@ class ForkedProcess:
         return self.returncode, self._spawn.cpu_s, self._spawn.maxrss_kb
 
     def release(self) -> None:
-        try:
-            os.close(self._spawn.exit_fd)
-        except OSError:
-            pass
+        self._spawn.close_exit_fd()
 
 
 class Template:
@@ -245,10 +250,7 @@ class Template:
     def _forget(self, spawn: _Spawn) -> None:
         with self._lock:
             self._spawns.pop(spawn.id, None)
-        try:
-            os.close(spawn.exit_fd)
-        except OSError:
-            pass
+        spawn.close_exit_fd()
 
     def stop(self) -> None:
         try:

@@ -201,3 +201,25 @@ def test_a_template_that_dies_is_replaced_and_its_runners_die_with_it(launcher):
     result = RunResult(run_local("print('after')", launcher=launcher))
     assert result.status == "succeeded" and result.stdout == "after\n", result
     assert launcher.template_starts == starts + 1
+
+
+def test_a_late_exit_report_never_writes_to_a_reused_descriptor():
+    # The run's thread may be done (the runner said "exit" and closed its pipes) and have closed
+    # the runner's exit descriptor before the template's report arrives; the number may by then
+    # belong to a new runner's pipe, which must not receive the report's 8 bytes.
+    from executor.sandbox.fork import _Spawn
+
+    spawn = _Spawn(1)
+    number = spawn.exit_fd
+    r, w = os.pipe()
+    spawn.close_exit_fd()
+    os.dup2(w, number)  # a new pipe's write end takes the number, as a new runner's may
+    try:
+        spawn.set_exit(0)
+        os.set_blocking(r, False)
+        with pytest.raises(BlockingIOError):
+            os.read(r, 8)  # nothing was written into the pipe that took the number
+        assert spawn.exited.is_set() and spawn.exit_fd is None
+    finally:
+        for fd in {r, w, number}:
+            os.close(fd)
