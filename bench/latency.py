@@ -144,7 +144,7 @@ def main() -> int:
             info = stack.wait_online()
             print(f"stack: sandbox {stack.env['EXECUTOR_SANDBOX']}, {info['slots']} slots, "
                   f"JAX {info['jax_version']}", flush=True)
-            print("warm pool (EXECUTOR_POOL_SIZE=2):", flush=True)
+            print(f"warm pool (EXECUTOR_POOL_SIZE={info['pool_size']}):", flush=True)
             results["warm"] = measure(stack.url, args.runs)
             if args.burst:
                 results["burst"] = asyncio.run(burst(stack.url, args.burst))

@@ -142,6 +142,7 @@ class Executor:
         self.pool.changed.set()
         registry.leave(self.redis, self.name, settings.KIND)
         self.pool.stop()
+        self.launcher.close()  # the runner template, if the launcher keeps one
 
     def _heartbeat_loop(self) -> None:
         # The first beat waits for a warm runner so /api/devices can say what the node runs;

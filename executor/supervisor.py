@@ -84,12 +84,13 @@ def discard(runner: Runner, launcher) -> None:
     """End a runner that will run no (more) snippets: kill what is left of its sandbox, reap
     it, close our ends of its pipes."""
     try:
-        launcher.cleanup(runner.proc)
+        launcher.stop(runner.proc)
         if runner.proc.returncode is None:
             try:
-                runner.proc.wait(timeout=5)
+                runner.proc.wait(timeout=5)  # reaped before its cgroup goes: a zombie keeps it busy
             except subprocess.TimeoutExpired:
-                pass  # cleanup killed it; the kernel reaps it with us at worst
+                pass  # cleanup kills it again; the kernel reaps it with us at worst
+        launcher.cleanup(runner.proc)
     finally:
         runner.close()
 

@@ -32,6 +32,7 @@ import struct
 import subprocess
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
 from . import human_bytes
@@ -131,6 +132,9 @@ class ForkedProcess:
 class Template:
     """One template process and its control socket."""
 
+    # The templates this process runs (a worker has one; a test session may have several).
+    running: weakref.WeakSet[Template] = weakref.WeakSet()
+
     def __init__(self, launcher: ForkLauncher):
         self.launcher = launcher
         self.info: dict = {}
@@ -162,6 +166,7 @@ class Template:
             self.stop()
             raise
         threading.Thread(target=self._read_loop, name="template-reader", daemon=True).start()
+        Template.running.add(self)
 
     def _recv(self, timeout: float | None = None) -> tuple[dict | None, int | None]:
         """One message and the pid its credentials carry (None: the template is gone)."""
@@ -253,18 +258,24 @@ class Template:
         spawn.close_exit_fd()
 
     def stop(self) -> None:
+        Template.running.discard(self)
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # EOF: the template leaves its loop and exits
         except OSError:
             pass
         try:
-            self.cgroup.remove()  # and anything that lingers
-        except CgroupError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            pass
+            try:
+                self.cgroup.kill(wait=False)
+            except CgroupError:
+                pass
+        try:
+            # Reaped before its cgroup goes: an unreaped child keeps a cgroup busy.
+            self.proc.wait(timeout=5)
+            self.cgroup.remove()
+        except (subprocess.TimeoutExpired, CgroupError) as exc:
+            log.warning("the runner template's cgroup stays for the next sweep: %s", exc)
         self.sock.close()
 
 

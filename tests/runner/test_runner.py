@@ -162,8 +162,9 @@ def test_time_dispatch_note_trailing_values_and_jaxprs(run):
     (jaxprs,) = r.of("display", kind="jaxprs")
     assert [p["title"] for p in jaxprs["panels"]] == ["loss", "grad(loss)", "vmap(loss)"]
     assert "cos" in jaxprs["panels"][1]["jaxpr"] and "f32[8,3]" in jaxprs["panels"][2]["jaxpr"]
-    # Nothing but numpy and jax was imported for this run.
-    assert "[]\n" in r.stdout
+    # Nothing but numpy and jax was imported for this run (a forked runner finds pyplot already
+    # imported by its template, at no cost to the run).
+    assert ("['matplotlib']\n" if r.started.get("forked") else "[]\n") in r.stdout
     (array,) = r.of("display", kind="array")
     assert array["shape"] == [2000, 1000] and array["dtype"] == "float32"
     assert array["devices"] == ["cpu:0"] and "SingleDeviceSharding" in array["sharding"]

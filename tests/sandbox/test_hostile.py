@@ -337,9 +337,11 @@ def test_a_deep_recursion_ends_at_a_limit(run, then_a_normal_run_succeeds):
 def test_no_process_or_cgroup_is_left_behind(launcher):
     # Runs last in this file: every run above has been cleaned up.
     assert host_processes_of(SLOT0_UID) == []
-    # The fork launcher's template lives as long as its launcher: its cgroup is the one kept.
-    template = getattr(launcher, "_template", None)
-    kept = {Path(f).parent.name for f in template.cgroup.procs_files} if template else set()
+    # A fork launcher's template lives as long as its launcher: the cgroups of the templates
+    # still running (this suite's, and the runner suite's in the same session) are kept.
+    from executor.sandbox.fork import Template
+
+    kept = {Path(f).parent.name for t in Template.running for f in t.cgroup.procs_files}
     for base in launcher.cgroups.bases().values():
         mine = [d.name for d in base.iterdir() if d.name.startswith(f"run-{os.getpid()}-")]
         assert set(mine) <= kept
