@@ -92,7 +92,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=4000)
     parser.add_argument("--repeats", type=int, default=5, help="alternating pairs for fidelity")
-    parser.add_argument("--sandbox", default="bwrap")
+    parser.add_argument("--sandbox", default="fork", choices=("fork", "bwrap", "none"))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     launcher = get_launcher(args.sandbox, limits=Limits(wall_s=120), cpu_devices=8)
