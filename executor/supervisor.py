@@ -361,7 +361,9 @@ class Supervision:
         try:
             launcher.restrict(proc, limits)
             try:
-                proc.stdin.write((json.dumps(request) + "\n").encode())
+                # The wall clock goes with the code, so that what waits in the run (%timeit)
+                # can stop before it rather than be killed at it.
+                proc.stdin.write((json.dumps({**request, "wall_s": limits.wall_s}) + "\n").encode())
                 proc.stdin.close()
             except (BrokenPipeError, OSError):
                 pass  # it died while idle; its exit status says how

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import threading
+import time
 
 SNIPPET_FILENAME = "<snippet>"
 
@@ -72,6 +73,20 @@ outbox = _Outbox()
 
 def set_channel(channel) -> None:
     outbox.channel = channel
+
+
+_deadline: list[float | None] = [None]
+
+
+def set_wall_clock(wall_s: float | None) -> None:
+    """The run's wall-clock limit, counted from now (the request's arrival): what may wait
+    (``%timeit``) stops before it instead of being killed silently at it."""
+    _deadline[0] = time.monotonic() + wall_s if isinstance(wall_s, (int, float)) and wall_s > 0 else None
+
+
+def deadline() -> float | None:
+    """When the supervisor ends the run (time.monotonic()), if the request said."""
+    return _deadline[0]
 
 
 def send(type_: str, **fields) -> bool:

@@ -20,6 +20,7 @@ import time
 import traceback
 
 from . import hooks
+from . import common
 from .common import flush_user_streams
 
 SNIPPET_FILENAME = "<snippet>"
@@ -192,6 +193,7 @@ def serve(channel: EventChannel, stdin) -> None:
     if not line:
         os._exit(0)  # the pool is shutting down
     request = json.loads(line)
+    common.set_wall_clock(request.get("wall_s"))
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
     sys.stdout = _user_stream(1)
     sys.stderr = _user_stream(2)

@@ -29,6 +29,12 @@ from . import common
 
 SNIPPET = common.SNIPPET_FILENAME
 HELPER = "__import__('jaxplay')"
+# The most one %timeit spends in all, its calibration included (IPython aims at about 0.2 s a
+# repeat, 7 repeats); and how far before the run's wall clock it stops waiting.
+TIMEIT_BUDGET_S = 10.0
+DEADLINE_MARGIN_S = 1.5
+# A repeat's loops take at least this long, as in IPython.
+TIMEIT_REPEAT_S = 0.2
 
 _MAGIC = re.compile(
     r"^(?P<indent>[ \t]*)"
@@ -394,12 +400,62 @@ class TimeitResult:
         return f"<TimeitResult : {self}>"
 
 
-def _dispatch_note(stmt: _Statement, value) -> str | None:
-    if stmt.is_expr and not stmt.blocking and _contains_jax_array(value):
+class _TimeitClock:
+    """How long a %timeit may go on: its budget, and the run's wall clock."""
+
+    def __init__(self, started: float):
+        self.started = started
+        self.repeat_s = 0.0  # what the last repeat took, its queued work included
+
+    def stop_reason(self, next_s: float) -> str | None:
+        """Why another ``next_s`` seconds of timing must not start, or None."""
+        now = time.perf_counter()
+        if now - self.started + next_s > TIMEIT_BUDGET_S:
+            return "budget"
+        deadline = common.deadline()
+        if deadline is not None and time.monotonic() + next_s + DEADLINE_MARGIN_S > deadline:
+            return "deadline"
+        return None
+
+
+def _drain(value) -> float:
+    """Wait, untimed, for the computations the timed calls queued; the seconds that took."""
+    if not _contains_jax_array(value):
+        return 0.0
+    t0 = time.perf_counter()
+    try:
+        import jax
+
+        jax.block_until_ready(value)
+    except Exception:  # noqa: BLE001 - a failed computation surfaces when the snippet uses it
+        pass
+    return time.perf_counter() - t0
+
+
+def _dispatch_only(stmt: _Statement, value) -> bool:
+    return stmt.is_expr and not stmt.blocking and _contains_jax_array(value)
+
+
+def _dispatch_note(stmt: _Statement, value, number: int = 1, queued_s: float = 0.0) -> str | None:
+    if _dispatch_only(stmt, value):
+        queue = ""
+        if queued_s >= 0.001:
+            queue = (f" Each repeat's {number:,} call{'s' if number != 1 else ''} then kept the device busy "
+                     f"for {common.format_time(queued_s)} more, which %timeit waited for between repeats "
+                     f"without counting it.")
         return (f"Note: `{stmt.text}` returns a JAX array without waiting for it, so this timed "
-                f"only the dispatch (JAX computes asynchronously). Time "
+                f"only the dispatch (JAX computes asynchronously).{queue} Time "
                 f"`{_blocking_form(stmt.text)}` to include the computation.")
     return None
+
+
+def _stopped_note(reason: str | None, done: int, asked: int) -> str | None:
+    if reason is None:
+        return None
+    why = (f"%timeit spends at most {TIMEIT_BUDGET_S:g} s" if reason == "budget"
+           else "the run's time limit is near")
+    return (f"Note: stopped after {done} of {asked} repeat{'s' if asked != 1 else ''}: {why}. "
+            f"Time fewer loops with -n and -r, or a smaller input.")
 
 
 def _blocking_form(text: str) -> str:
@@ -447,27 +503,44 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
     t0 = time.perf_counter()
     stmt = _Statement(stmt_text, lineno, col, glob, loc)
     compile_time = time.perf_counter() - t0
+    clock = _TimeitClock(t0)
     value = None
+    calibration = None
     if number == 0:
-        # As IPython does: the number of loops that takes at least 0.2 s.
+        # As IPython does: the number of loops that takes at least TIMEIT_REPEAT_S, counting
+        # the wait for what they queued (a JAX call returns before it has computed), so that
+        # a repeat never queues more work than fits the budget.
         for index in range(10):
             number = 10 ** index
             elapsed, value = stmt.run(number)
-            if elapsed >= 0.2:
+            queued = _drain(value)
+            clock.repeat_s = elapsed + queued
+            calibration = (elapsed, queued)
+            if clock.repeat_s >= TIMEIT_REPEAT_S or clock.stop_reason(10 * clock.repeat_s):
                 break
     before = capture.compile_counts()
-    all_runs = []
+    all_runs, queued_s = [], []
+    stopped = None
     for _ in range(repeat):
+        if (stopped := clock.stop_reason(clock.repeat_s)) is not None and (all_runs or calibration):
+            break
+        stopped = None
         elapsed, value = stmt.run(number)
+        queued = _drain(value)
+        clock.repeat_s = elapsed + queued
         all_runs.append(elapsed)
+        queued_s.append(queued)
+    if not all_runs:  # no time left for a repeat: the calibration's loops are the measurement
+        all_runs, queued_s = [calibration[0]], [calibration[1]]
     best, worst = min(all_runs) / number, max(all_runs) / number
-    result = TimeitResult(number, repeat, best, worst, all_runs, compile_time, precision)
+    result = TimeitResult(number, len(all_runs), best, worst, all_runs, compile_time, precision)
     lines = []
     if worst > 4 * best and best > 0 and worst > 1e-6:
         lines.append("The slowest run took %0.2f times longer than the fastest. This could mean "
                      "that an intermediate result is being cached." % (worst / best))
     lines.append(str(result))
-    notes = [n for n in (_dispatch_note(stmt, value), _compile_note(before)) if n]
+    notes = [n for n in (_dispatch_note(stmt, value, number, statistics.median(queued_s)),
+                         _compile_note(before), _stopped_note(stopped, len(all_runs), repeat)) if n]
     if not quiet:
         print("\n".join(lines + notes), flush=True)
     common.send(
@@ -475,7 +548,7 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
         kind="timeit",
         label=stmt.text[:200],
         line=lineno,
-        repeats=repeat,
+        repeats=len(all_runs),
         loops=number,
         mean_ms=common.ms(result.average, 6),
         std_ms=common.ms(result.stdev, 6),
@@ -485,7 +558,7 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
         runs_ms=[common.ms(t, 6) for t in result.timings],
         text=str(result),
         blocked=stmt.blocking,
-        dispatch_only=bool(_dispatch_note(stmt, value)),
+        dispatch_only=_dispatch_only(stmt, value),
         notes=notes,
     )
     return result if want_result else None

@@ -331,3 +331,24 @@ def test_libraries_are_listed_and_capture_can_be_turned_off(run):
     for name in ("numpy", "scipy", "jax", "optax", "flax", "equinox", "chex", "einops",
                  "matplotlib", "rich"):
         assert re.match(r"\d+\.\d+", libraries[name]), (name, libraries)
+
+
+def test_timeit_of_an_unblocked_jit_matmul_ends_promptly_and_says_why(run):
+    # Without block_until_ready() each loop only dispatches: the calls' computations queue up.
+    # %timeit waits for them between repeats (untimed), so the loops it picks fit its budget,
+    # and it says what it measured and what queued.
+    r = run(textwrap.dedent("""\
+        import jax, jax.numpy as jnp
+        f = jax.jit(lambda a: a @ a)
+        x = jnp.ones((1000, 1000))
+        f(x).block_until_ready()
+        %timeit f(x)
+        print("after")
+        """))
+    assert r.status == "succeeded", r
+    (timing,) = r.of("timing", kind="timeit")
+    assert timing["dispatch_only"] is True and timing["line"] == 5
+    assert any("kept the device busy" in note for note in timing["notes"])
+    assert "only the dispatch" in r.stdout and "f(x).block_until_ready()" in r.stdout
+    assert r.stdout.endswith("after\n")
+    assert r.events[-1]["wall_ms"] < 15_000  # the budget is 10 s

@@ -145,3 +145,39 @@ def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without
     time.sleep(0.15)
     failed.cancel(withdraw=True)  # an error, or XLA's cache: no "compiled" will come
     assert [(t, f.get("done")) for t, f in sent] == [("compiling", None), ("compiling", True)]
+
+
+def _timeit(code: str, capsys) -> str:
+    import jax  # noqa: F401 - imported, as in a runner (its template imported it)
+
+    notebook.timeit(code, 1, 0, {"__name__": "__main__"}, None)
+    return capsys.readouterr().out
+
+
+def test_timeit_stops_at_its_budget_and_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(notebook, "TIMEIT_BUDGET_S", 0.5)
+    out = _timeit("-n1 -r50 __import__('time').sleep(0.05)", capsys)
+    done = int(out.split("stopped after ", 1)[1].split(" ")[0])
+    assert 3 <= done < 50  # about 0.5 s of 0.05 s repeats
+    assert f"stopped after {done} of 50 repeats: %timeit spends at most 0.5 s" in out
+    assert f"(mean ± std. dev. of {done} runs, 1 loop each)" in out
+
+
+def test_timeit_stops_before_the_run_s_wall_clock(monkeypatch, capsys):
+    common.set_wall_clock(notebook.DEADLINE_MARGIN_S + 0.6)  # 0.6 s of room
+    try:
+        out = _timeit("-r7 __import__('time').sleep(0.25)", capsys)
+    finally:
+        common.set_wall_clock(None)
+    assert "stopped after" in out and "the run's time limit is near" in out
+    assert "of 7 runs" not in out
+
+
+def test_timeit_with_no_time_left_reports_its_calibration(monkeypatch, capsys):
+    common.set_wall_clock(notebook.DEADLINE_MARGIN_S + 0.1)
+    try:
+        out = _timeit("__import__('time').sleep(0.3)", capsys)
+    finally:
+        common.set_wall_clock(None)
+    assert "(mean ± std. dev. of 1 run, 1 loop each)" in out
+    assert "stopped after 1 of 7 repeats" in out
