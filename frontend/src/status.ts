@@ -16,6 +16,16 @@ const ENDINGS: Record<string, string> = {
   lost: "The executor running this snippet stopped responding; the run is lost.",
 };
 
+/** The badge's words: what a person reads, not the API's names (those stay in data-status). */
+export function statusWord(status: string, message = ""): string {
+  if (status === "timed_out") return "timed out";
+  if (status === "limit_exceeded") {
+    const which = /\b(memory|CPU time|output|process|event) limit/.exec(message)?.[1];
+    return which ? `stopped: ${which === "CPU time" ? "CPU" : which} limit` : "stopped: limit";
+  }
+  return status;
+}
+
 /** How often the running clock moves. */
 const CLOCK_MS = 100;
 
@@ -72,7 +82,7 @@ export class StatusLine {
       this.lastLocal = performance.now();
       this.showClock(); // a replay's events move it at once, not on the next tick
     }
-    if (event.type !== "queued" && event.type !== "finished" && this.badge.textContent === "queued") {
+    if (event.type !== "queued" && event.type !== "finished" && this.badge.dataset.status === "queued") {
       this.setStatus("running");
     }
     switch (event.type) {
@@ -145,7 +155,7 @@ export class StatusLine {
 
   private finish(event: FinishedEvent): void {
     this.stopClock();
-    this.setStatus(event.status);
+    this.setStatus(event.status, event.message ?? "");
     this.wallTime.textContent = typeof event.wall_ms === "number" ? formatMs(event.wall_ms) : "";
     this.wallTime.title = "Wall-clock time of the run";
     const extra: string[] = [];
@@ -161,11 +171,11 @@ export class StatusLine {
     this.setMessage(text, tone);
   }
 
-  private setStatus(status: string | null): void {
+  private setStatus(status: string | null, message = ""): void {
     this.badge.hidden = status === null;
-    this.badge.textContent = status ?? "";
+    this.badge.textContent = status ? statusWord(status, message) : "";
     this.badge.dataset.status = status ?? "";
-    this.badge.title = status ? `Run status: ${status.replace("_", " ")}` : "";
+    this.badge.title = status ? `Run status: ${statusWord(status, message)}` : "";
   }
 
   private setMessage(

@@ -41,12 +41,13 @@ def get_code(page: Page) -> str:
 
 
 def run_status(page: Page) -> str:
-    return page.inner_text("#run-status")
+    """The run's status as the API names it (the badge shows words: "timed out")."""
+    return page.get_attribute("#run-status", "data-status") or ""
 
 
 def wait_until_finished(page: Page, timeout_ms: int = RUN_TIMEOUT_MS) -> str:
     page.wait_for_function(
-        "terminal => terminal.includes(document.querySelector('#run-status').textContent)",
+        "terminal => terminal.includes(document.querySelector('#run-status').dataset.status)",
         arg=list(TERMINAL),
         timeout=timeout_ms,
     )

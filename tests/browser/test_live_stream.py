@@ -18,6 +18,7 @@ def test_a_run_quiet_for_8_s_ends_on_the_page(page: Page):
 def test_a_flood_ends_on_the_page_with_its_first_output_and_its_limit(page: Page):
     status = run_code(page, "import sys\nprint('first', flush=True)\nwhile True:\n    sys.stdout.write('y' * 65536)\n")
     assert status == "limit_exceeded"
+    expect(page.locator("#run-status")).to_have_text("stopped: output limit")  # words, not the API's name
     text = output(page)
     assert text.startswith("first\ny")
     assert len(text) >= 1024**2 - 10

@@ -265,7 +265,7 @@ def test_it_says_what_xla_is_compiling_while_a_long_compile_lasts(page: Page):
             if (!message.includes('long_chain')) return null;
             const pending = document.querySelector('#panel-compiled .compiled-pending');
             return {message, pending: pending.hidden ? null : pending.textContent,
-                    status: document.querySelector('#run-status').textContent};
+                    status: document.querySelector('#run-status').dataset.status};
         }""",
         timeout=RUN_TIMEOUT_MS,
         polling="raf",

@@ -58,7 +58,7 @@ def test_it_streams_output_while_the_run_is_running(page: Page):
         """() => {
             const out = document.querySelector('#output').textContent;
             if (!out.includes('line 0')) return null;
-            return {out, status: document.querySelector('#run-status').textContent,
+            return {out, status: document.querySelector('#run-status').dataset.status,
                     clock: document.querySelector('#wall-time').textContent};
         }""",
         timeout=RUN_TIMEOUT_MS,
@@ -126,7 +126,7 @@ def test_it_shows_the_whole_run_exactly_once_after_a_reload_mid_run(page: Page):
     # The replayed run's clock counts from when it started, not from the reload: once line 1
     # (printed 0.3 s in) is replayed, it shows at least that (unless the run ended meanwhile).
     clock = page.wait_for_function(
-        "() => { const status = document.querySelector('#run-status').textContent;"
+        "() => { const status = document.querySelector('#run-status').dataset.status;"
         " const t = document.querySelector('#wall-time').textContent;"
         " const replayed = document.querySelector('#output').textContent.includes('line 1');"
         " return status === 'running' ? (replayed && t) : (status === 'queued' || !status ? null : 'ended'); }",
@@ -155,7 +155,7 @@ def test_after_a_reload_during_a_quiet_stretch_the_clock_shows_the_run_s_real_ag
     # At once, not after counting up from the replay: a clock that started at the reload
     # would need 2.8 s to get there (allowed here: 2 s, for a loaded machine's replay).
     clock = page.wait_for_function(
-        "() => document.querySelector('#run-status').textContent === 'running'"
+        "() => document.querySelector('#run-status').dataset.status === 'running'"
         " && parseFloat(document.querySelector('#wall-time').textContent) >= 2.8"
         " && document.querySelector('#wall-time').textContent",
         timeout=2000,
@@ -209,8 +209,25 @@ def test_it_cancels_a_running_run(page: Page):
     page.click("#cancel-button")
 
     assert wait_until_finished(page) == "cancelled"
+    expect(page.locator("#run-status")).to_have_text("cancelled")
     assert "not reached" not in output(page)
     expect(page.locator("#cancel-button")).to_be_hidden()
+
+
+def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
+    # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
+    # (flushes 0.2 s apart arrive as separate events), and Windows newlines.
+    set_code(page, "import time\n"
+                   "for i in range(3):\n"
+                   "    print(f'progress {i}/3', end='\\r', flush=True)\n"
+                   "    time.sleep(0.2)\n"
+                   "print('done   ')\n"
+                   "print('a', end='\\r', flush=True)\n"
+                   "time.sleep(0.2)\n"
+                   "print('\\nb\\r\\nc')\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "done   \na\nb\nc\n"
 
 
 def test_it_shows_the_servers_message_when_a_run_is_refused(page: Page):

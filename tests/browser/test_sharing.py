@@ -121,7 +121,7 @@ def test_a_link_shows_the_code_and_its_saved_output_without_running_it(page: Pag
         open_playground(other, path=path_of(url))
         assert get_code(other) == CODE
         expect(other.locator("#output")).to_have_text(PRINTED)
-        expect(other.locator("#run-status")).to_have_text("succeeded")
+        expect(other.locator("#run-status")).to_have_attribute("data-status", "succeeded")
         assert "square_sum" in other.evaluate("window.playground.compiledNames()")
         expect(other.locator("#tab-compiled .tab-count")).to_have_text("1")
         expect(other.locator(".output-bar-label")).to_contain_text("Saved output")

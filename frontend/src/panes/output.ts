@@ -13,6 +13,26 @@ export interface OtherContent {
   count: number;
 }
 
+/** Text as a terminal shows it: "\r" alone returns to the start of the line, which what follows
+ *  replaces (progress bars: tqdm, print(..., end="\r")); "\r\n" is a newline. ``current`` is
+ *  the text shown so far (its last line may be replaced); ``pendingCR`` says the previous piece
+ *  ended with a "\r" whose meaning depends on what comes next. */
+export function terminalText(current: string, incoming: string, pendingCR: boolean): { text: string; pendingCR: boolean } {
+  let text = current;
+  let cr = pendingCR;
+  for (const part of incoming.split(/(\r)/)) {
+    if (part === "\r") {
+      cr = true;
+      continue;
+    }
+    if (!part) continue;
+    if (cr && !part.startsWith("\n")) text = text.slice(0, text.lastIndexOf("\n") + 1);
+    cr = false;
+    text += part;
+  }
+  return { text, pendingCR: cr };
+}
+
 /** How close to the bottom (px) still counts as "following the output". */
 const FOLLOW_SLACK_PX = 24;
 
@@ -26,6 +46,7 @@ class OutputView {
   private readonly errorBox: HTMLElement;
   private lastStream: "stdout" | "stderr" | null = null;
   private lastText: Text | null = null;
+  private pendingCR = false;
 
   constructor(
     private readonly onLineClick: (line: number) => void,
@@ -68,6 +89,7 @@ class OutputView {
     this.output.replaceChildren();
     this.lastStream = null;
     this.lastText = null;
+    this.pendingCR = false;
     this.errorBox.hidden = true;
     this.errorBox.replaceChildren();
     this.notice.hidden = true;
@@ -103,12 +125,17 @@ class OutputView {
   private append(stream: "stdout" | "stderr", text: string): void {
     this.placeholder.hidden = true;
     if (stream === this.lastStream && this.lastText) {
-      this.lastText.appendData(text);
+      const next = terminalText(this.lastText.data, text, this.pendingCR);
+      this.pendingCR = next.pendingCR;
+      if (next.text.startsWith(this.lastText.data)) this.lastText.appendData(next.text.slice(this.lastText.data.length));
+      else this.lastText.data = next.text;
       return;
     }
     const span = document.createElement("span");
     span.className = stream;
-    this.lastText = document.createTextNode(text);
+    const first = terminalText("", text, false);
+    this.pendingCR = first.pendingCR;
+    this.lastText = document.createTextNode(first.text);
     span.append(this.lastText);
     this.output.append(span);
     this.lastStream = stream;
@@ -127,6 +154,7 @@ class OutputView {
     this.output.append(block);
     this.lastStream = null;
     this.lastText = null;
+    this.pendingCR = false;
   }
 
   /** No output, but maybe compiled code, timings or figures: say where they are. */
