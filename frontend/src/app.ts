@@ -84,6 +84,7 @@ function main(): void {
     },
     onRun: () => void run(),
     onSave: embed ? undefined : () => share?.open(),
+    onLeave: () => focusAfter(byId("editor")),
   });
 
   const revealLine = (line: number) => {
@@ -319,3 +320,17 @@ function main(): void {
 }
 
 main();
+
+/** Focus the first control after ``element`` in the page's order that can take it. */
+function focusAfter(element: HTMLElement): void {
+  const candidates = document.querySelectorAll<HTMLElement>(
+    "a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])",
+  );
+  for (const candidate of candidates) {
+    const after = element.compareDocumentPosition(candidate) & Node.DOCUMENT_POSITION_FOLLOWING;
+    if (after && !element.contains(candidate) && candidate.offsetParent !== null) {
+      candidate.focus();
+      return;
+    }
+  }
+}

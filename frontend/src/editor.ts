@@ -43,6 +43,8 @@ export function createEditor(options: {
   onRun(): void;
   /** Ctrl/Cmd+S (the browser's "save page" is not wanted here). */
   onSave?(): void;
+  /** Escape with none of the editor's own widgets open: focus goes on, out of the editor. */
+  onLeave?(): void;
 }): CodeEditor {
   installWorker(options.workerUrl);
   const editor = monaco.editor.create(options.container, {
@@ -64,13 +66,21 @@ export function createEditor(options: {
     insertSpaces: true,
     padding: { top: 12, bottom: 12 },
     fixedOverflowWidgets: true,
-    ariaLabel: "Python code editor",
+    ariaLabel: "Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus.",
   });
   const model = editor.getModel()!;
   model.onDidChangeContent(() => options.onChange(model.getValue()));
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
   const onSave = options.onSave;
   if (onSave) editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.KeyS, () => onSave());
+  // The keyboard is never trapped in the editor: Escape leaves it unless one of its own widgets
+  // (suggestions, find, a rename...) is open, where Escape closes that widget first.
+  const onLeave = options.onLeave;
+  if (onLeave) {
+    editor.addCommand(monaco.KeyCode.Escape, () => onLeave(),
+      "!suggestWidgetVisible && !findWidgetVisible && !parameterHintsVisible && !inSnippetMode"
+      + " && !editorHasMultipleSelections && !renameInputVisible && !markersNavigationVisible");
+  }
 
   const glyphs = editor.createDecorationsCollection();
   const linked = editor.createDecorationsCollection();

@@ -20,6 +20,8 @@ import "monaco-editor/features/indentation/register";
 import "monaco-editor/features/linesOperations/register";
 import "monaco-editor/features/multicursor/register";
 import "monaco-editor/features/suggest/register";
+// Ctrl+M (Ctrl+Shift+M on a Mac): Tab moves focus instead of indenting, as in VS Code.
+import "monaco-editor/features/toggleTabFocusMode/register";
 import "monaco-editor/features/wordHighlighter/register";
 import "monaco-editor/features/wordOperations/register";
 import "monaco-editor/languages/definitions/python/register";

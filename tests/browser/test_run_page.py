@@ -214,6 +214,26 @@ def test_it_cancels_a_running_run(page: Page):
     expect(page.locator("#cancel-button")).to_be_hidden()
 
 
+def test_the_keyboard_is_never_trapped_in_the_editor(page: Page):
+    page.click("#editor .view-lines")
+    expect(page.locator(".panel-editor")).to_have_css("outline-style", "solid")  # a visible focus ring
+    page.keyboard.press("Escape")  # out of the editor, on to the next control
+    assert page.evaluate("document.getElementById('editor').contains(document.activeElement)") is False
+    expect(page.locator(".panel-editor")).to_have_css("outline-style", "none")
+    # on a control of the page (the splitter beside the editor, a button), not lost on the body
+    assert page.evaluate("document.activeElement !== document.body && document.activeElement.tabIndex >= 0")
+
+    # Ctrl+M: Tab moves focus instead of indenting (and Ctrl+M again gives it back).
+    page.click("#editor .view-lines")
+    before = page.evaluate("window.playground.getCode()")
+    page.keyboard.press("Control+m")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.getElementById('editor').contains(document.activeElement)") is False
+    assert page.evaluate("window.playground.getCode()") == before  # nothing was indented
+    page.click("#editor .view-lines")
+    page.keyboard.press("Control+m")
+
+
 def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
     # (flushes 0.2 s apart arrive as separate events), and Windows newlines.
