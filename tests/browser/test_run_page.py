@@ -234,6 +234,22 @@ def test_the_keyboard_is_never_trapped_in_the_editor(page: Page):
     page.keyboard.press("Control+m")
 
 
+def test_an_error_marks_the_output_tab_while_another_tab_is_open(page: Page):
+    page.click("#tab-timing")
+    set_code(page, FAILING)
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "failed"
+    tab = page.locator("#tab-output")
+    expect(tab).to_have_attribute("data-alert", "true")
+    expect(tab).to_have_accessible_name(re.compile(r"Output.*\(error\)"))
+    assert page.locator("#tab-timing").get_attribute("aria-selected") == "true"  # not switched
+
+    set_code(page, "print('fine')\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    expect(tab).not_to_have_attribute("data-alert", "true")
+
+
 def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
     # (flushes 0.2 s apart arrive as separate events), and Windows newlines.

@@ -243,6 +243,7 @@ export class OutputPane implements Pane {
   readonly title = "Output";
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
+  onAlert?: (alert: string | null) => void;
 
   private readonly live: OutputView;
   private readonly saved: OutputView;
@@ -326,6 +327,8 @@ export class OutputPane implements Pane {
 
   handle(event: RunEvent): void {
     this.live.handle(event);
+    // An error is never missed: the Output tab is marked even while another tab is open.
+    if (event.type === "error") this.onAlert?.("error");
   }
 
   private render(): void {

@@ -16,6 +16,9 @@ export interface Pane {
   idle?(): void;
   /** Called whenever the pane's content changes; a tab shows a count when it returns one. */
   onChange?: (count: number | null) => void;
+  /** Called when the pane holds something that must not be missed (the run's error), or no
+   *  longer does (null): its tab is marked whichever tab is open. */
+  onAlert?: (alert: string | null) => void;
 }
 
 /**
@@ -64,6 +67,7 @@ export class Tabs {
     for (const pane of this.panes) {
       pane.reset();
       pane.onChange?.(null);
+      pane.onAlert?.(null);
     }
   }
 
@@ -75,6 +79,7 @@ export class Tabs {
     for (const pane of this.panes) {
       pane.idle?.();
       pane.onChange?.(null);
+      pane.onAlert?.(null);
     }
   }
 
@@ -99,6 +104,17 @@ export class Tabs {
       count.textContent = n === null ? "" : String(n);
       if (!n) delete tab.dataset.news;
       else if (n > before && this.active !== pane.id) tab.dataset.news = "true";
+    };
+
+    const alert = document.createElement("span");
+    alert.className = "tab-alert";
+    alert.hidden = true;
+    tab.append(alert);
+    pane.onAlert = (text) => {
+      alert.hidden = text === null;
+      alert.textContent = text ? ` (${text})` : "";
+      if (text) tab.dataset.alert = "true";
+      else delete tab.dataset.alert;
     };
 
     const panel = document.createElement("div");
