@@ -87,6 +87,10 @@ function main(): void {
     onLeave: () => focusAfter(byId("editor")),
   });
 
+  document.getElementById("download-code")?.addEventListener("click", () => {
+    downloadText(code.getCode(), byId("file-name").textContent || "snippet.py");
+  });
+
   const revealLine = (line: number) => {
     code.editor.revealLineInCenter(line);
     code.editor.setPosition({ lineNumber: line, column: 1 });
@@ -333,4 +337,16 @@ function focusAfter(element: HTMLElement): void {
       return;
     }
   }
+}
+
+/** Save ``text`` as a file the browser downloads. */
+function downloadText(text: string, name: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/x-python" }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name.endsWith(".py") ? name : `${name}.py`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 1000);
 }

@@ -250,6 +250,17 @@ def test_an_error_marks_the_output_tab_while_another_tab_is_open(page: Page):
     expect(tab).not_to_have_attribute("data-alert", "true")
 
 
+def test_it_downloads_the_code_as_a_python_file(page: Page, tmp_path):
+    set_code(page, "print('download me')\n")
+    with page.expect_download() as info:
+        page.click("#download-code")
+    download = info.value
+    assert download.suggested_filename == "snippet.py"
+    target = tmp_path / "snippet.py"
+    download.save_as(target)
+    assert target.read_text() == "print('download me')\n"
+
+
 def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
     # (flushes 0.2 s apart arrive as separate events), and Windows newlines.
