@@ -99,3 +99,33 @@ export function strokeIcon(d: string): SVGSVGElement {
   svg.append(path);
   return svg;
 }
+
+/** Puts text on the clipboard; false when the browser would not. ``fallback``: a field to select
+ *  for the old way (a hidden one is made when none is given). */
+export async function copyText(text: string, fallback?: HTMLInputElement | HTMLTextAreaElement): Promise<boolean> {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // Not allowed (no permission, no user gesture): try the old way.
+  }
+  const field = fallback ?? document.createElement("textarea");
+  try {
+    if (!fallback) {
+      field.value = text;
+      field.setAttribute("readonly", "");
+      field.style.position = "fixed";
+      field.style.opacity = "0";
+      document.body.append(field);
+    }
+    field.focus();
+    field.select();
+    return document.execCommand("copy");
+  } catch {
+    return false;
+  } finally {
+    if (!fallback) field.remove();
+  }
+}

@@ -4,6 +4,7 @@
 // (#share-dialog), opened modal: the browser keeps the focus inside it and Escape closes it;
 // the focus goes back where it was.
 import { ApiError, createSnippet, getRun, type SavedSnippet } from "./api";
+import { copyText } from "./format";
 import { isMac } from "./platform";
 
 export interface ShareSource {
@@ -75,25 +76,6 @@ export function embedCode(url: string, slug: string, title: string): string {
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;");
   return `<iframe src="${origin}/embed/${slug}" width="100%" height="420" loading="lazy" title="${name}"></iframe>`;
-}
-
-/** Puts text on the clipboard; false when the browser would not. */
-async function copyText(text: string, fallback: HTMLInputElement | HTMLTextAreaElement): Promise<boolean> {
-  try {
-    if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(text);
-      return true;
-    }
-  } catch {
-    // Not allowed (no permission, no user gesture): try the old way.
-  }
-  try {
-    fallback.focus();
-    fallback.select();
-    return document.execCommand("copy");
-  } catch {
-    return false;
-  }
 }
 
 function part<T extends HTMLElement>(root: HTMLElement, selector: string): T {

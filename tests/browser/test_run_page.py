@@ -250,6 +250,17 @@ def test_an_error_marks_the_output_tab_while_another_tab_is_open(page: Page):
     expect(tab).not_to_have_attribute("data-alert", "true")
 
 
+def test_it_copies_the_output(page: Page):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    expect(page.locator("#copy-output")).to_be_hidden()  # nothing to copy yet
+    set_code(page, "print('first line')\nprint('second line')\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    page.click("#copy-output")
+    expect(page.locator("#copy-output")).to_contain_text("Copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == "first line\nsecond line\n"
+
+
 def test_it_downloads_the_code_as_a_python_file(page: Page, tmp_path):
     set_code(page, "print('download me')\n")
     with page.expect_download() as info:

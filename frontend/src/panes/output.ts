@@ -1,7 +1,7 @@
 // The "Output" tab: stdout and stderr as they arrive, values shown as text (a trailing
 // expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
-import { el, str, strokeIcon } from "../format";
+import { copyText, el, str, strokeIcon } from "../format";
 import { isMac } from "../platform";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
@@ -44,6 +44,7 @@ class OutputView {
   private readonly placeholder: HTMLElement;
   private readonly notice: HTMLElement;
   private readonly errorBox: HTMLElement;
+  private readonly copyButton: HTMLButtonElement;
   private lastStream: "stdout" | "stderr" | null = null;
   private lastText: Text | null = null;
   private pendingCR = false;
@@ -77,7 +78,24 @@ class OutputView {
     if (main) this.errorBox.setAttribute("role", "alert");
     this.errorBox.hidden = true;
 
-    this.element.append(this.placeholder, this.output, this.errorBox, this.notice);
+    // Copy what was printed (the text, as the page shows it): one button, kept in view.
+    const icon = strokeIcon("M5.5 5.5h8v8h-8zM10.5 5.5v-3h-8v8h3"); // two sheets
+    this.copyButton = el("button", "button button-small output-copy", icon, el("span", null, "Copy"));
+    this.copyButton.type = "button";
+    if (main) this.copyButton.id = "copy-output";
+    this.copyButton.title = "Copy the output to the clipboard";
+    this.copyButton.setAttribute("aria-label", "Copy output");
+    this.copyButton.hidden = true;
+    this.copyButton.addEventListener("click", () => void this.copy());
+
+    this.element.append(this.copyButton, this.placeholder, this.output, this.errorBox, this.notice);
+  }
+
+  private async copy(): Promise<void> {
+    const label = this.copyButton.querySelector("span")!;
+    const ok = await copyText(this.output.textContent ?? "");
+    label.textContent = ok ? "Copied" : "Copy failed";
+    window.setTimeout(() => { label.textContent = "Copy"; }, 1500);
   }
 
   idle(hint: string): void {
@@ -86,6 +104,7 @@ class OutputView {
   }
 
   reset(): void {
+    this.copyButton.hidden = true;
     this.output.replaceChildren();
     this.lastStream = null;
     this.lastText = null;
@@ -124,6 +143,7 @@ class OutputView {
 
   private append(stream: "stdout" | "stderr", text: string): void {
     this.placeholder.hidden = true;
+    this.copyButton.hidden = false;
     if (stream === this.lastStream && this.lastText) {
       const next = terminalText(this.lastText.data, text, this.pendingCR);
       this.pendingCR = next.pendingCR;
@@ -144,6 +164,7 @@ class OutputView {
   /** A value shown as text: a block of its own between the prints. */
   private appendValue(text: string, label: string | null): void {
     this.placeholder.hidden = true;
+    this.copyButton.hidden = false;
     const block = el(
       "span",
       "value",
