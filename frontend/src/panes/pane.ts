@@ -107,7 +107,7 @@ export class Tabs {
     };
 
     const alert = document.createElement("span");
-    alert.className = "tab-alert";
+    alert.className = "tab-alert visually-hidden";
     alert.hidden = true;
     tab.append(alert);
     pane.onAlert = (text) => {
