@@ -3,7 +3,7 @@
 import "./style.css";
 
 import { DevicePicker } from "./devices";
-import { createEditor } from "./editor";
+import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "./editor";
 import { Gallery, readExamples } from "./gallery";
 import { LibrariesMenu } from "./libraries";
 import { CompiledPane } from "./panes/compiled";
@@ -85,6 +85,11 @@ function main(): void {
     onRun: () => void run(),
     onSave: embed ? undefined : () => share?.open(),
     onLeave: () => focusAfter(byId("editor")),
+    fontSize: applyFontSize(Number(local.get(KEYS.fontSize) ?? DEFAULT_FONT_SIZE)),
+    onFontSize: (size) => {
+      local.set(KEYS.fontSize, String(size));
+      applyFontSize(size);
+    },
   });
 
   document.getElementById("download-code")?.addEventListener("click", () => {
@@ -349,4 +354,11 @@ function downloadText(text: string, name: string): void {
   link.click();
   link.remove();
   window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** The output's text follows the editor's size (one px smaller, as by default). */
+function applyFontSize(size: number): number {
+  const px = clampFontSize(size);
+  document.documentElement.style.setProperty("--output-font-size", `${px - 1}px`);
+  return px;
 }

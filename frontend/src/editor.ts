@@ -45,6 +45,9 @@ export function createEditor(options: {
   onSave?(): void;
   /** Escape with none of the editor's own widgets open: focus goes on, out of the editor. */
   onLeave?(): void;
+  /** The font size to start with (px), and where a change of it (Ctrl+= / Ctrl+- / Ctrl+0) goes. */
+  fontSize?: number;
+  onFontSize?(size: number): void;
 }): CodeEditor {
   installWorker(options.workerUrl);
   const editor = monaco.editor.create(options.container, {
@@ -52,7 +55,7 @@ export function createEditor(options: {
     language: "python",
     theme: themeName(options.theme),
     automaticLayout: true,
-    fontSize: 14,
+    fontSize: clampFontSize(options.fontSize ?? DEFAULT_FONT_SIZE),
     lineHeight: 21,
     fontFamily: MONO_FONT,
     minimap: { enabled: false },
@@ -73,6 +76,16 @@ export function createEditor(options: {
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
   const onSave = options.onSave;
   if (onSave) editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.KeyS, () => onSave());
+  // Ctrl+= / Ctrl+- / Ctrl+0 (Cmd on a Mac) size the code's font, not the whole page.
+  const resize = (size: number) => {
+    const next = clampFontSize(size);
+    editor.updateOptions({ fontSize: next });
+    options.onFontSize?.(next);
+  };
+  const current = () => editor.getOption(monaco.editor.EditorOption.fontSize);
+  editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Equal, () => resize(current() + 1));
+  editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Minus, () => resize(current() - 1));
+  editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Digit0, () => resize(DEFAULT_FONT_SIZE));
   // The keyboard is never trapped in the editor: Escape leaves it unless one of its own widgets
   // (suggestions, find, a rename...) is open, where Escape closes that widget first.
   const onLeave = options.onLeave;
@@ -145,3 +158,9 @@ export function createEditor(options: {
   };
 }
 
+
+export const DEFAULT_FONT_SIZE = 14;
+
+export function clampFontSize(size: number): number {
+  return Number.isFinite(size) ? Math.min(28, Math.max(10, Math.round(size))) : DEFAULT_FONT_SIZE;
+}

@@ -44,4 +44,6 @@ export const KEYS = {
   /** The person's own code, kept when an example replaced it. */
   scratch: "playground.scratch",
   libraries: "playground.libraries",
+  /** The editor's font size (px); the output follows it. */
+  fontSize: "playground.fontSize",
 } as const;

@@ -261,6 +261,26 @@ def test_it_copies_the_output(page: Page):
     assert page.evaluate("() => navigator.clipboard.readText()") == "first line\nsecond line\n"
 
 
+def test_the_code_s_font_size_changes_with_ctrl_plus_and_minus_and_is_remembered(page: Page):
+    def sizes():
+        return page.evaluate("""() => [
+            getComputedStyle(document.querySelector('#editor .view-lines')).fontSize,
+            getComputedStyle(document.querySelector('#output')).fontSize]""")
+
+    assert sizes() == ["14px", "13px"]
+    page.click("#editor .view-lines")
+    page.keyboard.press("Control+Equal")
+    page.keyboard.press("Control+Equal")
+    assert sizes() == ["16px", "15px"]
+    open_playground(page, reload=True)
+    assert sizes() == ["16px", "15px"]  # remembered
+    page.click("#editor .view-lines")
+    page.keyboard.press("Control+Minus")
+    assert sizes() == ["15px", "14px"]
+    page.keyboard.press("Control+0")
+    assert sizes() == ["14px", "13px"]
+
+
 def test_it_downloads_the_code_as_a_python_file(page: Page, tmp_path):
     set_code(page, "print('download me')\n")
     with page.expect_download() as info:
