@@ -49,10 +49,12 @@ export class TimingPane extends CardListPane {
     return [
       finished ? "This run timed nothing." : "No timings yet.",
       [
-        code("%timeit f(x)"),
+        code("%timeit f(x).block_until_ready()"),
         " and ",
         code("%time f(x)"),
-        " work as in Jupyter. ",
+        " work as in Jupyter (a JAX call returns before it has computed: without ",
+        code(".block_until_ready()"),
+        ", %timeit times only the dispatch). ",
         code("jaxplay.bench(f, x)"),
         " times a function properly (compile apart, warm-up, block_until_ready, median and spread), and ",
         code('jaxplay.compare({"numpy": f, "jit": jax.jit(f)}, x)'),
