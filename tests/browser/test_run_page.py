@@ -292,6 +292,17 @@ def test_it_downloads_the_code_as_a_python_file(page: Page, tmp_path):
     assert target.read_text() == "print('download me')\n"
 
 
+def test_on_a_phone_the_compiled_pane_shows_its_code(page: Page):
+    page.set_viewport_size({"width": 390, "height": 844})
+    set_code(page, "import jax\nf = jax.jit(lambda x: x * 2)\nprint(f(1.0))\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    page.click("#tab-compiled")
+    viewer = page.locator("#panel-compiled .code-view-host").first
+    expect(viewer.locator(".view-lines")).to_contain_text("lambda")
+    assert viewer.bounding_box()["height"] >= 200  # stacked panes leave the viewer room (was 5 px)
+
+
 def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
     # (flushes 0.2 s apart arrive as separate events), and Windows newlines.
