@@ -303,6 +303,35 @@ def test_on_a_phone_the_compiled_pane_shows_its_code(page: Page):
     assert viewer.bounding_box()["height"] >= 200  # stacked panes leave the viewer room (was 5 px)
 
 
+def test_a_text_table_printed_to_output_scrolls_instead_of_wrapping(page: Page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    row = "| " + " | ".join(f"column {i:02d}" for i in range(14)) + " |"
+    set_code(page, f"for _ in range(3):\n    print({row!r})\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    sizes = page.evaluate("""() => { const o = document.querySelector('#output');
+        return {scroll: o.scrollWidth, client: o.clientWidth,
+                lines: o.getClientRects()[0].height / parseFloat(getComputedStyle(o).lineHeight)}; }""")
+    assert sizes["scroll"] > sizes["client"]  # wider than the pane: it scrolls
+    assert round(sizes["lines"]) == 3  # three rows, none wrapped
+
+
+def test_at_1024_px_the_timing_table_scrolls_to_its_last_column(page: Page):
+    page.set_viewport_size({"width": 1024, "height": 768})
+    set_code(page, "import jax, numpy as np, jaxplay\n"
+                   "f = lambda x: x + x * x\n"
+                   "jaxplay.compare({'numpy': f, 'jit': jax.jit(f)}, np.ones((200, 200), np.float32))\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    page.click("#tab-timing")
+    scroller = page.locator("#panel-timing .table-scroll").first
+    expect(scroller).to_be_visible()
+    page.evaluate("el => el.scrollLeft = el.scrollWidth", scroller.element_handle())
+    last = scroller.locator("thead th").last
+    box, frame = last.bounding_box(), scroller.bounding_box()
+    assert box["x"] + box["width"] <= frame["x"] + frame["width"] + 1  # reachable, not cut off
+
+
 def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     # A progress line rewritten in place, pieces that split "\r\n" and "\r" across events
     # (flushes 0.2 s apart arrive as separate events), and Windows newlines.
