@@ -195,28 +195,48 @@ def test_bench_agrees_with_timeit_in_a_plain_process(run):
     assert comparison["rows"][0]["speedup"] == 1.0 and comparison["rows"][1]["speedup"] > 0
     assert comparison["rows"][0]["cost_from"] == "jit"
 
-    plain = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(f"""\
-            import timeit, jax, jax.numpy as jnp
-            jax.config.update("jax_num_cpu_devices", 8)  # as the runner is configured
+    def plain_ms() -> float:
+        plain = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(f"""\
+                import timeit, jax, jax.numpy as jnp
+                jax.config.update("jax_num_cpu_devices", 8)  # as the runner is configured
+                def fn(x):
+                    return x + x*x + x*x*x
+                f = jax.jit(fn)
+                x = jnp.asarray(jax.random.normal(jax.random.key(0), ({size}, {size})))
+                f(x).block_until_ready()
+                t = timeit.Timer(lambda: f(x).block_until_ready())
+                n, _ = t.autorange()
+                runs = t.repeat(7, n)
+                print(min(runs) / n * 1000)  # the best run, in ms
+                """)],
+            capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"},
+        )
+        assert plain.returncode == 0, plain.stderr
+        return float(plain.stdout)
+
+    def run_ms() -> float:
+        again = run(textwrap.dedent(f"""\
+            import jax, jax.numpy as jnp
+            import jaxplay
             def fn(x):
                 return x + x*x + x*x*x
-            f = jax.jit(fn)
             x = jnp.asarray(jax.random.normal(jax.random.key(0), ({size}, {size})))
-            f(x).block_until_ready()
-            t = timeit.Timer(lambda: f(x).block_until_ready())
-            n, _ = t.autorange()
-            runs = t.repeat(7, n)
-            print(min(runs) / n * 1000)  # the best run, in ms
-            """)],
-        capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"},
-    )
-    assert plain.returncode == 0, plain.stderr
-    reference_ms = float(plain.stdout)
+            jaxplay.bench(jax.jit(fn), x, label="jit", repeats=5)
+            """))
+        return again.of("timing", kind="bench")[0]["min_ms"]
+
     # Loose: a shared two-core machine, two processes timed apart. The ±5 % fidelity check (in
     # one process, 4000×4000) is the benchmark's.
-    # Best runs, not medians: the least sensitive to the other processes on this machine.
-    assert 0.4 < bench["min_ms"] / reference_ms < 2.5, (bench["min_ms"], reference_ms)
+    # Best runs, not medians: the least sensitive to the other processes on this machine. Now
+    # and then a whole process is 5-10x slower here, in a run under either launcher as in the
+    # plain process (the host's memory management): both are measured again, up to twice.
+    best, reference_ms = bench["min_ms"], plain_ms()
+    for _ in range(2):
+        if 0.4 < best / reference_ms < 2.5:
+            break
+        best, reference_ms = min(best, run_ms()), min(reference_ms, plain_ms())
+    assert 0.4 < best / reference_ms < 2.5, (best, reference_ms)
 
 
 def test_figures_come_back_as_png(run):
