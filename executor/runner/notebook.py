@@ -510,8 +510,9 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
         # As IPython does: the number of loops that takes at least TIMEIT_REPEAT_S, counting
         # the wait for what they queued (a JAX call returns before it has computed), so that
         # a repeat never queues more work than fits the budget.
-        for index in range(10):
-            number = 10 ** index
+        # 1, 2, 5, 10, 20, 50...: as timeit.Timer.autorange, so a repeat takes 0.2 to 0.5 s,
+        # seven of them well inside the budget.
+        for number in (base * 10 ** power for power in range(10) for base in (1, 2, 5)):
             elapsed, value = stmt.run(number)
             queued = _drain(value)
             clock.repeat_s = elapsed + queued
