@@ -329,7 +329,7 @@ def preload_matplotlib(font_cache: str | None) -> None:
 
     hooks.prepare_run(None, font_cache)  # MPLBACKEND, MPLCONFIGDIR and the font list
     try:
-        import matplotlib.pyplot  # noqa: F401
+        import matplotlib.pyplot  # noqa: F401 - loaded here so that every run shares it
     except Exception as exc:  # noqa: BLE001 - only slower: each run imports it itself
         print(f"template: matplotlib not preloaded: {exc}", file=sys.stderr)
 
@@ -344,13 +344,14 @@ def main(argv: list[str]) -> None:
     os.set_inheritable(args.control_fd, False)
     t0 = time.perf_counter()
 
-    import numpy  # noqa: F401
+    import numpy  # noqa: F401 - loaded here so that every run shares it
 
     import jax
 
     if args.cpu_devices:
         jax.config.update("jax_num_cpu_devices", args.cpu_devices)
-    from . import hooks, main as _main, seccomp  # noqa: F401 - imported here, shared by every runner
+    from . import hooks, seccomp
+    from . import main as _main  # noqa: F401 - loaded here so that every run shares it
 
     hooks.prepare_process()
     preload_matplotlib(args.font_cache)

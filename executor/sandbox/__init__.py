@@ -233,7 +233,7 @@ LAUNCHERS: dict[str, type[Launcher]] = {"none": DirectLauncher}
 
 from .bwrap import BwrapLauncher  # noqa: E402 - it subclasses Launcher, defined above
 
-from .fork import ForkLauncher  # noqa: E402
+from .fork import ForkLauncher  # noqa: E402 - it subclasses BwrapLauncher, imported above
 
 LAUNCHERS[BwrapLauncher.name] = BwrapLauncher
 LAUNCHERS[ForkLauncher.name] = ForkLauncher

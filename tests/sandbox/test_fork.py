@@ -18,9 +18,25 @@ import pytest
 from executor.local import RunResult, run_local
 from executor.supervisor import Runner, discard, wait_ready
 
-from .conftest import BACKEND, UID_BASE
+from .conftest import LIMITS, UID_BASE
 
-pytestmark = pytest.mark.skipif(BACKEND != "fork", reason="tests of the fork launcher")
+
+@pytest.fixture(scope="module")
+def launcher(launcher):
+    """A fork launcher whichever backend the rest of the suite runs (SANDBOX_TEST_BACKEND)."""
+    from executor.sandbox import get_launcher
+
+    if launcher.name == "fork":
+        yield launcher
+        return
+    own = get_launcher("fork", limits=LIMITS, uid_base=UID_BASE)
+    yield own
+    own.close()
+
+
+@pytest.fixture(scope="module")
+def run(launcher):
+    return lambda code: RunResult(run_local(code, launcher=launcher, limits=LIMITS))
 
 # A run that leaves something of itself everywhere it could be shared, says so, and waits.
 HOLDER = textwrap.dedent("""\
