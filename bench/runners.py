@@ -40,19 +40,6 @@ async def back_to_back(url: str, code: str, runs: int, warmup: int = 3) -> dict:
     return {"total": summarise(samples, "total_ms"), "statuses": statuses}
 
 
-async def together(url: str, code: str, count: int) -> dict:
-    t0 = time.perf_counter()
-    results = await asyncio.gather(*(one_run(url, code) for _ in range(count)), return_exceptions=True)
-    last = time.perf_counter() - t0
-    statuses: dict[str, int] = {}
-    for r in results:
-        key = r["status"] if isinstance(r, dict) else f"error: {type(r).__name__}"
-        statuses[key] = statuses.get(key, 0) + 1
-    ok = [r for r in results if isinstance(r, dict)]
-    return {"count": count, "last_finished_s": last, "statuses": statuses,
-            "latency": summarise(ok, "total_ms") if ok else None}
-
-
 def settle(max_s: float = 60.0) -> None:
     """Until the machine is quiet again (the 1-minute load under 1, or max_s): the stack's own
     start-up and the previous launcher's burst would otherwise be measured too."""
@@ -76,8 +63,8 @@ def measure(sandbox: str, args) -> dict:
               f"({t['p95'] / t['median']:.1f}x the median), {b2b['statuses']}", flush=True)
         out["back_to_back"] = b2b
         time.sleep(2)
-        cls = asyncio.run(together(stack.url, SNIPPETS["small jit"], args.jit))
-        print(f"  {args.jit} small jit at once: last finished after {cls['last_finished_s']:.2f} s, "
+        cls = asyncio.run(burst(stack.url, args.jit, SNIPPETS["small jit"]))
+        print(f"  {args.jit} small jit at once: last finished after {cls['elapsed_s']:.2f} s, "
               f"{cls['statuses']}", flush=True)
         out["class"] = cls
         time.sleep(2)

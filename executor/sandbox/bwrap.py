@@ -296,7 +296,9 @@ class BwrapLauncher(Launcher):
         finally:
             cgroup.remove()
 
-    def _new_cgroup(self, slot: int) -> RunCgroup:
+    def _new_cgroup(self, slot: int | str) -> RunCgroup:
+        """A run's cgroup (or, named by a word, another sandbox's: the template's), with the
+        node's limits; a run may lower its own later (restrict)."""
         try:
             return self.cgroups.create(
                 f"{RUN_PREFIX}{os.getpid()}-{slot}-{secrets.token_hex(4)}",
@@ -307,9 +309,15 @@ class BwrapLauncher(Launcher):
 
     def _wrapper_argv(self, bwrap_argv: list[str], *, slot: int, cgroup: RunCgroup) -> list[str]:
         uid = self.uid(slot)
+        return self.wrapper_command(bwrap_argv, cgroup=cgroup, rlimits=self.rlimits(), uid=uid)
+
+    def wrapper_command(self, bwrap_argv: list[str], *, cgroup: RunCgroup, rlimits: list, uid: int,
+                        userns: dict | None = None) -> list[str]:
+        """enter.py's command line: join ``cgroup``, set ``rlimits``, stage the binds, (make the
+        user namespace ``userns`` describes,) become ``uid`` and exec ``bwrap_argv``."""
         spec = {
             "cgroup_procs": cgroup.procs_files,
-            "rlimits": self.rlimits(),
+            "rlimits": rlimits,
             "stage": str(STAGE_DIR),
             "binds": [[source, str(i)] for i, (source, _dest) in enumerate(self.staged_binds())],
             "uid": uid,
@@ -317,10 +325,8 @@ class BwrapLauncher(Launcher):
             "argv": bwrap_argv,
             "env": self.environment(),
         }
-        return self.wrapper_command(spec)
-
-    @staticmethod
-    def wrapper_command(spec: dict) -> list[str]:
+        if userns:
+            spec["userns"] = userns
         return [sys.executable, "-I", "-S", "-B", str(ENTER), json.dumps(spec)]
 
     def _check_font_cache(self) -> None:

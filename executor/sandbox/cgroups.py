@@ -160,6 +160,11 @@ class RunCgroup:
         """The files a process writes its pid into to join this cgroup (all hierarchies)."""
         return sorted({str(d / "cgroup.procs") for d in self.dirs.values()})
 
+    def add(self, pid: int) -> None:
+        """Move a process in (every hierarchy); what it forks from then on is born here."""
+        for procs in self.procs_files:
+            _write(Path(procs), str(pid))
+
     def _dir(self, controller: str) -> Path | None:
         return self.dirs.get("" if self.v2 else controller)
 

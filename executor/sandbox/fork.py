@@ -26,7 +26,6 @@ import itertools
 import json
 import logging
 import os
-import secrets
 import socket
 import struct
 import subprocess
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 
 from . import human_bytes
 from .bwrap import STAGE_DIR, WORKDIR, BwrapLauncher
-from .cgroups import RUN_PREFIX, CgroupError
+from .cgroups import CgroupError
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +146,7 @@ class Template:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.sock = ours
-        self.cgroup = launcher.new_cgroup(f"{RUN_PREFIX}{os.getpid()}-template-{secrets.token_hex(4)}")
+        self.cgroup = launcher._new_cgroup("template")
         try:
             argv = launcher.template_wrapper_argv(theirs.fileno(), self.cgroup)
             self.proc = subprocess.Popen(
@@ -299,12 +298,6 @@ class ForkLauncher(BwrapLauncher):
 
     # -- the template --------------------------------------------------------------------------
 
-    def new_cgroup(self, name: str):
-        try:
-            return self.cgroups.create(name, memory_bytes=self.limits.memory_bytes, pids=self.limits.pids)
-        except CgroupError as exc:
-            raise RuntimeError(str(exc)) from None
-
     @property
     def template_uid(self) -> int:
         return self.uid_base - 1
@@ -358,18 +351,8 @@ class ForkLauncher(BwrapLauncher):
         return [(name, soft, hard) for name, soft, hard in self.rlimits() if name != "RLIMIT_CPU"]
 
     def template_wrapper_argv(self, control_fd: int, cgroup) -> list[str]:
-        spec = {
-            "cgroup_procs": cgroup.procs_files,
-            "rlimits": self.template_rlimits(),
-            "stage": str(STAGE_DIR),
-            "binds": [[source, str(i)] for i, (source, _dest) in enumerate(self.staged_binds())],
-            "userns": {"uid_map": self.id_map(), "gid_map": self.id_map()},
-            "uid": 0,
-            "gid": 0,
-            "argv": self.template_argv(control_fd),
-            "env": self.environment(),
-        }
-        return self.wrapper_command(spec)
+        return self.wrapper_command(self.template_argv(control_fd), cgroup=cgroup, rlimits=self.template_rlimits(),
+                                    uid=0, userns={"uid_map": self.id_map(), "gid_map": self.id_map()})
 
     def template(self) -> Template:
         """The live template, started (again) if there is none."""
@@ -415,7 +398,7 @@ class ForkLauncher(BwrapLauncher):
     def start(self, slot: int):
         template = self.template()
         uid = self.uid(slot) - self.uid_base + RUNNER_UID_BASE
-        cgroup = self.new_cgroup(f"{RUN_PREFIX}{os.getpid()}-{slot}-{secrets.token_hex(4)}")
+        cgroup = self._new_cgroup(slot)
         ours: list[int] = []
         theirs: list[int] = []
         try:
@@ -445,9 +428,7 @@ class ForkLauncher(BwrapLauncher):
         proc.sandbox_report = None
         proc.sandbox_runner_pid = spawn.pid
         try:
-            for procs in cgroup.procs_files:
-                with open(procs, "w") as f:
-                    f.write(str(spawn.pid))
+            cgroup.add(spawn.pid)
             stdin.write(PLACED)
             stdin.flush()
         except OSError as exc:
@@ -459,9 +440,6 @@ class ForkLauncher(BwrapLauncher):
             proc.release()
             raise RuntimeError(f"cannot place the runner in its cgroup: {exc}") from exc
         return proc
-
-    def runner_pid(self, proc) -> int:
-        return proc.pid
 
     @staticmethod
     def death_signal(returncode: int) -> int | None:
