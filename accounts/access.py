@@ -7,7 +7,7 @@ import uuid
 
 from playground.models import Run
 
-from .models import ApiToken
+from .models import ApiToken, Draft
 
 
 def _uuid(value) -> uuid.UUID | None:
@@ -34,3 +34,11 @@ def access_own_runs(user):
 def access_own_run(user, run_id) -> Run | None:
     run_uuid = _uuid(run_id)
     return None if run_uuid is None else access_own_runs(user).filter(id=run_uuid).first()
+
+
+def access_own_drafts(user):
+    return Draft.objects.filter(user=user)
+
+
+def access_own_draft(user, key: str) -> Draft | None:
+    return access_own_drafts(user).filter(key=key).first()

@@ -3,13 +3,15 @@ validates and raises ``ActionError``; ``do_*`` changes state without validating.
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 
 from playground.actions.errors import ActionError
 from playground.ratelimit import check_rate
 
 from .auth import PREFIX_SHOWN, hash_secret, new_secret
-from .models import ApiToken
+from .models import ApiToken, Draft
 
 TOKEN_NAME_MAX = 100
 # Enough for one per script and machine; a runaway loop that makes tokens stops here.
@@ -66,3 +68,42 @@ def do_create_token(user, name: str) -> tuple[ApiToken, str]:
 def do_revoke_token(token: ApiToken) -> None:
     """Revoked is gone: the next request with its secret answers 401."""
     ApiToken.objects.filter(pk=token.pk).delete()
+
+
+# Drafts -----------------------------------------------------------------------------------------
+
+# "own" (the person's own code), or the example or snippet a draft was edited from.
+DRAFT_KEY = re.compile(r"own|example:[a-z0-9][a-z0-9-]{0,63}|snippet:[A-Za-z0-9]{1,32}")
+DRAFT_TITLE_MAX = 200
+# Far more than a person edits by hand; the oldest go first beyond it.
+DRAFTS_MAX = 100
+
+
+def check_save_draft(key: str, payload, *, user) -> Draft:
+    if not DRAFT_KEY.fullmatch(key):
+        raise ActionError("a draft's key is 'own', 'example:<slug>' or 'snippet:<slug>'", status=404)
+    if not isinstance(payload, dict):
+        raise ActionError("the request body must be a JSON object {code, title?}")
+    code, title = payload.get("code"), payload.get("title", "")
+    if not isinstance(code, str):
+        raise ActionError("'code' must be a string")
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size > settings.RUN_MAX_CODE_BYTES:
+        raise ActionError(f"the code is {size} bytes; a draft may hold at most {settings.RUN_MAX_CODE_BYTES} bytes "
+                          f"(as much as a run)", status=413)
+    if title is None:
+        title = ""
+    if not isinstance(title, str) or len(title) > DRAFT_TITLE_MAX:
+        raise ActionError(f"'title' must be a string of at most {DRAFT_TITLE_MAX} characters")
+    return do_save_draft(user, key, code, title)
+
+
+def do_save_draft(user, key: str, code: str, title: str) -> Draft:
+    draft, _ = Draft.objects.update_or_create(user=user, key=key, defaults={"code": code, "title": title})
+    stale = Draft.objects.filter(user=user).order_by("-updated_at").values_list("pk", flat=True)[DRAFTS_MAX:]
+    Draft.objects.filter(pk__in=list(stale)).delete()
+    return draft
+
+
+def do_delete_draft(draft: Draft) -> None:
+    Draft.objects.filter(pk=draft.pk).delete()

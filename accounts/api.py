@@ -1,4 +1,5 @@
-"""The token API: personal API tokens, made from a signed-in session, listed and revoked."""
+"""The API of what is one's own: personal API tokens (made from a signed-in session, listed and
+revoked) and drafts (the code one is working on, kept for another browser)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,14 @@ from django.http import Http404, HttpResponse, JsonResponse
 from playground.actions.errors import ActionError
 from playground.views import api, parse_json
 
-from .access import access_own_token, access_own_tokens
-from .actions import check_create_token, do_revoke_token
-from .serializers import token_summary
+from .access import access_own_draft, access_own_drafts, access_own_token, access_own_tokens
+from .actions import check_create_token, check_save_draft, do_delete_draft, do_revoke_token
+from .serializers import draft_detail, token_summary
 
 
-def _signed_in(request):
+def _signed_in(request, what: str = "your API tokens"):
     if not request.user.is_authenticated:
-        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to manage your API tokens",
-                          status=401)
+        raise ActionError(f"sign in (a session, or Authorization: Bearer <token>) to manage {what}", status=401)
     return request.user
 
 
@@ -39,4 +39,22 @@ def api_me_token(request, token_id):
     if token is None:
         raise Http404("no such token of yours")
     do_revoke_token(token)
+    return HttpResponse(status=204)
+
+
+@api("GET")
+def api_me_drafts(request):
+    user = _signed_in(request, "your drafts")
+    return JsonResponse({"drafts": [draft_detail(d) for d in access_own_drafts(user)]})
+
+
+@api("PUT", "DELETE")
+def api_me_draft(request, key):
+    user = _signed_in(request, "your drafts")
+    if request.method == "PUT":
+        return JsonResponse(draft_detail(check_save_draft(key, parse_json(request), user=user)))
+    draft = access_own_draft(user, key)
+    if draft is None:
+        raise Http404("no such draft of yours")
+    do_delete_draft(draft)
     return HttpResponse(status=204)

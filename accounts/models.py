@@ -23,3 +23,23 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.prefix}… {self.name or '(unnamed)'} of {self.user}"
+
+
+class Draft(models.Model):
+    """Code a signed-in person is working on, kept on the server so that it follows them to
+    another browser: their own code (key ``own``) and each example or snippet they edited
+    (``example:<slug>``, ``snippet:<slug>``), one draft per key. The browser keeps the same drafts
+    in localStorage and sends each change here (accounts/drafts.py)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="drafts")
+    key = models.CharField(max_length=80)
+    title = models.CharField(max_length=200, blank=True)
+    code = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="one_draft_per_key")]
+
+    def __str__(self):
+        return f"{self.key} of {self.user}"

@@ -3,7 +3,7 @@ is shown once, by the call that makes it."""
 
 from __future__ import annotations
 
-from .models import ApiToken
+from .models import ApiToken, Draft
 
 
 def token_summary(token: ApiToken) -> dict:
@@ -14,3 +14,7 @@ def token_summary(token: ApiToken) -> dict:
         "created_at": token.created_at.isoformat(),
         "last_used_at": token.last_used_at.isoformat() if token.last_used_at else None,
     }
+
+
+def draft_detail(draft: Draft) -> dict:
+    return {"key": draft.key, "title": draft.title, "code": draft.code, "updated_at": draft.updated_at.isoformat()}

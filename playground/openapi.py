@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from accounts.actions import DRAFT_KEY, DRAFT_TITLE_MAX
 from executor import events as ev
 
 
@@ -125,6 +126,24 @@ def schema() -> dict:
                                 "schema": {"type": "string", "format": "uuid"}}],
                 "responses": {"204": {"description": "Revoked"}, "404": _error("No such token of yours")},
             }},
+            "/api/me/drafts": {"get": {
+                "summary": "Your drafts: the code you are working on, kept for another browser",
+                "operationId": "listDrafts",
+                "responses": {"200": _json("DraftList", "Newest first"), "401": _error("Not signed in")},
+            }},
+            "/api/me/drafts/{key}": {
+                "parameters": [{"name": "key", "in": "path", "required": True,
+                                "schema": {"type": "string", "pattern": DRAFT_KEY.pattern},
+                                "description": "own, example:<slug> or snippet:<slug>"}],
+                "put": {"summary": "Save a draft (replacing the one with this key)", "operationId": "saveDraft",
+                        "requestBody": {"required": True, "content": {"application/json": {
+                            "schema": {"$ref": "#/components/schemas/DraftRequest"}}}},
+                        "responses": {"200": _json("Draft", "Saved"), "400": _error("Malformed"),
+                                      "401": _error("Not signed in"), "404": _error("Not a draft's key"),
+                                      "413": _error("The code is too long")}},
+                "delete": {"summary": "Delete a draft", "operationId": "deleteDraft",
+                           "responses": {"204": {"description": "Deleted"}, "404": _error("No such draft of yours")}},
+            },
             "/api/openapi.json": {"get": {
                 "summary": "This document",
                 "operationId": "getOpenApi",
@@ -140,6 +159,17 @@ def schema() -> dict:
         }, "schemas": {
             "Error": {"type": "object", "required": ["error"],
                       "properties": {"error": {"type": "string"}}},
+            "DraftRequest": {"type": "object", "required": ["code"], "properties": {
+                "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+                "title": {"type": "string", "maxLength": DRAFT_TITLE_MAX},
+            }},
+            "Draft": {"type": "object", "required": ["key", "title", "code", "updated_at"], "properties": {
+                "key": {"type": "string"}, "title": {"type": "string"}, "code": {"type": "string"},
+                "updated_at": {"type": "string", "format": "date-time"},
+            }},
+            "DraftList": {"type": "object", "required": ["drafts"], "properties": {
+                "drafts": {"type": "array", "items": {"$ref": "#/components/schemas/Draft"}},
+            }},
             "RunRequest": {"type": "object", "required": ["code"], "properties": {
                 "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES,
                          "description": f"At most {settings.RUN_MAX_CODE_BYTES} bytes of UTF-8"},

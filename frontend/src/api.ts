@@ -173,3 +173,24 @@ export function getRun(id: string, page: EventsPage = {}): Promise<RunRecord> {
 export function cancelRun(id: string): Promise<{ id: string; status: string }> {
   return request("POST", `/api/runs/${encodeURIComponent(id)}/cancel`);
 }
+
+export interface ServerDraft {
+  key: string;
+  title: string;
+  code: string;
+  updated_at: string;
+}
+
+/** A signed-in person's drafts, newest first. */
+export async function listDrafts(): Promise<ServerDraft[]> {
+  const data = await request<{ drafts?: ServerDraft[] }>("GET", "/api/me/drafts");
+  return Array.isArray(data?.drafts) ? data.drafts : [];
+}
+
+export function saveDraft(key: string, code: string, title: string): Promise<ServerDraft> {
+  return request<ServerDraft>("PUT", `/api/me/drafts/${encodeURIComponent(key)}`, { code, title });
+}
+
+export function deleteDraft(key: string): Promise<void> {
+  return request<void>("DELETE", `/api/me/drafts/${encodeURIComponent(key)}`);
+}

@@ -2,9 +2,11 @@
 // panes together. Each of those lives in its own module; this one only connects them.
 import "./style.css";
 
+import { Announcer } from "./announce";
 import { DevicePicker } from "./devices";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "./editor";
-import { Gallery, readExamples } from "./gallery";
+import { Drafts } from "./drafts";
+import { Gallery, migrateOldDrafts, readExamples } from "./gallery";
 import { LibrariesMenu } from "./libraries";
 import { CompiledPane } from "./panes/compiled";
 import { FiguresPane } from "./panes/figures";
@@ -57,31 +59,49 @@ function main(): void {
   const examples = embed ? [] : readExamples();
   const forcedTheme = embed ? themeFromQuery() : null;
 
-  // The person's draft lives in localStorage. A snippet page opens with the snippet's code and
-  // leaves the draft as it was until the person edits (then the edit is the draft, as anywhere);
-  // the draft is kept aside too, so "Restore your code" brings it back. An embed never touches it.
-  if (snippet && !embed) {
-    const draft = local.get(KEYS.code);
-    const pristine =
-      draft === null ||
-      draft.trim() === "" ||
-      draft === DEFAULT_CODE ||
-      draft === snippet.code ||
-      examples.some((e) => e.code === draft);
-    if (!pristine) local.set(KEYS.scratch, draft);
+  const status = new StatusLine(
+    byId("run-status"),
+    byId("wall-time"),
+    byId("run-info"),
+    byId("run-message"),
+  );
+
+  // The person's drafts (their own code, each example and snippet they edited) live in
+  // localStorage, and on the server too when they are signed in. An embed never touches them.
+  const examplesButton = maybeById<HTMLButtonElement>("examples-button");
+  let gallery: Gallery | null = null;
+  if (examplesButton && !embed) {
+    const drafts = new Drafts(document.body.dataset.signedIn === "true");
+    migrateOldDrafts(drafts, examples, DEFAULT_CODE);
+    gallery = new Gallery(
+      examples,
+      drafts,
+      {
+        button: examplesButton,
+        menu: byId("examples-menu"),
+        fileName: byId("file-name"),
+        reset: byId("reset-code"),
+        restore: byId("restore-code"),
+      },
+      DEFAULT_CODE,
+      (text, tone) => status.say(text, tone),
+      snippet
+        ? { slug: snippet.slug, fileName: `${snippet.slug}.py`, title: snippet.title || "Untitled snippet", code: snippet.code }
+        : null,
+    );
+    const startingCode = gallery.startingCode;
+    void drafts.pull().then((changed) => {
+      if (changed) gallery?.refresh(code.getCode() === startingCode);
+    });
   }
 
-  let gallery: Gallery | null = null;
   let share: ShareDialog | null = null;
   const code = createEditor({
     container: byId("editor"),
     workerUrl: document.body.dataset.workerUrl || "/static/editor.worker.js",
-    code: snippet ? snippet.code : (local.get(KEYS.code) ?? DEFAULT_CODE),
+    code: gallery ? gallery.startingCode : (snippet?.code ?? DEFAULT_CODE),
     theme: forcedTheme ?? currentTheme(),
-    onChange: (text) => {
-      if (!embed) local.set(KEYS.code, text);
-      gallery?.edited();
-    },
+    onChange: () => gallery?.edited(),
     onRun: () => void run(),
     onSave: embed ? undefined : () => share?.open(),
     onLeave: () => focusAfter(byId("editor")),
@@ -89,6 +109,15 @@ function main(): void {
     onFontSize: (size) => {
       local.set(KEYS.fontSize, String(size));
       applyFontSize(size);
+    },
+  });
+  gallery?.attach({
+    getCode: code.getCode,
+    setCode: (text) => {
+      code.setCode(text);
+      code.editor.setPosition({ lineNumber: 1, column: 1 });
+      code.editor.revealLine(1);
+      code.editor.focus();
     },
   });
 
@@ -128,12 +157,6 @@ function main(): void {
     },
   };
 
-  const status = new StatusLine(
-    byId("run-status"),
-    byId("wall-time"),
-    byId("run-info"),
-    byId("run-message"),
-  );
 
   const librariesButton = maybeById<HTMLButtonElement>("libraries-button");
   const librariesMenu = maybeById("libraries-menu");
@@ -152,8 +175,10 @@ function main(): void {
       },
     },
   ];
-  // A saved run is shown by all but the Libraries menu: its versions are not today's.
+  // A saved run is shown by all but the Libraries menu (its versions are not today's) and the
+  // screen reader's announcer (nothing is running).
   const savedViews = [...views];
+  views.push(new Announcer());
   if (libraries) views.push({ reset: () => {}, handle: (event) => libraries.handle(event) });
 
   const snippetNotice = maybeById("snippet-notice");
@@ -221,33 +246,6 @@ function main(): void {
   }
 
   runButton.addEventListener("click", () => void run());
-  const examplesButton = maybeById<HTMLButtonElement>("examples-button");
-  if (examplesButton) {
-    gallery = new Gallery(
-      examples,
-      {
-        getCode: code.getCode,
-        setCode: (text) => {
-          code.setCode(text);
-          code.editor.setPosition({ lineNumber: 1, column: 1 });
-          code.editor.revealLine(1);
-          code.editor.focus();
-        },
-      },
-      {
-        button: examplesButton,
-        menu: byId("examples-menu"),
-        fileName: byId("file-name"),
-        reset: byId("reset-code"),
-        restore: byId("restore-code"),
-      },
-      DEFAULT_CODE,
-      (text, tone) => status.say(text, tone),
-      snippet
-        ? { fileName: `${snippet.slug}.py`, title: snippet.title || "Untitled snippet", code: snippet.code }
-        : null,
-    );
-  }
   cancelButton.addEventListener("click", () => void session.cancel());
   const shortcut = maybeById("run-shortcut");
   if (shortcut) shortcut.textContent = runShortcut();
@@ -318,7 +316,7 @@ function main(): void {
       markers: code.markers,
       run,
       runId: () => session.id,
-      openExample: (slug: string) => gallery?.open(slug) ?? false,
+      openExample: (slug: string) => gallery?.openExample(slug) ?? false,
       compiledNames: () => compiled.names(),
       compiledText: () => compiled.shownText(),
       selectTab: (id: string) => tabs.select(id),

@@ -69,7 +69,7 @@ export function createEditor(options: {
     insertSpaces: true,
     padding: { top: 12, bottom: 12 },
     fixedOverflowWidgets: true,
-    ariaLabel: "Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus.",
+    ariaLabel: "Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus; F1 lists the shortcuts.",
   });
   const model = editor.getModel()!;
   model.onDidChangeContent(() => options.onChange(model.getValue()));
@@ -94,6 +94,27 @@ export function createEditor(options: {
       "!suggestWidgetVisible && !findWidgetVisible && !parameterHintsVisible && !inSnippetMode"
       + " && !editorHasMultipleSelections && !renameInputVisible && !markersNavigationVisible");
   }
+
+  // Shift+Tab back into the editor from a control after it keeps going backwards: the next
+  // Shift+Tab moves on instead of unindenting, until any other key (or a click) is pressed.
+  // Going forwards, Tab into the editor starts typing, and Escape leaves it.
+  let shiftTabAt = -Infinity;
+  let passThrough = false;
+  const setPassThrough = (on: boolean) => {
+    if (passThrough === on) return;
+    passThrough = on;
+    editor.updateOptions({ tabFocusMode: on });
+  };
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Tab" && e.shiftKey) shiftTabAt = performance.now();
+  }, true);
+  editor.onDidFocusEditorText(() => setPassThrough(performance.now() - shiftTabAt < 300));
+  editor.onDidBlurEditorText(() => setPassThrough(false));
+  editor.onMouseDown(() => setPassThrough(false));
+  editor.onKeyDown((e) => {
+    const modifierOnly = [monaco.KeyCode.Shift, monaco.KeyCode.Ctrl, monaco.KeyCode.Alt, monaco.KeyCode.Meta].includes(e.keyCode);
+    if (passThrough && !modifierOnly && !(e.keyCode === monaco.KeyCode.Tab && e.shiftKey)) setPassThrough(false);
+  });
 
   const glyphs = editor.createDecorationsCollection();
   const linked = editor.createDecorationsCollection();

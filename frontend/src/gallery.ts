@@ -2,8 +2,10 @@
 // (playground/examples/NN-slug.py, given to the page as JSON by the template). An example opens
 // from the "Examples" menu or from a link to #example=<slug>.
 //
-// Opening an example never loses the person's code: it is an undoable edit (Ctrl+Z), and code
-// that is not itself an untouched example is kept aside; "Restore your code" brings it back.
+// Opening an example never loses the person's code: it is an undoable edit (Ctrl+Z), and each
+// document's edits are a draft of their own (drafts.ts), listed in the menu; "Restore your
+// code" brings the person's own code back.
+import type { Draft, Drafts } from "./drafts";
 import { el } from "./format";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
@@ -43,6 +45,7 @@ export interface GalleryEditor {
 
 /** What the editor's code started from on a snippet page (/s/<slug>): Reset goes back to it. */
 export interface GalleryBase {
+  slug: string;
   fileName: string;
   title: string;
   code: string;
@@ -56,101 +59,145 @@ interface GalleryElements {
   restore: HTMLButtonElement;
 }
 
+/** One thing the editor can hold: the person's own code, an example or a shared snippet. Each
+ *  has a draft of its own once edited. */
+interface Doc {
+  key: string;
+  title: string;
+  fileName: string;
+  /** The code it starts from (and Reset goes back to). */
+  base: string;
+  kind: "own" | "example" | "snippet";
+}
+
 export class Gallery {
-  private current: Example | null = null;
+  private current: Doc;
   private replacing = false;
+  private editor: GalleryEditor | null = null;
   private readonly menu: { close(): void };
 
   constructor(
     readonly examples: Example[],
-    private readonly editor: GalleryEditor,
+    private readonly drafts: Drafts,
     private readonly ui: GalleryElements,
     private readonly defaultCode: string,
     private readonly say: (text: string, tone?: "muted" | "warning") => void,
     private readonly base: GalleryBase | null = null,
   ) {
     this.menu = bindPopover(ui.button, ui.menu, () => this.renderMenu());
-    ui.button.hidden = examples.length === 0;
+    ui.button.hidden = examples.length === 0 && !drafts.list().length;
     ui.reset.addEventListener("click", () => this.reset());
-    ui.restore.addEventListener("click", () => this.restore());
+    ui.restore.addEventListener("click", () => this.open(this.own()));
     window.addEventListener("hashchange", () => this.openFromHash());
-
-    // On a snippet page the code is the snippet's, whatever example the draft came from.
-    const slug = base ? null : local.get(KEYS.example);
-    this.current = examples.find((e) => e.slug === slug) ?? null;
-    if (!this.openFromHash()) this.renderHeader();
+    drafts.onChange(() => this.renderHeader());
+    // A snippet page holds the snippet; elsewhere, whatever was open last.
+    this.current = base ? this.snippetDoc(base) : (this.docFor(local.get(KEYS.current) ?? "own") ?? this.own());
+    const fromHash = this.exampleFromHash();
+    if (fromHash) this.current = fromHash;
   }
 
-  /** The editor's code changed. */
+  /** The code the editor starts with: the open document's draft, else its own code. */
+  get startingCode(): string {
+    return this.drafts.get(this.current.key)?.code ?? this.current.base;
+  }
+
+  /** The editor exists: show where its code came from. */
+  attach(editor: GalleryEditor): void {
+    this.editor = editor;
+    if (location.hash && !this.exampleFromHash() && exampleInHash() !== null) {
+      this.say(`There is no example called “${exampleInHash()}”.`, "warning");
+    }
+    this.remember();
+    this.renderHeader();
+  }
+
+  /** The editor's code changed: a person's edit is the open document's draft. */
   edited(): void {
-    if (this.replacing) return;
-    // A person's edit: a reload must keep it, so the link no longer names an example.
+    if (this.replacing || !this.editor) return;
+    const code = this.editor.getCode();
+    if (code === this.current.base) this.drafts.remove(this.current.key);
+    else this.drafts.save(this.current.key, this.current.title, code);
+    // A reload must keep the edit, so the link no longer names an example.
     if (exampleInHash() !== null) history.replaceState(null, "", location.pathname + location.search);
     this.renderHeader();
   }
 
-  open(slug: string): boolean {
-    const example = this.examples.find((e) => e.slug === slug);
-    if (!example) return false;
-    this.keepOwnCode();
-    this.replace(example.code);
-    this.current = example;
-    local.set(KEYS.example, example.slug);
-    if (exampleInHash() !== slug) history.replaceState(null, "", `#example=${encodeURIComponent(slug)}`);
+  /** The server's copy of the drafts arrived: an editor nobody has typed in yet shows it. */
+  refresh(untouched: boolean): void {
+    if (!this.editor) return;
+    const draft = this.drafts.get(this.current.key);
+    if (untouched && draft && draft.code !== this.editor.getCode()) this.replace(draft.code);
     this.renderHeader();
-    this.menu.close();
+  }
+
+  /** Opens an example by its slug (from the menu, a link or the console). */
+  openExample(slug: string): boolean {
+    const doc = this.docFor(`example:${slug}`);
+    if (!doc) return false;
+    this.open(doc);
     return true;
   }
 
-  private openFromHash(): boolean {
-    const slug = exampleInHash();
-    if (slug === null) return false;
-    if (this.open(slug)) return true;
-    this.say(`There is no example called “${slug}”.`, "warning");
-    return false;
-  }
-
-  /** The code Reset goes back to: the current example's, the snippet's, or the starter code. */
-  private get baseCode(): string {
-    return this.current?.code ?? this.base?.code ?? this.defaultCode;
-  }
-
-  /** Back to the current example's code (or the snippet's, or the starter code). */
-  private reset(): void {
-    this.replace(this.baseCode);
-    this.renderHeader();
-  }
-
-  private restore(): void {
-    const own = local.get(KEYS.scratch);
-    if (own === null) return;
-    const now = this.editor.getCode();
-    local.set(KEYS.scratch, this.isPristine(now) ? null : now);
-    this.replace(own);
-    this.current = null;
-    local.set(KEYS.example, null);
-    if (exampleInHash() !== null) history.replaceState(null, "", location.pathname + location.search);
+  private open(doc: Doc): void {
+    this.current = doc;
+    this.replace(this.drafts.get(doc.key)?.code ?? doc.base);
+    this.remember();
+    const slug = doc.kind === "example" ? doc.key.slice("example:".length) : null;
+    if (slug !== null && exampleInHash() !== slug) history.replaceState(null, "", `#example=${encodeURIComponent(slug)}`);
+    else if (slug === null && exampleInHash() !== null) history.replaceState(null, "", location.pathname + location.search);
     this.renderHeader();
     this.menu.close();
   }
 
-  /** Before an example replaces the code: keep it if it is the person's own. */
-  private keepOwnCode(): void {
-    const now = this.editor.getCode();
-    if (!this.isPristine(now)) local.set(KEYS.scratch, now);
+  private openFromHash(): void {
+    const doc = this.exampleFromHash();
+    if (doc) this.open(doc);
+    else if (exampleInHash() !== null) this.say(`There is no example called “${exampleInHash()}”.`, "warning");
   }
 
-  private isPristine(code: string): boolean {
-    return (
-      code.trim() === "" ||
-      code === this.defaultCode ||
-      code === this.base?.code ||
-      this.examples.some((e) => e.code === code)
-    );
+  private exampleFromHash(): Doc | null {
+    const slug = exampleInHash();
+    return slug === null ? null : this.docFor(`example:${slug}`);
+  }
+
+  /** The home page reopens the document that was open last; a snippet page is its snippet's. */
+  private remember(): void {
+    if (this.current.kind !== "snippet") local.set(KEYS.current, this.current.key);
+  }
+
+  private own(): Doc {
+    return { key: "own", title: "Your code", fileName: "snippet.py", base: this.defaultCode, kind: "own" };
+  }
+
+  private snippetDoc(base: GalleryBase): Doc {
+    return { key: `snippet:${base.slug}`, title: base.title, fileName: base.fileName, base: base.code, kind: "snippet" };
+  }
+
+  private docFor(key: string): Doc | null {
+    if (key === "own") return this.own();
+    if (this.base && key === `snippet:${this.base.slug}`) return this.snippetDoc(this.base);
+    const slug = key.startsWith("example:") ? key.slice("example:".length) : null;
+    const index = this.examples.findIndex((e) => e.slug === slug);
+    if (index < 0) return null;
+    const example = this.examples[index];
+    return {
+      key,
+      title: example.title,
+      fileName: `${String(index + 1).padStart(2, "0")}-${example.slug}.py`,
+      base: example.code,
+      kind: "example",
+    };
+  }
+
+  /** Back to the open document's own code (undoable); its draft goes. */
+  private reset(): void {
+    this.replace(this.current.base);
+    this.drafts.remove(this.current.key);
+    this.renderHeader();
   }
 
   private replace(code: string): void {
-    if (this.editor.getCode() === code) return;
+    if (!this.editor || this.editor.getCode() === code) return;
     this.replacing = true;
     try {
       this.editor.setCode(code);
@@ -160,51 +207,26 @@ export class Gallery {
   }
 
   private renderHeader(): void {
+    if (!this.editor) return;
     const code = this.editor.getCode();
-    const example = this.current;
-    const base = example ? null : this.base;
-    const modified = (example !== null || base !== null) && code !== this.baseCode;
-    const index = example ? this.examples.indexOf(example) + 1 : 0;
-    this.ui.fileName.textContent = example
-      ? `${String(index).padStart(2, "0")}-${example.slug}.py`
-      : (base?.fileName ?? "snippet.py");
-    this.ui.fileName.title = example
-      ? `${example.title}${modified ? " (edited)" : ""}`
-      : base
-        ? `${base.title}${modified ? " (edited)" : ""}`
-        : "Your code";
+    const doc = this.current;
+    const modified = doc.kind !== "own" && code !== doc.base;
+    this.ui.fileName.textContent = doc.fileName;
+    this.ui.fileName.title = doc.kind === "own" ? "Your code" : `${doc.title}${modified ? " (edited)" : ""}`;
     this.ui.fileName.dataset.modified = String(modified);
-    this.ui.reset.textContent = example ? "Reset example" : base ? "Reset snippet" : "Reset";
-    this.ui.reset.title = example
-      ? `Back to the example's code (Ctrl+Z undoes it)`
-      : base
-        ? "Back to the snippet's code (Ctrl+Z undoes it)"
-        : "Back to the starter code (Ctrl+Z undoes it)";
-    this.ui.reset.hidden = code === this.baseCode;
-    const own = local.get(KEYS.scratch);
-    this.ui.restore.hidden = own === null || own === code;
+    const what = { own: "the starter code", example: "the example's code", snippet: "the snippet's code" }[doc.kind];
+    this.ui.reset.textContent = { own: "Reset", example: "Reset example", snippet: "Reset snippet" }[doc.kind];
+    this.ui.reset.title = `Back to ${what} (Ctrl+Z undoes it)`;
+    this.ui.reset.hidden = code === doc.base;
+    this.ui.restore.hidden = doc.kind === "own" || this.drafts.get("own") === null;
+    this.ui.button.hidden = this.examples.length === 0 && !this.drafts.list().length;
   }
 
   private renderMenu(): void {
-    const items: HTMLElement[] = [];
-    const own = local.get(KEYS.scratch);
-    if (own !== null && own !== this.editor.getCode()) {
-      const b = el(
-        "button",
-        "example-item example-own",
-        el("span", "example-number", "↩"),
-        el(
-          "span",
-          "example-text",
-          el("span", "example-title", "Your code"),
-          el("span", "example-description", `What you had before opening ${this.base ? "this link" : "an example"} (${lineCount(own)}).`),
-        ),
-      );
-      b.type = "button";
-      b.addEventListener("click", () => this.restore());
-      items.push(el("li", null, b));
-    }
-    this.examples.forEach((example, i) => {
+    const drafts = this.drafts.list().filter((d) => d.key === "own" || this.docFor(d.key) || d.key.startsWith("snippet:"));
+    const draftItems = drafts.map((draft) => this.draftItem(draft));
+    const exampleItems = this.examples.map((example, i) => {
+      const key = `example:${example.slug}`;
       const b = el(
         "button",
         "example-item",
@@ -212,26 +234,88 @@ export class Gallery {
         el(
           "span",
           "example-text",
-          el("span", "example-title", example.title),
+          el("span", "example-title", example.title, this.drafts.get(key) ? el("span", "chip", "edited") : null),
           example.description ? el("span", "example-description", example.description) : null,
         ),
       );
       b.type = "button";
       b.dataset.slug = example.slug;
-      if (example === this.current) b.setAttribute("aria-current", "true");
-      b.addEventListener("click", () => this.open(example.slug));
-      items.push(el("li", null, b));
+      if (key === this.current.key) b.setAttribute("aria-current", "true");
+      b.addEventListener("click", () => this.openExample(example.slug));
+      return el("li", null, b);
     });
     this.ui.menu.replaceChildren(
+      ...(draftItems.length
+        ? [
+            el("div", "menu-header", el("h2", "menu-title", "Your drafts"),
+               el("p", "menu-sub", "Kept in this browser" + (this.drafts.signedIn ? " and your account" : "") + " until you delete them.")),
+            el("ul", "example-list draft-list", ...draftItems),
+          ]
+        : []),
       el(
         "div",
         "menu-header",
         el("h2", "menu-title", "Examples"),
         el("p", "menu-sub", "The walk-through of “JAX, the new face of machine learning”, runnable."),
       ),
-      el("ol", "example-list", ...items),
+      el("ol", "example-list", ...exampleItems),
     );
   }
+
+  private draftItem(draft: Draft): HTMLElement {
+    const doc = this.docFor(draft.key);
+    const snippetSlug = draft.key.startsWith("snippet:") ? draft.key.slice("snippet:".length) : null;
+    const open = el(
+      "button",
+      "example-item draft-item",
+      el("span", "example-number", draft.key === "own" ? "↩" : "✎"),
+      el(
+        "span",
+        "example-text",
+        el("span", "example-title", draft.key === "own" ? "Your code" : draft.title || draft.key),
+        el("span", "example-description", `${lineCount(draft.code)}, edited ${ago(draft.updated)}`),
+      ),
+    );
+    open.type = "button";
+    open.dataset.draft = draft.key;
+    if (draft.key === this.current.key) open.setAttribute("aria-current", "true");
+    open.addEventListener("click", () => {
+      if (doc) this.open(doc);
+      // Another snippet's draft opens on its own page, beside its saved output.
+      else if (snippetSlug) location.href = `/s/${encodeURIComponent(snippetSlug)}`;
+    });
+    const remove = el("button", "button button-icon button-quiet draft-delete", "×");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Delete the draft “${draft.key === "own" ? "Your code" : draft.title}”`);
+    remove.title = "Delete this draft";
+    remove.addEventListener("click", () => {
+      const open = draft.key === this.current.key;
+      this.drafts.remove(draft.key);
+      if (open) this.replace(this.current.base);
+      this.say(`Deleted the draft “${draft.key === "own" ? "Your code" : draft.title}”.`);
+      this.renderMenu();
+      this.renderHeader();
+      this.ui.menu.querySelector<HTMLElement>("button")?.focus();
+    });
+    return el("li", "draft-row", open, remove);
+  }
+}
+
+/** Drafts kept under the keys of earlier versions of the page (one draft, one aside) become
+ *  drafts of their own. */
+export function migrateOldDrafts(drafts: Drafts, examples: Example[], defaultCode: string): void {
+  const code = local.get(KEYS.code);
+  const slug = local.get(KEYS.example);
+  const scratch = local.get(KEYS.scratch);
+  if (code === null && scratch === null) return;
+  const example = examples.find((e) => e.slug === slug);
+  if (code !== null) {
+    if (example && code !== example.code) drafts.save(`example:${example.slug}`, example.title, code);
+    else if (!example && code !== defaultCode && !examples.some((e) => e.code === code)) drafts.save("own", "Your code", code);
+    if (example) local.set(KEYS.current, `example:${example.slug}`);
+  }
+  if (scratch !== null && drafts.get("own") === null) drafts.save("own", "Your code", scratch);
+  for (const key of [KEYS.code, KEYS.example, KEYS.scratch]) local.set(key, null);
 }
 
 function exampleInHash(): string | null {
@@ -247,4 +331,14 @@ function exampleInHash(): string | null {
 function lineCount(code: string): string {
   const n = code.replace(/\n$/, "").split("\n").length;
   return `${n} line${n === 1 ? "" : "s"}`;
+}
+
+/** "just now", "5 min ago", "3 h ago", "2 days ago". */
+function ago(ms: number): string {
+  const s = Math.max(0, (Date.now() - ms) / 1000);
+  if (s < 60) return "just now";
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  const days = Math.floor(s / 86400);
+  return `${days} day${days === 1 ? "" : "s"} ago`;
 }

@@ -127,16 +127,17 @@ export function registerLanguages(): void {
   const palette: [string, string, string, string?][] = [
     ["keyword.jaxpr", "0b57d0", "7cacf8", "bold"],
     ["keyword.hlo", "0b57d0", "7cacf8"],
-    ["keyword.flow", "9c27b0", "d69ae6"],
-    ["type.jaxpr", "0e7c86", "4ec9b0"],
-    ["type.hlo", "0e7c86", "4ec9b0"],
+    ["keyword.flow", "8e24aa", "d69ae6"],
+    ["type.jaxpr", "0a6670", "4ec9b0"],
+    ["type.hlo", "0a6670", "4ec9b0"],
     ["variable.jaxpr", "1f2328", "d4d4d4"],
     ["variable.hlo", "795e26", "dcdcaa"],
     ["variable.name.hlo", "795e26", "dcdcaa", "bold"],
-    ["variable.predefined.hlo", "af5f00", "e5a66b"],
-    ["attribute.name", "6b6f76", "9aa1ab"],
+    ["variable.predefined.hlo", "8f4f00", "e5a66b"],
+    ["attribute.name", "5a5e66", "9aa1ab"],
     ["identifier.hlo", "3b4048", "c8ccd2"],
-    ["comment", "8a8f98", "7f8791", "italic"],
+    ["comment", "5a6169", "8c939c", "italic"],
+    ["number", "07704a", "b5cea8"],
   ];
   for (const [name, base, isDark] of [["playground-light", "vs", false], ["playground-dark", "vs-dark", true]] as const) {
     monaco.editor.defineTheme(name, {
@@ -147,7 +148,19 @@ export function registerLanguages(): void {
         foreground: isDark ? dark : light,
         ...(fontStyle ? { fontStyle } : {}),
       })),
-      colors: {},
+      // Every colour above is at 4.5:1 or more (WCAG AA) against the editor and, in the light
+      // theme, against the diff's paler backgrounds below; so are the line numbers (Monaco's
+      // own dim the last line's to about 1.8:1).
+      colors: isDark
+        ? { "editorLineNumber.foreground": "#858585", "editorLineNumber.dimmedForeground": "#858585" }
+        : {
+            "editorLineNumber.foreground": "#237893",
+            "editorLineNumber.dimmedForeground": "#6e7781",
+            "diffEditor.insertedTextBackground": "#ccf2d4",
+            "diffEditor.removedTextBackground": "#ffd7d5",
+            "diffEditor.insertedLineBackground": "#eafbee",
+            "diffEditor.removedLineBackground": "#fff1f0",
+          },
     });
   }
 }

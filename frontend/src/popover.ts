@@ -8,7 +8,11 @@ export function bindPopover(
 ): { close(): void } {
   panel.popover = "auto";
   button.popoverTargetElement = panel;
-  button.setAttribute("aria-haspopup", "true");
+  // The disclosure pattern (a button showing a panel of links and buttons), not role="menu":
+  // the panel's items stay ordinary controls that Tab reaches; the arrows move among them too.
+  button.setAttribute("aria-expanded", "false");
+  if (panel.id) button.setAttribute("aria-controls", panel.id);
+  panel.addEventListener("keydown", (event) => moveAmongItems(panel, event));
   panel.addEventListener("beforetoggle", (event) => {
     const opening = (event as ToggleEvent).newState === "open";
     button.setAttribute("aria-expanded", String(opening));
@@ -40,4 +44,22 @@ export function bindPopover(
       if (panel.matches(":popover-open")) panel.hidePopover();
     },
   };
+}
+
+/** Up/Down (and Home/End) move the focus among a panel's buttons and links. */
+function moveAmongItems(panel: HTMLElement, event: KeyboardEvent): void {
+  const keys = ["ArrowDown", "ArrowUp", "Home", "End"];
+  if (!keys.includes(event.key) || event.altKey || event.ctrlKey || event.metaKey) return;
+  const items = [...panel.querySelectorAll<HTMLElement>("button:not([disabled]), a[href]")].filter(
+    (item) => item.offsetParent !== null,
+  );
+  if (items.length === 0) return;
+  const at = items.indexOf(document.activeElement as HTMLElement);
+  const index =
+    event.key === "Home" ? 0
+    : event.key === "End" ? items.length - 1
+    : event.key === "ArrowDown" ? (at + 1) % items.length
+    : (at - 1 + items.length) % items.length;
+  items[index].focus();
+  event.preventDefault();
 }

@@ -34,14 +34,19 @@ export const local = wrap("localStorage");
 export const session = wrap("sessionStorage");
 
 export const KEYS = {
+  /** Read once, into drafts (see below). */
   code: "playground.code",
   theme: "playground.theme",
   device: "playground.device",
   split: "playground.split",
   run: "playground.run",
-  /** The gallery example the editor's code came from. */
+  /** Every draft: the person's own code and each example or snippet they edited (drafts.ts). */
+  drafts: "playground.drafts",
+  /** The draft the home page has open ("own", "example:<slug>"). */
+  current: "playground.current",
+  /** Earlier versions kept one draft (code), the example it came from and the code kept aside
+   *  (scratch); read once, into drafts. */
   example: "playground.example",
-  /** The person's own code, kept when an example replaced it. */
   scratch: "playground.scratch",
   libraries: "playground.libraries",
   /** The editor's font size (px); the output follows it. */

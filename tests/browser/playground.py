@@ -67,3 +67,30 @@ def start_code(page: Page, code: str) -> None:
 
 def output(page: Page) -> str:
     return page.locator("#output").text_content()
+
+
+AXE = Path(__file__).resolve().parents[2] / "frontend" / "node_modules" / "axe-core" / "axe.min.js"
+# WCAG 2.2 A and AA, and axe's best practices (landmarks, one h1, headings in order...).
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]
+
+
+def axe_violations(page: Page) -> list[str]:
+    """axe-core's violations on the page as it is now, one line per element."""
+    if not page.evaluate("() => typeof window.axe === 'object'"):
+        # Evaluated by the test harness, not loaded by the page: the page's CSP stays as it is.
+        page.evaluate(AXE.read_text())
+    result = page.evaluate(
+        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})",
+        AXE_TAGS,
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {node['target']}: "
+        + " ".join(node.get("failureSummary", "").split())[:300]
+        for v in result["violations"]
+        for node in v["nodes"]
+    ]
+
+
+def assert_accessible(page: Page, state: str) -> None:
+    problems = axe_violations(page)
+    assert problems == [], f"axe found problems ({state}):\n" + "\n".join(problems)

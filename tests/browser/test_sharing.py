@@ -125,7 +125,7 @@ def test_a_link_shows_the_code_and_its_saved_output_without_running_it(page: Pag
         assert "square_sum" in other.evaluate("window.playground.compiledNames()")
         expect(other.locator("#tab-compiled .tab-count")).to_have_text("1")
         expect(other.locator(".output-bar-label")).to_contain_text("Saved output")
-        assert other.evaluate("localStorage.getItem('playground.code')") == "print('my own draft')\n"
+        assert other.evaluate("JSON.parse(localStorage.getItem('playground.drafts')).own.code") == "print('my own draft')\n"
         expect(other.locator("#restore-code")).to_be_visible()
 
         # The strip, the title and the link preview.
@@ -326,7 +326,7 @@ def test_the_embed_is_compact_and_runs(browser: Browser, live_stack):
         posted = [json.loads(body) for method, path, body in requests if method == "POST" and path == "/api/runs"]
         assert posted == [{"code": "print('hello from the embed')\n", "device": "cpu", "snippet": slug}]
         # An embed never writes the visitor's own draft.
-        assert page.evaluate("localStorage.getItem('playground.code')") is None
+        assert page.evaluate("localStorage.getItem('playground.drafts')") is None
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])

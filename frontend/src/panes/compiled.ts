@@ -382,7 +382,7 @@ export class CompiledPane implements Pane {
   private compareButton(entry: Entry): HTMLButtonElement {
     const sources = this.sources();
     const icon = strokeIcon("M5.5 2v9M3 8.5l2.5 2.5L8 8.5M10.5 14V5M8 7.5l2.5-2.5L13 7.5"); // arrows both ways
-    const b = el("button", "button button-small", icon, el("span", null, "Compare"));
+    const b = el("button", "button button-small compare-button", icon, el("span", null, "Compare"));
     b.type = "button";
     b.title = "Show the difference between two entries";
     b.disabled = sources.length < 2;
@@ -413,7 +413,7 @@ export class CompiledPane implements Pane {
           if (body.isConnected && body.textContent === text) body.innerHTML = html;
         });
       }
-      return el("section", "jaxprs-column", el("h3", "jaxprs-label", panel.title), body);
+      return el("section", "jaxprs-column", el("h2", "jaxprs-label", panel.title), body);
     });
     this.jaxprsGrid.replaceChildren(...columns);
   }

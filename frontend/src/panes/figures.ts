@@ -98,7 +98,7 @@ function figureCard(event: DisplayEvent, mime: string, n: number): HTMLElement {
 function textCard(title: string, text: string): HTMLElement {
   const pre = el("pre", "display-text");
   pre.textContent = text;
-  return el("section", "card display-card", el("header", "card-header", el("h3", "card-title", title)), pre);
+  return el("section", "card display-card", el("header", "card-header", el("h2", "card-title", title)), pre);
 }
 
 /** The text of an HTML fragment: parsed inert (DOMParser runs no scripts, loads nothing). */

@@ -66,7 +66,12 @@ class OutputView {
     if (main) this.output.id = "output";
     this.output.className = "output";
     this.output.setAttribute("role", "log");
+    // Not read out as it streams (a flood would never stop talking): the page's announcer says
+    // a line of new output at most every few seconds (announce.ts).
+    this.output.setAttribute("aria-live", "off");
     this.output.setAttribute("aria-label", main ? "Program output" : "Saved program output");
+    // A scrolling region the keyboard can reach and scroll (WCAG 2.1.1).
+    this.output.tabIndex = 0;
 
     this.notice = document.createElement("p");
     this.notice.className = "output-notice";

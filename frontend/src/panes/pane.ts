@@ -130,11 +130,14 @@ export class Tabs {
     this.panels.set(pane.id, panel);
   }
 
+  /** The ARIA tabs pattern: arrows move along the bar (wrapping), Home and End go to its ends;
+   *  a tab is selected as it takes the focus. */
   private onKey(e: KeyboardEvent): void {
-    if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
     const ids = [...this.tabs.keys()];
     const i = ids.indexOf(this.active ?? ids[0]);
-    const next = ids[(i + (e.key === "ArrowRight" ? 1 : ids.length - 1)) % ids.length];
+    const step: Record<string, number> = { ArrowRight: 1, ArrowLeft: ids.length - 1, Home: -i, End: ids.length - 1 - i };
+    if (!(e.key in step) || e.altKey || e.ctrlKey || e.metaKey) return;
+    const next = ids[(i + step[e.key] + ids.length) % ids.length];
     this.select(next);
     this.tabs.get(next)!.focus();
     e.preventDefault();

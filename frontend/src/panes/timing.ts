@@ -34,7 +34,7 @@ export class TimingPane extends CardListPane {
       if (!this.singles) {
         this.singles = el("ul", "measure-list");
         this.list.append(
-          el("section", "card timing-card", el("header", "card-header", el("h3", "card-title", "Measurements")), this.singles),
+          el("section", "card timing-card", el("header", "card-header", el("h2", "card-title", "Measurements")), this.singles),
         );
       }
       this.singles.append(measurement(data as TimingSingle, kind));
@@ -182,7 +182,7 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
   const baseline = str(data.baseline) ?? str(rows[0]?.label) ?? null;
 
   const card = el("section", "card timing-card comparison");
-  const title = el("h3", "card-title", str(data.label) ?? "Comparison");
+  const title = el("h2", "card-title", str(data.label) ?? "Comparison");
   const sub = el("span", "card-sub", baseline ? `speed-up against ${baseline}` : "");
   card.append(el("header", "card-header", title, sub));
   const note = str(data.note);
@@ -340,7 +340,7 @@ function ms(value: unknown): string | null {
 /** A timing of a kind this page does not know yet: its fields as they are. */
 function genericCard(data: Record<string, unknown>): HTMLElement {
   const card = el("section", "card timing-card");
-  card.append(el("header", "card-header", el("h3", "card-title", str(data.label) ?? "Timing"), el("span", "card-sub", str(data.kind) ?? "")));
+  card.append(el("header", "card-header", el("h2", "card-title", str(data.label) ?? "Timing"), el("span", "card-sub", str(data.kind) ?? "")));
   const dl = el("dl", "kv");
   for (const [key, value] of Object.entries(data)) {
     if (["seq", "ts", "type", "label", "kind", "text"].includes(key)) continue;

@@ -163,6 +163,10 @@ export class DiffViewer {
         diffWordWrap: "off",
         ariaLabel: "Difference between two compiled texts (read-only)",
       });
+      // Each side's own name, read where the focus lands (the diff editor's options for these
+      // do not reach its two editors' text areas).
+      this.editor.getOriginalEditor().updateOptions({ ariaLabel: "Compiled text on the left (read-only)" });
+      this.editor.getModifiedEditor().updateOptions({ ariaLabel: "Compiled text on the right (read-only)" });
     }
     const original = monaco.editor.createModel(left, language);
     const modified = monaco.editor.createModel(right, language);

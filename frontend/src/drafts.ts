@@ -1,0 +1,157 @@
+// Drafts: the code a person is working on, one per document they edited: their own code
+// ("own"), each example ("example:<slug>") and each shared snippet ("snippet:<slug>"). Opening
+// another document never overwrites one; each is listed in the Examples menu and restorable
+// after any number of reloads.
+//
+// They live in localStorage; for a signed-in person they also go to the server
+// (/api/me/drafts), so another browser finds them. A draft changed here and not yet on the
+// server is "dirty"; one that came from (or reached) the server and is gone from it was deleted
+// in another browser.
+import { ApiError, deleteDraft, listDrafts, saveDraft } from "./api";
+import { KEYS, local } from "./storage";
+
+export interface Draft {
+  key: string;
+  /** What a person calls it: "Your code", an example's or a snippet's title. */
+  title: string;
+  code: string;
+  /** When it last changed (ms since the epoch, this browser's clock). */
+  updated: number;
+  /** Changed here since the server last had it (signed-in people only). */
+  dirty?: boolean;
+}
+
+/** How long typing pauses before a change goes to the server. */
+const SYNC_AFTER_MS = 1500;
+
+export class Drafts {
+  private drafts: Record<string, Draft>;
+  private readonly timers = new Map<string, number>();
+  private readonly listeners: (() => void)[] = [];
+
+  /** ``signedIn``: whether drafts also go to the server. */
+  constructor(readonly signedIn: boolean) {
+    this.drafts = readAll();
+  }
+
+  /** Newest first. */
+  list(): Draft[] {
+    return Object.values(this.drafts).sort((a, b) => b.updated - a.updated);
+  }
+
+  get(key: string): Draft | null {
+    return this.drafts[key] ?? null;
+  }
+
+  /** Called after any change, here or from the server. */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  save(key: string, title: string, code: string): void {
+    const before = this.drafts[key];
+    if (before && before.code === code && before.title === title) return;
+    this.drafts[key] = { key, title, code, updated: Date.now(), dirty: this.signedIn || undefined };
+    this.write();
+    this.push(key);
+  }
+
+  remove(key: string): void {
+    if (!(key in this.drafts)) return;
+    delete this.drafts[key];
+    this.write();
+    window.clearTimeout(this.timers.get(key));
+    this.timers.delete(key);
+    if (this.signedIn) {
+      deleteDraft(key).catch((error: unknown) => {
+        if (!(error instanceof ApiError && error.status === 404)) console.warn("draft not deleted on the server", error);
+      });
+    }
+  }
+
+  /** Brings this browser and the server together: the server's drafts replace unchanged ones
+   *  here, and what changed here goes there. Resolves to whether anything here changed. */
+  async pull(): Promise<boolean> {
+    if (!this.signedIn) return false;
+    let remote;
+    try {
+      remote = await listDrafts();
+    } catch (error) {
+      console.warn("drafts not loaded from the server", error);
+      return false;
+    }
+    let changed = false;
+    const onServer = new Set<string>();
+    for (const draft of remote) {
+      onServer.add(draft.key);
+      const mine = this.drafts[draft.key];
+      if (mine?.dirty) continue;
+      if (mine && mine.code === draft.code && mine.title === draft.title) continue;
+      const updated = Date.parse(draft.updated_at);
+      this.drafts[draft.key] = { key: draft.key, title: draft.title, code: draft.code,
+                                 updated: Number.isFinite(updated) ? updated : Date.now() };
+      changed = true;
+    }
+    for (const key of Object.keys(this.drafts)) {
+      if (onServer.has(key)) continue;
+      if (this.drafts[key].dirty) this.push(key, 0);
+      else {
+        // It was on the server and is gone: deleted from another browser.
+        delete this.drafts[key];
+        changed = true;
+      }
+    }
+    for (const key of onServer) if (this.drafts[key]?.dirty) this.push(key, 0);
+    if (changed) this.write();
+    return changed;
+  }
+
+  private push(key: string, after = SYNC_AFTER_MS): void {
+    if (!this.signedIn) return;
+    window.clearTimeout(this.timers.get(key));
+    this.timers.set(key, window.setTimeout(() => {
+      this.timers.delete(key);
+      const draft = this.drafts[key];
+      if (!draft?.dirty) return;
+      const sent = draft.code;
+      saveDraft(key, draft.code, draft.title).then(
+        () => {
+          // Unless it changed again while the request was out.
+          const now = this.drafts[key];
+          if (now && now.code === sent) {
+            delete now.dirty;
+            this.write(false);
+          }
+        },
+        (error: unknown) => {
+          // Too long for the server (413) stays in this browser; anything else tries again later.
+          if (error instanceof ApiError && error.status === 413) return;
+          console.warn("draft not saved on the server", error);
+        },
+      );
+    }, after));
+  }
+
+  private write(notify = true): void {
+    local.set(KEYS.drafts, JSON.stringify(this.drafts));
+    if (notify) for (const listener of this.listeners) listener();
+  }
+}
+
+function readAll(): Record<string, Draft> {
+  let drafts: Record<string, Draft> = {};
+  try {
+    const data = JSON.parse(local.get(KEYS.drafts) ?? "{}") as unknown;
+    if (data && typeof data === "object") {
+      for (const [key, d] of Object.entries(data as Record<string, Partial<Draft>>)) {
+        if (d && typeof d.code === "string") {
+          drafts[key] = { key, title: typeof d.title === "string" ? d.title : key, code: d.code,
+                          updated: typeof d.updated === "number" ? d.updated : 0, dirty: d.dirty === true || undefined };
+        }
+      }
+    }
+  } catch {
+    drafts = {};
+  }
+  return drafts;
+}
