@@ -57,7 +57,7 @@ def test_the_own_code_and_each_edited_example_are_separate_drafts(page: Page):
     expect(drafts.nth(0)).to_contain_text(ex["grad"]["title"])
     expect(drafts.nth(0)).to_contain_text("edited just now")
     expect(drafts.nth(1)).to_contain_text("Your code")
-    expect(page.locator(f"#examples-menu .example-item[data-slug=grad]")).to_contain_text("edited")
+    expect(page.locator("#examples-menu .example-item[data-slug=grad]")).to_contain_text("edited")
     drafts.nth(0).click()
     assert "# my change to grad" in get_code(page)
     expect(page.locator("#file-name")).to_have_attribute("data-modified", "true")

@@ -125,7 +125,8 @@ def test_a_link_shows_the_code_and_its_saved_output_without_running_it(page: Pag
         assert "square_sum" in other.evaluate("window.playground.compiledNames()")
         expect(other.locator("#tab-compiled .tab-count")).to_have_text("1")
         expect(other.locator(".output-bar-label")).to_contain_text("Saved output")
-        assert other.evaluate("JSON.parse(localStorage.getItem('playground.drafts')).own.code") == "print('my own draft')\n"
+        own = other.evaluate("JSON.parse(localStorage.getItem('playground.drafts')).own.code")
+        assert own == "print('my own draft')\n"
         expect(other.locator("#restore-code")).to_be_visible()
 
         # The strip, the title and the link preview.
