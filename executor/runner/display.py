@@ -227,13 +227,24 @@ def _send_png(data: bytes, *, text: str, **fields) -> None:
     )
 
 
+def snippet_line() -> int | None:
+    """The line of the snippet being run now (the innermost frame of the snippet's own code)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_filename == common.SNIPPET_FILENAME:
+            return frame.f_lineno
+        frame = frame.f_back
+    return None
+
+
 def send_figure(fig) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=FIGURE_DPI, bbox_inches="tight")
     axes = len(fig.get_axes())
     w, h = fig.get_size_inches() * fig.dpi
     text = f"<Figure size {w:g}x{h:g} with {axes} Axes>"
-    _send_png(buf.getvalue(), text=text, figure=getattr(fig, "number", None))
+    line = getattr(fig, "_playground_line", None) or snippet_line()
+    _send_png(buf.getvalue(), text=text, figure=getattr(fig, "number", None), line=line)
 
 
 def flush_figures() -> None:

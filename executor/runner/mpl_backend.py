@@ -10,8 +10,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from . import display
 
-FigureCanvas = FigureCanvasAgg
-FigureManager = FigureManagerBase
+class FigureManager(FigureManagerBase):
+    """Remembers the snippet's line that made the figure (``plt.plot``, ``plt.figure``...): the
+    Figures pane links each figure back to it."""
+
+    def __init__(self, canvas, num):
+        super().__init__(canvas, num)
+        canvas.figure._playground_line = display.snippet_line()
+
+
+class FigureCanvas(FigureCanvasAgg):
+    # pyplot makes a figure's manager from its canvas class's manager_class.
+    manager_class = FigureManager
 
 
 def show(*args, block=None, **kwargs):

@@ -92,7 +92,7 @@ EVENTS: dict[str, Event] = {
     ),
     "display": Event(
         "A rich value: a figure (PNG), jaxprs side by side, an array's summary.",
-        {"kind": STR, "mime": STR, "data": STR, "text": STR, "label": STR, "name": STR,
+        {"kind": STR, "mime": STR, "data": STR, "text": STR, "label": STR, "name": STR, "line": INT,
          "width": INT, "height": INT, "figure": INT, "panels": LIST,
          "shape": LIST, "dtype": STR, "size": INT, "nbytes": INT, "array_type": STR,
          "devices": STR_LIST, "sharding": STR, "partition_spec": STR, "stats": DICT},

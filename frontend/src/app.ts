@@ -142,7 +142,7 @@ function main(): void {
     () => tabs.summary().filter((p) => p.id !== "output"),
     (id) => tabs.select(id),
   );
-  const panes: Pane[] = [output, compiled, new TimingPane(), new FiguresPane()];
+  const panes: Pane[] = [output, compiled, new TimingPane(), new FiguresPane(revealLine)];
   const tabs: Tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
 
   // The editor shows where the exception came from, until the next run.

@@ -137,6 +137,7 @@ export interface DisplayFields {
   text?: string | null;
   label?: string | null;
   name?: string | null;
+  line?: number | null;
   width?: number | null;
   height?: number | null;
   figure?: number | null;

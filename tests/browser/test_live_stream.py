@@ -3,6 +3,8 @@ flood past the output cap (events sent in parts), and daphne restarting under it
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import Page, expect
 
 from .playground import RUN_TIMEOUT_MS, output, run_code, start_code, wait_until_finished
@@ -19,10 +21,18 @@ def test_a_flood_ends_on_the_page_with_its_first_output_and_its_limit(page: Page
     status = run_code(page, "import sys\nprint('first', flush=True)\nwhile True:\n    sys.stdout.write('y' * 65536)\n")
     assert status == "limit_exceeded"
     expect(page.locator("#run-status")).to_have_text("stopped: output limit")  # words, not the API's name
+    expect(page.locator("#run-message")).to_contain_text("output limit of 1 MiB exceeded")
+    # The megabyte-long line is drawn cut, with the rest one click away.
+    text = output(page)
+    assert text.startswith("first\n" + "y" * 4000)
+    assert len(text) < 5000
+    more = page.locator("#output .term-more")
+    expect(more).to_have_text(re.compile(r"… [\d,]+ more characters"))
+    more.click()
+    expect(more).to_have_count(0)
     text = output(page)
     assert text.startswith("first\ny")
     assert len(text) >= 1024**2 - 10
-    expect(page.locator("#run-message")).to_contain_text("output limit of 1 MiB exceeded")
 
 
 def test_a_large_event_sent_in_parts_is_shown_whole(page: Page):

@@ -24,7 +24,8 @@ export class FiguresPane extends CardListPane {
   readonly title = "Figures";
   private figures = 0;
 
-  constructor() {
+  /** ``goTo``: shows a line of the snippet in the editor (a figure's "line N" link). */
+  constructor(private readonly goTo: (line: number) => void = () => {}) {
     super("figures", "figure-list");
     this.reset();
   }
@@ -41,7 +42,7 @@ export class FiguresPane extends CardListPane {
     const html = mime === "text/html" ? (str(event.data) ?? str(event.text)) : null;
     if (IMAGE_TYPES.has(mime) && typeof event.data === "string" && BASE64.test(event.data)) {
       this.figures += 1;
-      card = figureCard(event, mime, this.figures);
+      card = figureCard(event, mime, this.figures, this.goTo);
     } else if (html !== null) {
       card = textCard("HTML output, shown as text", htmlToText(html));
     } else {
@@ -59,7 +60,7 @@ export class FiguresPane extends CardListPane {
   }
 }
 
-function figureCard(event: DisplayEvent, mime: string, n: number): HTMLElement {
+function figureCard(event: DisplayEvent, mime: string, n: number, goTo: (line: number) => void): HTMLElement {
   const src = `data:${mime};base64,${(event.data as string).replace(/\s+/g, "")}`;
   const caption = str(event.label);
   // matplotlib's own description ("<Figure size 640x480 with 1 Axes>") makes a fair alt text.
@@ -82,10 +83,20 @@ function figureCard(event: DisplayEvent, mime: string, n: number): HTMLElement {
   const download = el("a", "figure-download", "Download");
   download.href = src;
   download.download = `figure-${n}.${mime === "image/svg+xml" ? "svg" : mime.split("/")[1]}`;
+  // The snippet's line that made the figure: shown in the editor on a click.
+  const line = num(event.line);
+  let lineLink: HTMLButtonElement | null = null;
+  if (line !== null && line > 0) {
+    lineLink = el("button", "link-button figure-line", `line ${line}`);
+    lineLink.type = "button";
+    lineLink.title = "Show the line that made this figure in the editor";
+    lineLink.addEventListener("click", () => goTo(line));
+  }
   const figcaption = el(
     "figcaption",
     "figure-caption",
     el("span", "figure-number", `Figure ${n}`),
+    lineLink,
     caption ? el("span", "figure-text", caption) : null,
     el("span", "spacer"),
     download,

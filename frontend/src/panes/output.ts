@@ -5,32 +5,13 @@ import { copyText, el, str, strokeIcon } from "../format";
 import { isMac } from "../platform";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
+import { TerminalModel, TerminalView } from "../terminal";
 
 /** What the other tabs hold, for the hint shown when a run printed nothing. */
 export interface OtherContent {
   id: string;
   title: string;
   count: number;
-}
-
-/** Text as a terminal shows it: "\r" alone returns to the start of the line, which what follows
- *  replaces (progress bars: tqdm, print(..., end="\r")); "\r\n" is a newline. ``current`` is
- *  the text shown so far (its last line may be replaced); ``pendingCR`` says the previous piece
- *  ended with a "\r" whose meaning depends on what comes next. */
-export function terminalText(current: string, incoming: string, pendingCR: boolean): { text: string; pendingCR: boolean } {
-  let text = current;
-  let cr = pendingCR;
-  for (const part of incoming.split(/(\r)/)) {
-    if (part === "\r") {
-      cr = true;
-      continue;
-    }
-    if (!part) continue;
-    if (cr && !part.startsWith("\n")) text = text.slice(0, text.lastIndexOf("\n") + 1);
-    cr = false;
-    text += part;
-  }
-  return { text, pendingCR: cr };
 }
 
 /** How close to the bottom (px) still counts as "following the output". */
@@ -45,9 +26,7 @@ class OutputView {
   private readonly notice: HTMLElement;
   private readonly errorBox: HTMLElement;
   private readonly copyButton: HTMLButtonElement;
-  private lastStream: "stdout" | "stderr" | null = null;
-  private lastText: Text | null = null;
-  private pendingCR = false;
+  private readonly terminal: TerminalView;
 
   constructor(
     private readonly onLineClick: (line: number) => void,
@@ -94,11 +73,12 @@ class OutputView {
     this.copyButton.addEventListener("click", () => void this.copy());
 
     this.element.append(this.copyButton, this.placeholder, this.output, this.errorBox, this.notice);
+    this.terminal = new TerminalView(new TerminalModel(), this.output, this.element, (change) => this.follow(change));
   }
 
   private async copy(): Promise<void> {
     const label = this.copyButton.querySelector("span")!;
-    const ok = await copyText(this.output.textContent ?? "");
+    const ok = await copyText(this.terminal.model.text());
     label.textContent = ok ? "Copied" : "Copy failed";
     window.setTimeout(() => { label.textContent = "Copy"; }, 1500);
   }
@@ -110,10 +90,7 @@ class OutputView {
 
   reset(): void {
     this.copyButton.hidden = true;
-    this.output.replaceChildren();
-    this.lastStream = null;
-    this.lastText = null;
-    this.pendingCR = false;
+    this.terminal.clear();
     this.errorBox.hidden = true;
     this.errorBox.replaceChildren();
     this.notice.hidden = true;
@@ -124,22 +101,24 @@ class OutputView {
     switch (event.type) {
       case "stdout":
       case "stderr":
-        if (event.text) this.follow(() => this.append(event.type, event.text));
+        if (event.text) this.append(event.type, event.text);
         break;
       case "display":
-        if (isTextDisplay(event)) this.follow(() => this.appendValue(event.text as string, str(event.label)));
+        if (isTextDisplay(event)) this.appendValue(event.text as string, str(event.label));
         break;
       case "error":
+        this.terminal.flush();
         this.follow(() => this.showError(event));
         break;
       case "finished":
+        this.terminal.flush();
         if (event.truncated) {
           this.follow(() => {
             this.notice.textContent = "Output was cut off here: the run reached its output limit.";
             this.notice.hidden = false;
           });
         }
-        if (this.output.childNodes.length === 0 && this.errorBox.hidden) this.showNothingPrinted();
+        if (this.terminal.model.empty && this.errorBox.hidden) this.showNothingPrinted();
         break;
       default:
         break;
@@ -149,38 +128,16 @@ class OutputView {
   private append(stream: "stdout" | "stderr", text: string): void {
     this.placeholder.hidden = true;
     this.copyButton.hidden = false;
-    if (stream === this.lastStream && this.lastText) {
-      const next = terminalText(this.lastText.data, text, this.pendingCR);
-      this.pendingCR = next.pendingCR;
-      if (next.text.startsWith(this.lastText.data)) this.lastText.appendData(next.text.slice(this.lastText.data.length));
-      else this.lastText.data = next.text;
-      return;
-    }
-    const span = document.createElement("span");
-    span.className = stream;
-    const first = terminalText("", text, false);
-    this.pendingCR = first.pendingCR;
-    this.lastText = document.createTextNode(first.text);
-    span.append(this.lastText);
-    this.output.append(span);
-    this.lastStream = stream;
+    this.terminal.model.write(stream, text);
+    this.terminal.schedule();
   }
 
   /** A value shown as text: a block of its own between the prints. */
   private appendValue(text: string, label: string | null): void {
     this.placeholder.hidden = true;
     this.copyButton.hidden = false;
-    const block = el(
-      "span",
-      "value",
-      label ? el("span", "value-label", `${label}\n`) : null,
-      text.endsWith("\n") ? text : `${text}\n`,
-    );
-    block.title = "A value the run displayed";
-    this.output.append(block);
-    this.lastStream = null;
-    this.lastText = null;
-    this.pendingCR = false;
+    this.terminal.model.writeBlock(text, label);
+    this.terminal.schedule();
   }
 
   /** No output, but maybe compiled code, timings or figures: say where they are. */
