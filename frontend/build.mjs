@@ -14,6 +14,22 @@ const watch = args.has("--watch");
 const minify = !args.has("--dev") && !watch;
 const outdir = "dist";
 
+// monaco-vim and monaco-emacs import Monaco by the paths of releases before 0.56
+// ("monaco-editor", "monaco-editor/esm/vs/..."); both must get the one editor API the page uses,
+// not a second, whole copy of Monaco.
+const monacoPaths = {
+  name: "monaco-paths",
+  setup(build) {
+    // monaco-vim's "browser" build is a UMD bundle; its ES module imports Monaco as above.
+    build.onResolve({ filter: /^monaco-vim$/ }, () => ({ path: path.resolve("node_modules/monaco-vim/dist/index.mjs") }));
+    build.onResolve({ filter: /^monaco-editor(\/esm\/vs\/.*)?$/ }, (args) => {
+      const rest = args.path.replace(/^monaco-editor(\/esm\/vs)?/, "");
+      const target = rest === "" ? "monaco-editor/editor" : `monaco-editor${rest}`;
+      return build.resolve(target, { kind: args.kind, resolveDir: args.resolveDir });
+    });
+  },
+};
+
 const common = {
   bundle: true,
   minify,
@@ -29,6 +45,7 @@ const builds = [
     entryPoints: { app: "src/app.ts" },
     outdir,
     format: "esm",
+    plugins: [monacoPaths],
     // The codicon font is referenced from Monaco's CSS; copied next to app.css with a content
     // hash so a long cache lifetime on /static/ stays correct.
     loader: { ".ttf": "file" },
@@ -52,8 +69,8 @@ if (watch) {
   console.log(`watching src/ -> ${outdir}/`);
 } else {
   await Promise.all(builds.map((options) => esbuild.build(options)));
-  for (const name of (await readdir(outdir)).sort()) {
-    const { size } = await stat(path.join(outdir, name));
-    console.log(`${name.padEnd(28)} ${(size / 1024).toFixed(1).padStart(8)} KiB`);
+  for (const name of (await readdir(outdir, { recursive: true })).sort()) {
+    const info = await stat(path.join(outdir, name));
+    if (info.isFile()) console.log(`${name.padEnd(40)} ${(info.size / 1024).toFixed(1).padStart(8)} KiB`);
   }
 }

@@ -126,6 +126,18 @@ def schema() -> dict:
                                 "schema": {"type": "string", "format": "uuid"}}],
                 "responses": {"204": {"description": "Revoked"}, "404": _error("No such token of yours")},
             }},
+            "/api/format": {"post": {
+                "summary": "Format code with ruff's formatter (%-magics and !-lines kept as they are)",
+                "operationId": "formatCode",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["code"],
+                    "properties": {"code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES}}}}}},
+                "responses": {"200": {"description": "The formatted code", "content": {"application/json": {
+                    "schema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
+                              "400": _error("Malformed"), "413": _error("Too long"),
+                              "422": _error("Not valid Python (the message names the line)"),
+                              "429": _error("Too many requests")},
+            }},
             "/api/me/drafts": {"get": {
                 "summary": "Your drafts: the code you are working on, kept for another browser",
                 "operationId": "listDrafts",

@@ -21,6 +21,7 @@ from executor import registry
 from . import clients
 from .access import access_run_for_user
 from .gallery import examples
+from .actions.format import check_format
 from .actions.runs import ActionError, check_cancel_run, check_start_run
 from .openapi import schema
 from .redis import get_redis
@@ -86,6 +87,12 @@ def parse_json(request):
 def client_address(request) -> str:
     """The address a client's limits count against (see ``clients.client_address``)."""
     return clients.client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+
+
+@api("POST")
+def api_format(request):
+    """The code, formatted by ruff (the editor's Shift+Alt+F)."""
+    return JsonResponse({"code": check_format(parse_json(request), client=client_address(request))})
 
 
 @api("GET", "POST", "PUT", "PATCH", "DELETE")

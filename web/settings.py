@@ -132,6 +132,8 @@ RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(1024**2, 8 * RUN_MAX_CODE_BYTES)
 # Runs one client (IP address) may start per minute; 0 turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
+# The formatter (POST /api/format) costs a few milliseconds of ruff a call.
+FORMAT_RATE_LIMIT_PER_MINUTE = env_int("FORMAT_RATE_LIMIT_PER_MINUTE", 120)
 # Reverse proxies of our own in front of daphne (each appends to X-Forwarded-For); 0 when
 # clients connect directly, so that a client cannot choose its address by sending the header.
 TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)

@@ -194,3 +194,10 @@ export function saveDraft(key: string, code: string, title: string): Promise<Ser
 export function deleteDraft(key: string): Promise<void> {
   return request<void>("DELETE", `/api/me/drafts/${encodeURIComponent(key)}`);
 }
+
+/** The code formatted by ruff on the server (422: not valid Python, the message says where). */
+export async function formatCode(code: string): Promise<string> {
+  const data = await request<{ code?: string }>("POST", "/api/format", { code });
+  if (typeof data?.code !== "string") throw new ApiError(500, "The formatter answered without code.");
+  return data.code;
+}

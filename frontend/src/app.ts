@@ -3,10 +3,12 @@
 import "./style.css";
 
 import { Announcer } from "./announce";
+import { formatCode } from "./api";
 import { DevicePicker } from "./devices";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "./editor";
 import { Drafts } from "./drafts";
 import { Gallery, migrateOldDrafts, readExamples } from "./gallery";
+import { Keymaps } from "./keymaps";
 import { LibrariesMenu } from "./libraries";
 import { CompiledPane } from "./panes/compiled";
 import { FiguresPane } from "./panes/figures";
@@ -17,6 +19,7 @@ import { isMac, runShortcut } from "./platform";
 import { bindPopover } from "./popover";
 import { RunSession, type RunView } from "./run";
 import { ShareDialog } from "./share";
+import { ShortcutsDialog } from "./shortcuts";
 import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "./snippet";
 import { StatusLine } from "./status";
 import { KEYS, local } from "./storage";
@@ -105,12 +108,28 @@ function main(): void {
     onRun: () => void run(),
     onSave: embed ? undefined : () => share?.open(),
     onLeave: () => focusAfter(byId("editor")),
+    onHelp: () => shortcuts?.open(),
+    format: formatCode,
+    onFormatError: (message, line) => {
+      status.say(`Not formatted: ${message}`, "warning");
+      if (line !== null) code.editor.revealLineInCenterIfOutsideViewport(line);
+    },
     fontSize: applyFontSize(Number(local.get(KEYS.fontSize) ?? DEFAULT_FONT_SIZE)),
     onFontSize: (size) => {
       local.set(KEYS.fontSize, String(size));
       applyFontSize(size);
     },
   });
+  // Key bindings (Standard, Vim, Emacs) and the shortcuts panel (F1), where the page has them.
+  const keymapStatus = maybeById("keymap-status");
+  const keymaps = keymapStatus ? new Keymaps(code.editor, keymapStatus, code.setVimMode) : null;
+  const shortcuts = keymaps && !embed ? new ShortcutsDialog(keymaps) : null;
+  if (keymaps && Keymaps.saved() !== "standard") void keymaps.use(Keymaps.saved());
+  maybeById("shortcuts-button")?.addEventListener("click", () => shortcuts?.open());
+  maybeById("format-code")?.addEventListener("click", () => {
+    void code.editor.getAction("editor.action.formatDocument")?.run();
+  });
+
   gallery?.attach({
     getCode: code.getCode,
     setCode: (text) => {
@@ -273,6 +292,11 @@ function main(): void {
   }
 
   document.addEventListener("keydown", (e) => {
+    if (e.key === "F1" && shortcuts && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      shortcuts.open();
+      return;
+    }
     if (!(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey) return;
     // Ctrl/Cmd+Enter outside the editor too (the editor has its own keybinding, which stops the
     // event before it reaches the document).

@@ -21,6 +21,8 @@ export interface CodeEditor {
   linkLine(line: number | null, reveal: boolean): void;
   /** Called with the cursor's line when the person moves it. */
   onCursorLine(listener: (line: number) => void): void;
+  /** Vim's bindings are on: Escape is Vim's, not "leave the editor". */
+  setVimMode(on: boolean): void;
 }
 
 /**
@@ -45,6 +47,12 @@ export function createEditor(options: {
   onSave?(): void;
   /** Escape with none of the editor's own widgets open: focus goes on, out of the editor. */
   onLeave?(): void;
+  /** F1: the keyboard shortcuts. */
+  onHelp?(): void;
+  /** Formats code (Shift+Alt+F, and "Format Document" in the context menu). */
+  format?(code: string): Promise<string>;
+  /** The formatter could not format (not valid Python...): what to tell the person. */
+  onFormatError?(message: string, line: number | null): void;
   /** The font size to start with (px), and where a change of it (Ctrl+= / Ctrl+- / Ctrl+0) goes. */
   fontSize?: number;
   onFontSize?(size: number): void;
@@ -89,10 +97,21 @@ export function createEditor(options: {
   // The keyboard is never trapped in the editor: Escape leaves it unless one of its own widgets
   // (suggestions, find, a rename...) is open, where Escape closes that widget first.
   const onLeave = options.onLeave;
+  const vimMode = editor.createContextKey<boolean>("playgroundVimMode", false);
   if (onLeave) {
     editor.addCommand(monaco.KeyCode.Escape, () => onLeave(),
       "!suggestWidgetVisible && !findWidgetVisible && !parameterHintsVisible && !inSnippetMode"
-      + " && !editorHasMultipleSelections && !renameInputVisible && !markersNavigationVisible");
+      + " && !editorHasMultipleSelections && !renameInputVisible && !markersNavigationVisible"
+      + " && !playgroundVimMode");
+  }
+  const onHelp = options.onHelp;
+  if (onHelp) editor.addCommand(monaco.KeyCode.F1, () => onHelp());
+  const format = options.format;
+  if (format) {
+    registerFormatter(format, options.onFormatError);
+    // Shift+Alt+F on every system (Monaco binds Ctrl+Shift+I on Linux, which also works).
+    editor.addCommand(monaco.KeyMod.Shift | monaco.KeyMod.Alt | monaco.KeyCode.KeyF,
+      () => void editor.getAction("editor.action.formatDocument")?.run());
   }
 
   // Shift+Tab back into the editor from a control after it keeps going backwards: the next
@@ -165,6 +184,7 @@ export function createEditor(options: {
       ]);
       if (reveal) editor.revealLineInCenterIfOutsideViewport(line);
     },
+    setVimMode: (on) => vimMode.set(on),
     onCursorLine(listener) {
       editor.onDidChangeCursorPosition((e) => {
         if (e.source !== "api" && e.reason !== 1 /* ContentFlush */) listener(e.position.lineNumber);
@@ -179,6 +199,29 @@ export function createEditor(options: {
   };
 }
 
+let formatterRegistered = false;
+
+/** Python's document formatter: the whole text, formatted by ``format``; one undoable edit. */
+function registerFormatter(format: (code: string) => Promise<string>, onError?: (message: string, line: number | null) => void): void {
+  if (formatterRegistered) return;
+  formatterRegistered = true;
+  monaco.languages.registerDocumentFormattingEditProvider("python", {
+    displayName: "ruff",
+    async provideDocumentFormattingEdits(model) {
+      const before = model.getValue();
+      try {
+        const after = await format(before);
+        if (after === before || model.getValue() !== before) return [];
+        return [{ range: model.getFullModelRange(), text: after }];
+      } catch (error) {
+        const message = (error as Error).message;
+        const line = /\bline (\d+)/.exec(message);
+        onError?.(message, line ? Number(line[1]) : null);
+        return [];
+      }
+    },
+  });
+}
 
 export const DEFAULT_FONT_SIZE = 14;
 

@@ -14,6 +14,8 @@ import "monaco-editor/features/contextmenu/register";
 import "monaco-editor/features/cursorUndo/register";
 import "monaco-editor/features/find/register";
 import "monaco-editor/features/folding/register";
+// Shift+Alt+F formats the code (the provider, ruff on the server, is in editor.ts).
+import "monaco-editor/features/format/register";
 import "monaco-editor/features/gotoError/register";
 import "monaco-editor/features/hover/register";
 import "monaco-editor/features/indentation/register";

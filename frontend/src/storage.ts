@@ -49,6 +49,8 @@ export const KEYS = {
   example: "playground.example",
   scratch: "playground.scratch",
   libraries: "playground.libraries",
+  /** The editor's key bindings, when not the standard ones ("vim", "emacs"). */
+  keymap: "playground.keymap",
   /** The editor's font size (px); the output follows it. */
   fontSize: "playground.fontSize",
 } as const;
