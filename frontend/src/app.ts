@@ -120,6 +120,8 @@ function main(): void {
       applyFontSize(size);
     },
   });
+  document.getElementById("editor-loading")?.remove();
+
   // Key bindings (Standard, Vim, Emacs) and the shortcuts panel (F1), where the page has them.
   const keymapStatus = maybeById("keymap-status");
   const keymaps = keymapStatus ? new Keymaps(code.editor, keymapStatus, code.setVimMode) : null;

@@ -129,3 +129,24 @@ export async function copyText(text: string, fallback?: HTMLInputElement | HTMLT
     if (!fallback) field.remove();
   }
 }
+
+/** Text with `code` in backticks shown as code and http(s) links made links: DOM nodes only,
+ *  never markup, so text from a run stays text. */
+export function richText(text: string): Node[] {
+  const nodes: Node[] = [];
+  for (const part of text.split(/(`[^`\n]+`|https?:\/\/[^\s<>()"']+[^\s<>()"'.,;:!?])/)) {
+    if (!part) continue;
+    if (part.startsWith("`") && part.endsWith("`") && part.length > 2) {
+      nodes.push(el("code", null, part.slice(1, -1)));
+    } else if (/^https?:\/\//.test(part)) {
+      const link = el("a", null, part);
+      link.href = part;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      nodes.push(link);
+    } else {
+      nodes.push(document.createTextNode(part));
+    }
+  }
+  return nodes;
+}

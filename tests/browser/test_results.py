@@ -289,6 +289,12 @@ def test_it_explains_a_jax_error_under_its_message(page: Page):
     explanation = box.locator(".error-explanation")
     expect(explanation).to_be_visible()
     assert len(explanation.text_content().strip()) > 20
+    # Code in the sentence is code, not literal backticks; JAX's documentation link is a link.
+    expect(explanation.locator("code").first).to_be_visible()
+    assert "`" not in explanation.text_content()
+    link = box.locator(".error-title a[href^='https://']").first
+    expect(link).to_have_attribute("target", "_blank")
+    assert link.get_attribute("href") == link.text_content()
     expect(box).to_contain_text("line 5")
 
 

@@ -1,7 +1,7 @@
 // The "Output" tab: stdout and stderr as they arrive, values shown as text (a trailing
 // expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
-import { copyText, el, str, strokeIcon } from "../format";
+import { copyText, el, richText, str, strokeIcon } from "../format";
 import { isMac } from "../platform";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
@@ -167,11 +167,11 @@ class OutputView {
     type.className = "error-type";
     type.textContent = event.exc_type || "Error";
     title.append(type);
-    if (event.message) title.append(`: ${event.message}`);
+    if (event.message) title.append(": ", ...richText(event.message));
     this.errorBox.replaceChildren(title);
 
     const explanation = str(event.explanation);
-    if (explanation) this.errorBox.append(el("p", "error-explanation", explanation));
+    if (explanation) this.errorBox.append(el("p", "error-explanation", ...richText(explanation)));
 
     if (typeof event.line === "number") {
       const where = document.createElement("button");
