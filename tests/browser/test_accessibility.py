@@ -88,6 +88,10 @@ def test_the_playground_page_passes_axe_in_every_state(browser: Browser, live_st
         for size in ("laptop", "phone"):
             resize(page, size)
             assert_accessible(page, f"after a run at {size} size")
+            # Nothing is cut off sideways: the page, the editor's header and its buttons fit.
+            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+            assert page.evaluate("(() => { const h = document.querySelector('.panel-editor .panel-header');"
+                                 " return h.scrollWidth <= h.clientWidth; })()")
             page.screenshot(path=SCREENS / f"a11y-run-{size}-{theme}.png")
         assert page.errors == []
     finally:
