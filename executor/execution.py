@@ -8,6 +8,7 @@ database. The executor never touches the database.
 from __future__ import annotations
 
 import logging
+import secrets
 import threading
 import time
 
@@ -19,11 +20,12 @@ from . import registry, settings
 from .pool import RunnerPool
 from .runner import protocol
 from .sandbox import get_launcher
-from .supervisor import supervise
+from .supervisor import GradingSession, grade_result, supervise
 
 log = logging.getLogger("executor")
 
 RECORD_TASK = "recorder.record_events"
+GRADE_TASK = "recorder.record_grade"
 # Events reach the database in batches: at most this old.
 RECORD_EVERY_S = 0.5
 CLAIM_TTL_S = 7 * 24 * 3600
@@ -172,7 +174,8 @@ class Executor:
 
     # A run -------------------------------------------------------------------------------------
 
-    def execute(self, run_id: str, code: str, options: dict, requested_limits: dict) -> None:
+    def execute(self, run_id: str, code: str, options: dict, requested_limits: dict,
+                grade: dict | None = None) -> None:
         # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
         alive = ev.alive_key(run_id)
         self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
@@ -185,7 +188,7 @@ class Executor:
             self.busy += 1
         relay = RunRelay(self, run_id)
         try:
-            self._execute(run_id, code, options, requested_limits, relay, alive)
+            self._execute(run_id, code, options, requested_limits, relay, alive, grade)
         finally:
             relay.flush()
             self.redis.delete(alive)
@@ -198,13 +201,19 @@ class Executor:
         except redis.exceptions.RedisError:
             return False  # asked again next tick
 
-    def _execute(self, run_id, code, options, requested_limits, relay, alive) -> None:
+    def _execute(self, run_id, code, options, requested_limits, relay, alive, grade=None) -> None:
+        grading = None
+        if isinstance(grade, dict) and isinstance(grade.get("checks"), str):
+            grading = GradingSession(checks=grade["checks"], nonce=secrets.token_hex(16),
+                                     token=secrets.token_hex(16))
         try:
             runner = self.pool.acquire()
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
-            relay.emit(ev.FINISHED, **protocol.finished_fields(
-                ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0))
+            finished = protocol.finished_fields(ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0)
+            if grading is not None:
+                self._send_grade(run_id, grading, finished)
+            relay.emit(ev.FINISHED, **finished)
             return
         limits = self.launcher.limits.clamp(requested_limits)
         last_alive = [time.monotonic()]
@@ -235,6 +244,7 @@ class Executor:
                 runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
                 should_cancel=lambda: self._cancelled(run_id),
                 tick=tick,
+                grading=grading,
             )
         except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)
@@ -244,7 +254,19 @@ class Executor:
             raise
         # The result first, then the runner's cgroup is removed (which can wait on the kernel).
         try:
+            if grading is not None:
+                self._send_grade(run_id, grading, finished)
             relay.emit(ev.FINISHED, **finished)
         finally:
             self.pool.release(runner)
+
+    def _send_grade(self, run_id: str, grading: GradingSession, finished: dict) -> None:
+        """The grade goes to the recorder before the run's ``finished``, so that whoever sees the
+        run end finds its submission graded (or about to be) rather than still grading."""
+        result = grade_result(grading, finished)
+        try:
+            patiently("sending a grade to the recorder", lambda: self.app.send_task(
+                GRADE_TASK, args=[run_id, result], queue=settings.RECORD_QUEUE), REDIS_PATIENCE_S)
+        except (redis.exceptions.RedisError, OperationalError):
+            log.exception("run %s: its grade could not be sent; the recorder grades it from the run's end", run_id)
 

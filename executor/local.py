@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from . import events as ev
 from .sandbox import Limits, get_launcher
-from .supervisor import Runner, supervise, wait_ready
+from .supervisor import GradingSession, Runner, grade_result, supervise, wait_ready
 
 
 @dataclass
@@ -72,8 +72,9 @@ class RunResult:
 
 
 def run_local(code: str, *, launcher, limits: Limits | None = None, options: dict | None = None,
-              on_event=None) -> list[dict]:
-    """Start a runner (cold), run ``code`` in it and return every event, ``finished`` last."""
+              on_event=None, grading: GradingSession | None = None) -> list[dict]:
+    """Start a runner (cold), run ``code`` in it and return every event, ``finished`` last.
+    With ``grading``, the run is graded: ``grade_result(grading, events[-1])`` is its grade."""
     limits = limits or launcher.limits
     out: list[dict] = []
 
@@ -87,7 +88,8 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
     try:
         info = wait_ready(runner, 120)
         emit(ev.STARTED, worker="local", **info)
-        finished = supervise(runner, launcher, {"code": code, "options": options or {}}, limits, emit)
+        finished = supervise(runner, launcher, {"code": code, "options": options or {}}, limits, emit,
+                             grading=grading)
     finally:
         launcher.cleanup(runner.proc)
         runner.close()
@@ -102,16 +104,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall", type=float, default=Limits.wall_s)
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--device", action="append", default=[], help="a device node to bind (GPU)")
+    parser.add_argument("--checks", help="an assignment's check code (a file): grade the snippet with it")
     args = parser.parse_args(argv)
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
+    grading = None
+    if args.checks:
+        import secrets
+
+        grading = GradingSession(checks=open(args.checks).read(), nonce=secrets.token_hex(16),
+                                 token=secrets.token_hex(16))
     limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
                             devices=tuple(args.device))
     try:
         events = run_local(code, launcher=launcher, limits=limits,
-                           on_event=lambda e: print(json.dumps(e), flush=True))
+                           on_event=lambda e: print(json.dumps(e), flush=True), grading=grading)
     finally:
         launcher.close()
+    if grading is not None:
+        print(json.dumps({"grade": grade_result(grading, events[-1])}, indent=2))
     return 0 if events[-1]["status"] == ev.SUCCEEDED else 1
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -129,6 +131,48 @@ def wait_ready(runner: Runner, timeout: float) -> dict:
     return runner.info
 
 
+# A graded run: what its supervisor keeps apart from the run's events.
+GRADING_LOG_MAX_CHARS = 64 * 1024
+COMPILATION_TEXT_MAX_CHARS = 64 * 1024
+COMPILATIONS_MAX = 500
+COMPILATION_FIELDS = ("name", "flops", "bytes_accessed", "transcendentals", "compile_ms", "compiles",
+                      "in_types", "out_types", "recompile")
+
+
+@dataclass
+class GradingSession:
+    """The hidden checks of a graded run and what became of them. The checks go to the runner
+    only after its ``student_done`` (with ``nonce``); its ``grade`` counts only with ``token``.
+    Output and events after ``student_done`` are the checks': kept here, for the instructor."""
+
+    checks: str
+    nonce: str
+    token: str
+    phase: str = "student"  # → "grading" → "graded"
+    student_status: str | None = None
+    compilations: list = field(default_factory=list)
+    log: list = field(default_factory=list)
+    log_chars: int = 0
+    result: dict | None = None
+    forged: int = 0
+
+    def note_compiled(self, fields: dict) -> None:
+        if self.phase == "student" and len(self.compilations) < COMPILATIONS_MAX:
+            item = {k: fields.get(k) for k in COMPILATION_FIELDS}
+            item["jaxpr"] = (fields.get("jaxpr") or "")[:COMPILATION_TEXT_MAX_CHARS]
+            self.compilations.append(item)
+
+    def add_log(self, text: str) -> None:
+        room = GRADING_LOG_MAX_CHARS - self.log_chars
+        if room > 0:
+            self.log.append(text[:room])
+            self.log_chars += min(len(text), room)
+
+    def request(self) -> bytes:
+        return (json.dumps({"checks": self.checks, "token": self.token,
+                            "compilations": self.compilations}) + "\n").encode()
+
+
 class _Kill(Exception):
     def __init__(self, status: str, message: str):
         self.status, self.message = status, message
@@ -144,13 +188,15 @@ def supervise(
     should_cancel: Callable[[], bool] = lambda: False,
     tick: Callable[[], None] = lambda: None,
     tick_every_s: float = 0.2,
+    grading: GradingSession | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
-    ``emit(type, **fields)`` is called for each event, in order, from this thread.
+    ``emit(type, **fields)`` is called for each event, in order, from this thread. With
+    ``grading``, the run is graded: its result is left in ``grading.result``.
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
-                       tick_every_s=tick_every_s).run(request)
+                       tick_every_s=tick_every_s, grading=grading).run(request)
 
 
 class Supervision:
@@ -166,7 +212,9 @@ class Supervision:
     """
 
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
-                 should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float):
+                 should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
+                 grading: GradingSession | None = None):
+        self.grading = grading
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
         self.emit, self.should_cancel, self.tick, self.tick_every_s = emit, should_cancel, tick, tick_every_s
         self.fds = {self.proc.stdout.fileno(): ev.STDOUT, self.proc.stderr.fileno(): ev.STDERR,
@@ -228,6 +276,9 @@ class Supervision:
             data = data[: max(allowed, 0)]
         self.output_bytes += len(data)
         text = self.decoders[kind].decode(data)
+        if text and self.grading is not None and self.grading.phase != "student":
+            self.grading.add_log(text)  # the checks' output: the instructor's alone
+            text = ""
         if text:
             if self.pending and self.pending[-1][0] == kind:
                 self.pending[-1][1].append(text)
@@ -273,6 +324,10 @@ class Supervision:
             message.pop("seq", None)
             if not isinstance(type_, str):
                 problems.add("an event whose type is not a string (dropped)")
+            elif type_ in ("student_done", "grade"):
+                self.on_grading_message(type_, message)
+            elif self.grading is not None and self.grading.phase != "student":
+                pass  # what the checks compiled or displayed is not the run's
             elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
@@ -280,10 +335,41 @@ class Supervision:
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
+                if type_ == "compiled" and self.grading is not None:
+                    self.grading.note_compiled(fields)
                 self.send(type_, draining=draining, **fields)
         elif message is not None:
             problems.add("an event that is not a JSON object (dropped)")
         self.note_problems(before)
+
+    def on_grading_message(self, type_: str, message: dict) -> None:
+        """``student_done`` with the nonce: the student's code has ended, so the checks go to the
+        runner (from a thread: a runner that does not read must not hold this one). ``grade``
+        with the token: the result. Anything else is the student's code imitating them."""
+        grading = self.grading
+        if grading is None:
+            return
+        if type_ == "student_done" and grading.phase == "student" and message.get("nonce") == grading.nonce:
+            grading.phase = "grading"
+            status = message.get("status")
+            grading.student_status = status if status in (ev.SUCCEEDED, ev.FAILED) else ev.FAILED
+            self.flush_output(draining=True)
+            payload = grading.request()
+            stdin = self.proc.stdin
+
+            def send() -> None:
+                try:
+                    stdin.write(payload)
+                    stdin.close()
+                except (OSError, ValueError):
+                    pass
+
+            threading.Thread(target=send, name="grading-checks", daemon=True).start()
+        elif type_ == "grade" and grading.phase == "grading" and message.get("token") == grading.token:
+            grading.phase = "graded"
+            grading.result = {"checks": message.get("checks"), "error": message.get("error")}
+        else:
+            grading.forged += 1
 
     def handle_event_lines(self, draining: bool = False) -> None:
         """Structured events, in order, after the output that came before them; at most
@@ -363,8 +449,12 @@ class Supervision:
             try:
                 # The wall clock goes with the code, so that what waits in the run (%timeit)
                 # can stop before it rather than be killed at it.
-                proc.stdin.write((json.dumps({**request, "wall_s": limits.wall_s}) + "\n").encode())
-                proc.stdin.close()
+                grade = {"grade": {"nonce": self.grading.nonce}} if self.grading is not None else {}
+                proc.stdin.write((json.dumps({**request, **grade, "wall_s": limits.wall_s}) + "\n").encode())
+                if self.grading is None:
+                    proc.stdin.close()
+                else:
+                    proc.stdin.flush()
             except (BrokenPipeError, OSError):
                 pass  # it died while idle; its exit status says how
             next_tick = t0
@@ -494,3 +584,43 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+def grade_result(grading: GradingSession, finished: dict) -> dict:
+    """What the recorder stores of a graded run: the checks (name, passed, points, message: what a
+    student may see), the score, and for the instructor the checks' traceback and output."""
+    checks = []
+    reported = (grading.result or {}).get("checks")
+    for item in reported if isinstance(reported, list) else []:
+        if not isinstance(item, dict):
+            continue
+        points = item.get("points")
+        points = float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) \
+            and math.isfinite(points) and points >= 0 else 0.0
+        checks.append({"name": protocol.clean_text(str(item.get("name") or "check"))[:200],
+                       "passed": item.get("passed") is True, "points": points,
+                       "message": protocol.clean_text(str(item.get("message") or ""))[:2000]})
+    error = (grading.result or {}).get("error")
+    error = protocol.clean_text(error)[:20000] if isinstance(error, str) else None
+    status = finished.get("status")
+    if grading.result is None:
+        if grading.phase == "student":
+            why = (f"the code ended the run before the checks could run ({status}"
+                   f"{': ' + finished['message'] if finished.get('message') else ''})")
+        else:
+            why = (f"the checks did not finish ({status}"
+                   f"{': ' + finished['message'] if finished.get('message') else ''})")
+        error = why if not error else f"{why}\n{error}"
+    if grading.forged:
+        note = f"the run sent {grading.forged} grading message(s) that were not the runner's; they were ignored"
+        error = note if not error else f"{error}\n{note}"
+    return {
+        "checks": checks,
+        "score": sum(c["points"] for c in checks if c["passed"]),
+        "max_score": sum(c["points"] for c in checks),
+        "student_status": grading.student_status or status,
+        "run_status": status,
+        "error": error,
+        "log": protocol.clean_text("".join(grading.log)),
+    }
+

@@ -68,5 +68,6 @@ def _on_shutdown(**_):
 
 
 @app.task(name="executor.run", ignore_result=True)
-def run(run_id: str, code: str, options: dict | None = None, limits: dict | None = None) -> None:
-    get_executor().execute(run_id, code, options or {}, limits or {})
+def run(run_id: str, code: str, options: dict | None = None, limits: dict | None = None,
+        grade: dict | None = None) -> None:
+    get_executor().execute(run_id, code, options or {}, limits or {}, grade)

@@ -87,8 +87,18 @@ def _user_stream(fd: int) -> io.TextIOWrapper:
     )
 
 
+def extract_tb(tb) -> list[traceback.FrameSummary]:
+    """traceback.extract_tb, walked here: in a graded run only the runner's code may reach frames."""
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append(traceback.FrameSummary(code.co_filename, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return frames
+
+
 def user_frames(tb) -> list[traceback.FrameSummary]:
-    return [f for f in traceback.extract_tb(tb) if f.filename == SNIPPET_FILENAME]
+    return [f for f in extract_tb(tb) if f.filename == SNIPPET_FILENAME]
 
 
 def describe_exception(exc: BaseException) -> dict:
@@ -103,7 +113,7 @@ def describe_exception(exc: BaseException) -> dict:
             "traceback": text,
         }
     frames = user_frames(exc.__traceback__)
-    all_frames = traceback.extract_tb(exc.__traceback__)
+    all_frames = extract_tb(exc.__traceback__)
     # Library frames between the user's; the runner's own (exec, magics) are not counted.
     hidden = sum(1 for f in all_frames
                  if f.filename != SNIPPET_FILENAME and not f.filename.startswith(RUNNER_DIR))
@@ -120,14 +130,16 @@ def describe_exception(exc: BaseException) -> dict:
     }
 
 
-def run_snippet(source: str, channel: EventChannel) -> str:
+def run_snippet(source: str, channel: EventChannel, namespace: dict | None = None) -> str:
     """Run the snippet as ``__main__``; return "succeeded" or "failed". A crash in user code is
     a result, never an exception out of here."""
     linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
     status = "succeeded"
+    if namespace is None:
+        namespace = {"__name__": "__main__", "__builtins__": builtins}
     try:
         # Notebook magics and a trailing expression's value (hooks.py → notebook.py).
-        hooks.run(source, {"__name__": "__main__", "__builtins__": builtins})
+        hooks.run(source, namespace)
     except SystemExit as exc:
         if exc.code not in (None, 0):
             status = "failed"
@@ -187,22 +199,47 @@ def main(argv: list[str]) -> None:
     serve(channel, sys.stdin.buffer)
 
 
+def _read_line(stdin) -> bytes:
+    fd = stdin.fileno()
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 def serve(channel: EventChannel, stdin) -> None:
     """Wait for the one request, run its snippet, report, exit. Never returns."""
     line = stdin.readline()
     if not line:
         os._exit(0)  # the pool is shutting down
     request = json.loads(line)
+    del line
     common.set_wall_clock(request.get("wall_s"))
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
     sys.stdout = _user_stream(1)
     sys.stderr = _user_stream(2)
-    hooks.configure(request.get("options"))
+    grade = request.pop("grade", None)
+    hooks.configure(None if grade else request.get("options"))  # a graded run is always captured
+    grading = None
+    if isinstance(grade, dict):
+        from .grading import Grading
 
-    status = run_snippet(request["code"], channel)
+        grading = Grading(str(grade.get("nonce")), channel.fd)
+        grading.install()
+    del grade
+
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    status = run_snippet(request.pop("code"), channel, namespace)
     hooks.finish()  # figures left open
     flush_user_streams()
-    channel.send("exit", status=status)
+    if grading is not None:
+        # The checks come on stdin once the supervisor has the "student_done" grade() sends.
+        grading.grade(status, namespace, lambda: _read_line(stdin))
+    else:
+        channel.send("exit", status=status)
     # The supervisor's end of the run: it need not wait while the kernel takes this process's
     # memory apart (milliseconds, for a fork of a large template).
     for fd in (1, 2, channel.fd):

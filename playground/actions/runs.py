@@ -16,6 +16,7 @@ from executor import registry
 from executor.runner import protocol
 
 from ..models import Run, RunEvent
+from ..signals import run_status_changed
 from ..ratelimit import check_rate
 from .errors import ActionError
 from ..redis import get_event_log, get_redis
@@ -65,7 +66,11 @@ def check_rate_limit(client: str) -> None:
     check_rate("runs", client, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
 
 
-def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None) -> Run:
+def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
+                 limits: dict | None = None, grade: dict | None = None) -> Run:
+    """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
+    run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
+    has ended. They travel only in the task message, never in the run's row or events."""
     queue = registry.queue_name(device)
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
@@ -74,11 +79,20 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     with transaction.atomic():
         run = Run.objects.create(code=code, device=device, owner=owner, options=options or {})
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
-        transaction.on_commit(lambda: _enqueue(run, queued))
+        transaction.on_commit(lambda: _enqueue(run, queued, limits, grade))
     return run
 
 
-def _enqueue(run: Run, queued: dict) -> None:
+def run_limits(asked: dict | None) -> dict:
+    """RUN_LIMITS, narrowed (never widened) by what is asked."""
+    limits = dict(settings.RUN_LIMITS)
+    for key, value in (asked or {}).items():
+        if key in limits and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            limits[key] = min(limits[key], value)
+    return limits
+
+
+def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | None = None) -> None:
     from web.celery import app
 
     logged = get_event_log().append(str(run.id), queued)
@@ -87,7 +101,7 @@ def _enqueue(run: Run, queued: dict) -> None:
     app.send_task(
         RUN_TASK,
         kwargs={"run_id": str(run.id), "code": run.code, "options": run.options,
-                "limits": settings.RUN_LIMITS},
+                "limits": run_limits(limits), **({"grade": grade} if grade else {})},
         queue=queue,
     )
 
@@ -103,6 +117,7 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
     forward. Status only moves forward, so batches recorded out of order are harmless. What
     arrives is cleaned first (finite numbers, no NUL): one bad value must not fail the batch,
     whose retries would hold the run's row and the watchdog up."""
+    moved: list[str] = []
     events = [protocol.clean_json(e) for e in events
               if isinstance(e, dict) and isinstance(e.get("seq"), int) and e["seq"] > 0
               and isinstance(e.get("type"), str)]
@@ -123,18 +138,29 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
         )
         for e in events:
             if e["type"] == ev.STARTED:
-                Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
+                if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
                     status=ev.STATUS_RUNNING, started_at=_when(e), worker=str(e.get("worker") or "")[:200]
-                )
+                ):
+                    moved.append(ev.STATUS_RUNNING)
             elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:
-                Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
+                if Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
                     status=e["status"],
                     finished_at=_when(e),
                     message=str(e.get("message") or ""),
                     wall_ms=_number(e.get("wall_ms")),
                     cpu_ms=_number(e.get("cpu_ms")),
                     peak_memory_kb=_number(e.get("peak_memory_kb"), int),
-                )
+                ):
+                    moved.append(e["status"])
+        for status in moved:
+            transaction.on_commit(lambda status=status: _announce(run_id, status))
+
+
+def _announce(run_id: str, status: str) -> None:
+    try:
+        run_status_changed.send(sender=Run, run_id=run_id, status=status)
+    except Exception:  # a listener's fault must not fail the recording, which is done
+        log.exception("a listener of run %s's status failed", run_id)
 
 
 def _number(value, kind=float):
