@@ -72,8 +72,8 @@ def do_revoke_token(token: ApiToken) -> None:
 
 # Drafts -----------------------------------------------------------------------------------------
 
-# "own" (the person's own code), or the example or snippet a draft was edited from.
-DRAFT_KEY = re.compile(r"own|example:[a-z0-9][a-z0-9-]{0,63}|snippet:[A-Za-z0-9]{1,32}")
+# "own" (the person's own code), or the example, snippet or course assignment a draft was edited from.
+DRAFT_KEY = re.compile(r"own|example:[a-z0-9][a-z0-9-]{0,63}|snippet:[A-Za-z0-9]{1,32}|assignment:[1-9][0-9]{0,17}")
 DRAFT_TITLE_MAX = 200
 # Far more than a person edits by hand; the oldest go first beyond it.
 DRAFTS_MAX = 100
@@ -81,7 +81,7 @@ DRAFTS_MAX = 100
 
 def check_save_draft(key: str, payload, *, user) -> Draft:
     if not DRAFT_KEY.fullmatch(key):
-        raise ActionError("a draft's key is 'own', 'example:<slug>' or 'snippet:<slug>'", status=404)
+        raise ActionError("a draft's key is 'own', 'example:<slug>', 'snippet:<slug>' or 'assignment:<id>'", status=404)
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object {code, title?}")
     code, title = payload.get("code"), payload.get("title", "")

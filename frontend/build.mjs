@@ -3,6 +3,9 @@
 //   dist/app.js             the page (ESM, loaded with <script type="module">)
 //   dist/app.css            our styles + Monaco's, with the codicon font next to it
 //   dist/editor.worker.js   Monaco's editor worker (a classic worker: see src/editor.ts)
+//   dist/assignment.js/.css an assignment's page (the editor, as app.js has it)
+//   dist/courses.js/.css    the other course pages (no editor)
+//   dist/dashboard.js/.css  a course's live dashboard
 //
 // `node build.mjs --watch` rebuilds on change; `--dev` skips minification.
 import * as esbuild from "esbuild";
@@ -42,7 +45,7 @@ const common = {
 const builds = [
   {
     ...common,
-    entryPoints: { app: "src/app.ts" },
+    entryPoints: { app: "src/app.ts", assignment: "src/assignment.ts" },
     outdir,
     format: "esm",
     plugins: [monacoPaths],
@@ -50,6 +53,13 @@ const builds = [
     // hash so a long cache lifetime on /static/ stays correct.
     loader: { ".ttf": "file" },
     assetNames: "[name]-[hash]",
+  },
+  {
+    // The course pages without an editor: no Monaco in them.
+    ...common,
+    entryPoints: { courses: "src/courses.ts", dashboard: "src/dashboard.ts" },
+    outdir,
+    format: "esm",
   },
   {
     ...common,

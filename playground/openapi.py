@@ -156,6 +156,7 @@ def schema() -> dict:
                 "delete": {"summary": "Delete a draft", "operationId": "deleteDraft",
                            "responses": {"204": {"description": "Deleted"}, "404": _error("No such draft of yours")}},
             },
+            **_course_paths(),
             "/api/openapi.json": {"get": {
                 "summary": "This document",
                 "operationId": "getOpenApi",
@@ -284,9 +285,259 @@ def schema() -> dict:
                 "sandboxed": {"type": ["boolean", "null"]},
                 "queue_depth": {"type": "integer"},
             }},
+            **_course_schemas(kinds),
             "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {
                 "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}},
                 "server_time": {"type": "number",
                                 "description": "The server's clock, Unix seconds (events' ts are on it)"}}},
+        }},
+    }
+
+
+# Courses ------------------------------------------------------------------------------------------
+
+def _id_param(name: str, what: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "integer", "minimum": 1},
+            "description": f"The {what}'s id (a non-member gets 404, as for one that does not exist)"}
+
+
+COURSE_ID = _id_param("course_id", "course")
+ASSIGNMENT_ID = _id_param("assignment_id", "assignment")
+SUBMISSION_ID = _id_param("submission_id", "submission")
+NOT_FOUND = "No such course, or you are not a member (or not its instructor, for what only instructors use)"
+
+
+def _body(ref: str) -> dict:
+    return {"required": True, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def _course_paths() -> dict:
+    return {
+        "/api/courses": {
+            "get": {"summary": "Your courses (taught and taken)", "operationId": "listCourses",
+                    "responses": {"200": _json("CourseList", "Newest first"), "401": _error("Not signed in")}},
+            "post": {"summary": "Create a course: you are its instructor; it gets a join code and link",
+                     "operationId": "createCourse", "requestBody": _body("CourseRequest"),
+                     "responses": {"201": _json("CourseCreated", "The course"), "400": _error("Bad input"),
+                                   "401": _error("Not signed in"), "429": _error("Too many courses created")}},
+        },
+        "/api/courses/join": {"post": {
+            "summary": "Join a course with its code (again: no change; instructors stay instructors)",
+            "operationId": "joinCourse",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
+            "responses": {"200": _json("CourseSummary", "You are a member"), "401": _error("Not signed in"),
+                          "404": _error("No course has this code"), "409": _error("The course is archived"),
+                          "429": _error("Too many attempts")},
+        }},
+        "/api/courses/{course_id}": {"get": {
+            "summary": "A course and its assignments; instructors also get its join code and members",
+            "operationId": "getCourse", "parameters": [COURSE_ID],
+            "responses": {"200": _json("Course", "The course"), "404": _error(NOT_FOUND)},
+        }},
+        "/api/courses/{course_id}/members": {"post": {
+            "summary": "Add a co-instructor (or a student) by username; a student already in is promoted",
+            "operationId": "addCourseMember", "parameters": [COURSE_ID],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["username"], "properties": {
+                    "username": {"type": "string"},
+                    "role": {"type": "string", "enum": ["instructor", "student"], "default": "instructor"}}}}}},
+            "responses": {"201": _json("Member", "The member"), "400": _error("No such username; bad role"),
+                          "404": _error(NOT_FOUND), "409": _error("Archived; or it would leave no instructor")},
+        }},
+        "/api/courses/{course_id}/members/{user_id}": {"delete": {
+            "summary": "Remove a member (instructors: a student or a co-instructor; a student: themselves). "
+                       "Their submissions are kept",
+            "operationId": "removeCourseMember",
+            "parameters": [COURSE_ID, _id_param("user_id", "member")],
+            "responses": {"204": {"description": "Removed"}, "404": _error("No such member (or course)"),
+                          "409": _error("Archived; or it would leave no instructor")},
+        }},
+        "/api/courses/{course_id}/archive": {"post": {
+            "summary": "Archive the course (read-only: no joins, runs, submissions or edits); "
+                       "{\"archived\": false} reopens it",
+            "operationId": "archiveCourse", "parameters": [COURSE_ID],
+            "requestBody": {"required": False, "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"archived": {"type": "boolean", "default": True}}}}}},
+            "responses": {"200": _json("CourseSummary", "Done"), "404": _error(NOT_FOUND)},
+        }},
+        "/api/courses/{course_id}/assignments": {"post": {
+            "summary": "Create an assignment (instructors)", "operationId": "createAssignment",
+            "parameters": [COURSE_ID], "requestBody": _body("AssignmentRequest"),
+            "responses": {"201": _json("Assignment", "The assignment (with its checks)"),
+                          "400": _error("Bad input"), "404": _error(NOT_FOUND), "409": _error("Archived"),
+                          "413": _error("Too long"), "422": _error("The checks are not valid Python (with the line)")},
+        }},
+        "/api/courses/{course_id}/dashboard": {"get": {
+            "summary": "The dashboard's snapshot (instructors); the websocket /ws/courses/{course_id}/ sends it "
+                       "first, then {type: update, item} as students run and submit",
+            "operationId": "getCourseDashboard", "parameters": [COURSE_ID],
+            "responses": {"200": _json("Dashboard", "The snapshot"), "404": _error(NOT_FOUND)},
+        }},
+        "/api/courses/{course_id}/grades.csv": {"get": {
+            "summary": "Grades as CSV (instructors): a row per student, a column per assignment with the score "
+                       "of the student's latest graded submission, and the total",
+            "operationId": "getCourseGrades", "parameters": [COURSE_ID],
+            "responses": {"200": {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
+                          "404": _error(NOT_FOUND)},
+        }},
+        "/api/assignments/{assignment_id}": {
+            "parameters": [ASSIGNMENT_ID],
+            "get": {"summary": "An assignment (a student's view has no checks; an instructor's has them and the "
+                               "progress of the last regrade)",
+                    "operationId": "getAssignment",
+                    "responses": {"200": _json("Assignment", "The assignment"), "404": _error(NOT_FOUND)}},
+            "patch": {"summary": "Change an assignment (instructors); changed checks get a new checks_version",
+                      "operationId": "updateAssignment", "requestBody": _body("AssignmentRequest"),
+                      "responses": {"200": _json("Assignment", "The assignment"), "400": _error("Bad input"),
+                                    "404": _error(NOT_FOUND), "409": _error("Archived"),
+                                    "422": _error("The checks are not valid Python")}},
+        },
+        "/api/assignments/{assignment_id}/runs": {"post": {
+            "summary": "Run code on the assignment's device and limits, without its checks (any member)",
+            "operationId": "startAssignmentRun", "parameters": [ASSIGNMENT_ID],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
+            "responses": {"201": _json("RunSummary", "The run was queued"), "400": _error("Bad input"),
+                          "404": _error(NOT_FOUND), "409": _error("Archived"), "429": _error("Too many runs"),
+                          "503": _error("No executor of the assignment's device kind is online")},
+        }},
+        "/api/assignments/{assignment_id}/submissions": {
+            "parameters": [ASSIGNMENT_ID],
+            "get": {"summary": "Submissions, newest first: a student's own; an instructor's, everyone's "
+                               "(?student=<id> for one)",
+                    "operationId": "listSubmissions",
+                    "parameters": [{"name": "page", "in": "query", "required": False,
+                                    "schema": {"type": "integer", "minimum": 1}},
+                                   {"name": "student", "in": "query", "required": False,
+                                    "schema": {"type": "integer", "minimum": 1}}],
+                    "responses": {"200": _json("SubmissionList", "One page of 100"), "404": _error(NOT_FOUND)}},
+            "post": {"summary": "Submit code: it is graded in the sandbox with the hidden checks",
+                     "operationId": "submit",
+                     "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                         "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
+                     "responses": {"201": _json("SubmissionCreated", "Queued for grading"),
+                                   "400": _error("Bad input"), "404": _error(NOT_FOUND), "409": _error("Archived"),
+                                   "429": _error("Too many runs"), "503": _error("No executor online")}},
+        },
+        "/api/assignments/{assignment_id}/regrade": {"post": {
+            "summary": "Regrade the latest submission of each student with the current checks (instructors); "
+                       "earlier grades stay until the new ones land",
+            "operationId": "regradeAssignment", "parameters": [ASSIGNMENT_ID],
+            "responses": {"202": {"description": "Queued", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["queued", "regrade"],
+                "properties": {"queued": {"type": "integer"}, "regrade": {"type": "integer"}}}}}},
+                "404": _error(NOT_FOUND), "409": _error("Archived"), "503": _error("No executor online")},
+        }},
+        "/api/submissions/{submission_id}": {"get": {
+            "summary": "A submission and its grade (yours, or any of a course you teach)",
+            "operationId": "getSubmission", "parameters": [SUBMISSION_ID],
+            "responses": {"200": _json("Submission", "The submission"), "404": _error("No such submission")},
+        }},
+    }
+
+
+def _course_schemas(kinds: list[str]) -> dict:
+    string, integer, boolean = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
+    when = {"type": ["string", "null"], "format": "date-time"}
+    number_or_null = {"type": ["number", "null"]}
+    ref = lambda name: {"$ref": f"#/components/schemas/{name}"}
+    role = {"type": "string", "enum": ["instructor", "student"]}
+    grade_status = {"type": "string", "enum": ["queued", "grading", "graded"]}
+    return {
+        "CourseRequest": {"type": "object", "required": ["title"], "properties": {
+            "title": {"type": "string", "maxLength": 200}}},
+        "CourseSummary": {"type": "object", "required": ["id", "title", "role", "archived"], "properties": {
+            "id": integer, "title": string, "role": role, "archived": boolean, "url": string}},
+        "CourseCreated": {"allOf": [ref("CourseSummary"), {
+            "type": "object", "required": ["join_code", "join_url"],
+            "properties": {"join_code": string, "join_url": {"type": "string", "description": "A page path"}}}]},
+        "CourseList": {"type": "object", "required": ["courses"], "properties": {
+            "courses": {"type": "array", "items": ref("CourseSummary")}}},
+        "Member": {"type": "object", "required": ["id", "username", "role"], "properties": {
+            "id": integer, "username": string, "role": role}},
+        "Course": {"allOf": [ref("CourseSummary"), {
+            "type": "object", "required": ["assignments"], "properties": {
+                "assignments": {"type": "array", "items": ref("AssignmentSummary")},
+                "created_at": when, "archived_at": when,
+                "join_code": string, "join_url": string,
+                "members": {"type": "array", "items": ref("Member"), "description": "Instructors only"}}}]},
+        "AssignmentSummary": {"type": "object", "required": ["id", "title", "due", "device", "max_score"],
+                              "properties": {
+            "id": integer, "title": string, "url": string, "device": {"type": "string", "enum": kinds},
+            "due": when, "late": {"type": "boolean", "description": "Past its due date"},
+            "results_before_due": boolean, "max_score": {"type": "number"},
+            "mine": {"oneOf": [ref("SubmissionSummary"), {"type": "null"}],
+                     "description": "Your latest submission"}}},
+        "AssignmentRequest": {"type": "object", "properties": {
+            "title": {"type": "string", "maxLength": 200},
+            "description": {"type": "string", "description": "Markdown (raw HTML is shown as text)"},
+            "starter_code": string,
+            "checks": {"type": "string", "description": "Hidden Python run after a submission's code in its sandbox: "
+                       "check(name, passed, points=1, message=\"\") and the helpers of jaxplay.grading"},
+            "device": {"type": "string", "enum": kinds},
+            "due": {"type": ["string", "null"], "format": "date-time", "description": "ISO 8601; UTC without offset"},
+            "results_before_due": {"type": "boolean", "default": True},
+            "limits": {"type": "object", "description": "Narrower run limits: any of "
+                       + ", ".join(settings.RUN_LIMITS), "properties": {
+                           k: {"type": "number", "exclusiveMinimum": 0, "maximum": v}
+                           for k, v in settings.RUN_LIMITS.items()}},
+        }, "description": "Creating: title is required"},
+        "Assignment": {"type": "object", "required": [
+            "id", "course", "title", "description", "description_html", "starter_code", "device", "due",
+            "results_before_due", "late", "max_score"], "properties": {
+            "id": integer, "course": integer, "course_title": string, "archived": boolean, "role": role,
+            "title": string, "url": string, "description": string,
+            "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
+            "starter_code": string, "device": {"type": "string", "enum": kinds}, "limits": {"type": "object"},
+            "due": when, "results_before_due": boolean, "late": {"type": "boolean", "description": "Past due"},
+            "max_score": {"type": "number"}, "created_at": when, "updated_at": when,
+            "checks": {"type": "string", "description": "Instructors only"},
+            "checks_version": {"type": "integer", "description": "Instructors only"},
+            "regrade": {"oneOf": [{"type": "object", "properties": {"regrade": integer, "queued": integer,
+                                                                    "done": integer}}, {"type": "null"}],
+                        "description": "Instructors only: the last regrade's progress"}}},
+        "CheckResult": {"type": "object", "required": ["name", "passed", "points", "message"], "properties": {
+            "name": string, "passed": boolean, "points": {"type": "number"}, "message": string}},
+        "SubmissionCreated": {"type": "object", "required": ["id", "run", "ws"], "properties": {
+            "id": integer, "run": {"type": "string", "format": "uuid", "description": "The grading run"},
+            "ws": {"type": "string", "description": "Websocket path of the grading run's events"},
+            "status": grade_status, "late": boolean}},
+        "SubmissionSummary": {"type": "object", "required": [
+            "id", "assignment", "student", "status", "score", "max_score", "late", "results"], "properties": {
+            "id": integer, "assignment": integer,
+            "student": {"type": "object", "properties": {"id": integer, "username": string}},
+            "status": grade_status, "score": number_or_null, "max_score": number_or_null,
+            "results": {"type": "string", "enum": ["shown", "after_due"],
+                        "description": "after_due: a student's score and checks are withheld until the due date"},
+            "late": boolean, "regrading": {"type": "boolean", "description": "A newer grading is on its way"},
+            "run": {"type": ["string", "null"]}, "ws": {"type": ["string", "null"]},
+            "created_at": when, "graded_at": when}},
+        "Submission": {"allOf": [ref("SubmissionSummary"), {
+            "type": "object", "required": ["code", "checks"], "properties": {
+                "code": string,
+                "checks": {"oneOf": [{"type": "array", "items": ref("CheckResult")}, {"type": "null"}]},
+                "message": {"type": ["string", "null"], "description": "Why checks were not reached, if so"},
+                "error": {"type": "string", "description": "Instructors only: a check's traceback, why grading failed"},
+                "log": {"type": "string", "description": "Instructors only: what the checks printed"},
+                "checks_version": {"type": ["integer", "null"]},
+                "gradings": {"type": "array", "items": {"type": "object"}, "description": "Instructors only"}}}]},
+        "SubmissionList": {"type": "object", "required": ["submissions", "next_page"], "properties": {
+            "submissions": {"type": "array", "items": ref("SubmissionSummary")},
+            "next_page": {"type": ["integer", "null"]}}},
+        "Dashboard": {"type": "object", "required": [
+            "students", "assignments", "cells", "feed", "errors", "histograms"], "properties": {
+            "course": {"type": "object"},
+            "students": {"type": "array", "items": {"type": "object", "properties": {"id": integer,
+                                                                                      "username": string}}},
+            "assignments": {"type": "array", "items": {"type": "object"}},
+            "cells": {"type": "object", "description": "\"<student id>:<assignment id>\": {status, score, "
+                      "max_score, late, submission, regrading, run, run_status, at}"},
+            "feed": {"type": "array", "items": {"type": "object"}, "description": "The last 50 items, newest first"},
+            "errors": {"type": "array", "items": {"type": "object", "properties": {
+                "assignment": integer, "exc_type": string, "line": {"type": ["integer", "null"]},
+                "count": integer, "students": integer, "message": string}}},
+            "histograms": {"type": "object", "additionalProperties": {"type": "array", "items": integer},
+                           "description": "Per assignment id: 10 counts of score/max_score (0-10 %, ..., 90-100 %)"},
         }},
     }

@@ -10,10 +10,11 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from courses.routing import websocket_urlpatterns as course_sockets  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from web.origins import site_or_script  # noqa: E402 - needs Django set up first
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": site_or_script(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": site_or_script(AuthMiddlewareStack(URLRouter(websocket_urlpatterns + course_sockets))),
 })

@@ -12,7 +12,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 app = Celery("web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(COMMON)
-app.autodiscover_tasks(["playground"])
+app.autodiscover_tasks(["playground", "courses"])
 
 
 @app.on_after_finalize.connect
@@ -24,5 +24,12 @@ def _schedule(sender, **_):
             "task": "recorder.reap_lost_runs",
             "schedule": float(settings.WATCHDOG_EVERY_S),
             "options": {"queue": "record", "expires": float(settings.WATCHDOG_EVERY_S)},
-        }
+        },
+        # A graded run that ended without a grade is settled after a grace; this sweep settles
+        # those whose settling task was lost with a broker that restarted.
+        "settle-stale-gradings": {
+            "task": "recorder.settle_stale_gradings",
+            "schedule": 60.0,
+            "options": {"queue": "record", "expires": 60.0},
+        },
     }

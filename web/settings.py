@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "playground",
     "snippets",
     "accounts",
+    "courses",
 ]
 
 MIDDLEWARE = [
@@ -170,6 +171,10 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
+
+# Courses. A graded run that ended without a grade (lost, cancelled) is graded 0, saying why, after
+# this many seconds (its grade may still be on its way: the recorder takes tasks in any order).
+COURSES_GRADE_GRACE_S = env_int("COURSES_GRADE_GRACE_S", 5, minimum=1)
 
 # Websockets. A client (address) may hold this many open at once; an event larger than
 # WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).

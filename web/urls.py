@@ -9,5 +9,7 @@ urlpatterns = [
     path("accounts/", include("accounts.urls")),
     path("", include("accounts.site_urls")),  # /api/me/tokens, /me/... pages
     path("", include("snippets.urls")),
+    path("", include("courses.api_urls")),  # /api/courses, /api/assignments, /api/submissions
+    path("", include("courses.site_urls")),  # /courses/... pages
     path("", include("playground.urls")),
 ]

@@ -57,7 +57,7 @@ export class ApiError extends Error {
   }
 }
 
-type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 /** Django's CSRF token, from its cookie (set on every page with the editor); null when absent. */
 export function csrfToken(): string | null {
@@ -74,7 +74,8 @@ export function csrfToken(): string | null {
   return null;
 }
 
-async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
+/** One JSON request to the API: the parsed answer, or an ApiError with the server's message. */
+export async function request<T>(method: Method, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   // A signed-in session is CSRF-checked: every request that changes something carries the token.

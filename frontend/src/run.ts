@@ -1,6 +1,6 @@
 // One run at a time: start it, follow its events, cancel it, and pick it up again after a
 // reload (the run id lives in sessionStorage, so a reload replays the run from seq 0).
-import { ApiError, cancelRun, getRun, startRun } from "./api";
+import { ApiError, cancelRun, getRun, startRun, type CreatedRun } from "./api";
 import { isTerminal, RunStream, type RunEvent } from "./events";
 import type { StatusLine } from "./status";
 import { KEYS, session } from "./storage";
@@ -38,13 +38,19 @@ export class RunSession {
 
   /** `snippet`: the slug of the snippet whose unchanged code this is. */
   async start(code: string, device: string, snippet?: string | null): Promise<void> {
+    return this.startWith(() => startRun(code, device, snippet));
+  }
+
+  /** Starts a run made by `create` (another endpoint than POST /api/runs: an assignment's run
+   *  or submission) and follows it as any other. */
+  async startWith(create: () => Promise<CreatedRun>): Promise<void> {
     if (this.busy) return;
     this.stream?.stop();
     this.stream = null;
     this.setPhase("submitting");
     this.status.starting();
     try {
-      const run = await startRun(code, device, snippet);
+      const run = await create();
       this.runId = run.id;
       session.set(this.runKey, run.id);
       this.follow(run.id, run.ws);

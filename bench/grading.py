@@ -1,0 +1,213 @@
+"""Grading at scale, through the public API: a class submits at once, and how fast its grades land.
+
+    python -m bench.grading                 # its own stack; 200 students
+    python -m bench.grading --n 50
+
+One course of ``n`` students (accounts and API tokens made directly in the stack's database), one
+small assignment with five hidden checks (values, a gradient against finite differences, "no
+float64", "compiled once"). Every student submits at the same moment (one thread each, over
+loopback against daphne); the wall time runs from the first POST to the last submission found
+``graded`` by GET /api/submissions/<id>. First with the stack's one executor worker, then with a
+second one started beside it (each worker keeps ``EXECUTOR_CONCURRENCY`` runners busy).
+
+Meanwhile the instructor's dashboard (/ws/courses/<id>/, token in the Authorization header) is
+open, with every student's run socket: the time from each POST returning to the dashboard's update
+for that submission ("queued": the grid shows the submission) and to its "graded" update.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+from bench.stack import ROOT, Stack, own_stack
+
+STUDENT = """
+import jax, jax.numpy as jnp
+def square(x):
+    return x * x
+@jax.jit
+def loss(w):
+    return jnp.sum(w ** 2)
+def loss_grad(w):
+    return 2 * w
+print(loss(jnp.arange(3.0)))
+"""
+CHECKS = """
+from jaxplay.grading import allclose, check, grad_check, max_compilations, no_float64
+import numpy as np
+check("square of 3", allclose(square(3.0), 9.0), 2)
+check("square of an array", allclose(square(np.arange(4.0)), np.arange(4.0) ** 2))
+with check("gradient", points=2):
+    assert grad_check(loss, np.arange(3.0), loss_grad), "the gradient differs from finite differences"
+check("no float64", no_float64())
+check("compiled once", max_compilations("loss", 1))
+"""
+MAX_SCORE = 7.0
+
+PEOPLE = """
+import json, os
+from django.contrib.auth import get_user_model
+from accounts.actions import do_create_token
+User = get_user_model()
+out = {}
+for name in ["instructor"] + [f"student{i:03d}" for i in range(int(os.environ["BENCH_STUDENTS"]))]:
+    user, _ = User.objects.get_or_create(username=name)
+    out[name] = do_create_token(user, "bench")[1]
+print(json.dumps(out))
+"""
+
+
+def make_people(stack: Stack, n: int) -> dict[str, str]:
+    """{username: API token} for an instructor and ``n`` students."""
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", PEOPLE], cwd=ROOT,
+                          env={**stack.env, "BENCH_STUDENTS": str(n)}, check=True, capture_output=True, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def call(stack: Stack, method: str, path: str, token: str, body=None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(stack.url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+class Dashboard(threading.Thread):
+    """The instructor's dashboard socket: when each submission's updates arrived."""
+
+    def __init__(self, stack: Stack, course: int, token: str):
+        super().__init__(daemon=True)
+        from websockets.sync.client import connect
+
+        self.ws = connect(f"{stack.ws_url}/ws/courses/{course}/", max_size=8 * 1024**2,
+                          additional_headers={"Authorization": f"Bearer {token}"}, open_timeout=30)
+        first = json.loads(self.ws.recv(timeout=30))
+        assert first["type"] == "snapshot", first
+        self.seen: dict[tuple[int, str], float] = {}
+        self.start()
+
+    def run(self) -> None:
+        try:
+            while True:
+                message = json.loads(self.ws.recv())
+                item = message.get("item") or {}
+                if message.get("type") == "update" and item.get("kind") == "submission":
+                    self.seen.setdefault((item["submission"], item["status"]), time.monotonic())
+        except Exception:  # noqa: BLE001 - closed at the end
+            return
+
+
+def grade_class(stack: Stack, people: dict[str, str], course: int, assignment: int, students: list[str]) -> dict:
+    dashboard = Dashboard(stack, course, people["instructor"])
+    submitted: dict[str, tuple[int, str, float]] = {}
+    sockets = []
+    barrier = threading.Barrier(len(students))
+
+    def submit(name: str) -> None:
+        barrier.wait()
+        status, body = call(stack, "POST", f"/api/assignments/{assignment}/submissions", people[name],
+                            {"code": STUDENT})
+        assert status == 201, body
+        submitted[name] = (body["id"], body["run"], time.monotonic())
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=submit, args=(name,)) for name in students]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # Each student's page follows its run: one socket each, as browsers would hold.
+    from websockets.sync.client import connect
+
+    for _sub, run, _ in submitted.values():
+        sockets.append(connect(f"{stack.ws_url}/ws/runs/{run}/", open_timeout=30))
+    pending = {sub: name for name, (sub, _run, _) in submitted.items()}
+    scores = []
+    deadline = time.monotonic() + 1800
+    while pending and time.monotonic() < deadline:
+        for sub, name in list(pending.items()):
+            status, body = call(stack, "GET", f"/api/submissions/{sub}", people[name])
+            if body.get("status") == "graded":
+                scores.append(body["score"])
+                del pending[sub]
+        time.sleep(0.5)
+    wall_s = time.monotonic() - t0
+    assert not pending, f"{len(pending)} submissions never graded"
+    time.sleep(1)
+    for ws in sockets:
+        ws.close()
+    dashboard.ws.close()
+    shown = [(dashboard.seen[(sub, "queued")] - at) * 1000 for sub, _run, at in submitted.values()
+             if (sub, "queued") in dashboard.seen]
+    graded = [(dashboard.seen[(sub, "graded")] - at) * 1000 for sub, _run, at in submitted.values()
+              if (sub, "graded") in dashboard.seen]
+    return {
+        "submissions": len(students),
+        "wall_s": round(wall_s, 1),
+        "per_s": round(len(students) / wall_s, 2),
+        "all_full_marks": all(s == MAX_SCORE for s in scores),
+        "dashboard_shown_ms": summary(shown),
+        "dashboard_graded_ms": summary(graded),
+    }
+
+
+def summary(samples: list[float]) -> dict:
+    if not samples:
+        return {"n": 0}
+    ordered = sorted(samples)
+    return {"n": len(samples), "median": round(statistics.median(ordered), 1),
+            "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1)}
+
+
+def measure(stack: Stack, n: int) -> dict:
+    people = make_people(stack, n)
+    teacher = people["instructor"]
+    status, course = call(stack, "POST", "/api/courses", teacher, {"title": "Bench course"})
+    assert status == 201, course
+    status, made = call(stack, "POST", f"/api/courses/{course['id']}/assignments", teacher,
+                        {"title": "Squares", "description": "", "starter_code": "", "checks": CHECKS})
+    assert status == 201, made
+    students = [name for name in people if name != "instructor"]
+    for name in students:
+        status, body = call(stack, "POST", "/api/courses/join", people[name], {"code": course["join_code"]})
+        assert status == 200, body
+    results = {"one worker": grade_class(stack, people, course["id"], made["id"], students)}
+    stack.start_executor("executor2")
+    deadline = time.monotonic() + 120
+    while stack.get("/api/devices")["devices"][0].get("workers", 1) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    results["two workers"] = grade_class(stack, people, course["id"], made["id"], students)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=200, help="students (submissions per round)")
+    args = parser.parse_args()
+    with own_stack("grading", COURSES_PER_HOUR="1000") as stack:
+        results = measure(stack, args.n)
+    print(json.dumps(results, indent=2))
+    one, two = results["one worker"], results["two workers"]
+    print(f"\n{args.n} submissions, 5 checks each (median / p95 of the dashboard's updates):")
+    print("| executor workers | wall | submissions/s | grid shows it | grid shows its grade |")
+    print("|---|---|---|---|---|")
+    for label, r in (("1", one), ("2", two)):
+        print(f"| {label} | {r['wall_s']} s | {r['per_s']} | {r['dashboard_shown_ms'].get('median')} / "
+              f"{r['dashboard_shown_ms'].get('p95')} ms | {r['dashboard_graded_ms'].get('median')} / "
+              f"{r['dashboard_graded_ms'].get('p95')} ms |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

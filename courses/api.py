@@ -1,0 +1,198 @@
+"""The courses API. Each view: who is asking (``playground.views.api``: a token or the session),
+what they may see (``courses.access``: None is a 404, for strangers and for what a role may not
+use alike), one action, the response."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from django.http import Http404, HttpResponse, JsonResponse
+
+from playground.actions.errors import ActionError
+from playground.serializers import run_summary
+from playground.views import api, parse_json, query_int
+
+from . import actions
+from .access import (
+    access_assignment_for_user, access_course_for_user, access_submission_for_user, courses_for_user,
+)
+from .dashboard import snapshot
+from .models import GRADED, INSTRUCTOR, STUDENT, Membership, Submission
+from .serializers import (
+    assignment_detail, course_created, course_detail, course_summary, submission_detail, submission_summary,
+)
+
+SUBMISSIONS_PAGE = 100
+
+
+def _signed_in(request):
+    if not request.user.is_authenticated:
+        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to use courses", status=401)
+    return request.user
+
+
+def _course(request, course_id, *, instructor: bool = False) -> Membership:
+    membership = access_course_for_user(course_id, request.user)
+    if membership is None or (instructor and membership.role != INSTRUCTOR):
+        raise Http404("no such course")
+    return membership
+
+
+def _assignment(request, assignment_id, *, instructor: bool = False):
+    found = access_assignment_for_user(assignment_id, request.user)
+    if found is None or (instructor and found[1] != INSTRUCTOR):
+        raise Http404("no such assignment")
+    return found
+
+
+# Courses ------------------------------------------------------------------------------------------
+
+@api("GET", "POST")
+def api_courses(request):
+    user = _signed_in(request)
+    if request.method == "POST":
+        course = actions.check_create_course(parse_json(request), user=user)
+        return JsonResponse(course_created(course), status=201)
+    roles = dict(Membership.objects.filter(user=user).values_list("course_id", "role"))
+    return JsonResponse({"courses": [course_summary(c, roles[c.pk]) for c in courses_for_user(user)]})
+
+
+@api("POST")
+def api_course_join(request):
+    user = _signed_in(request)
+    membership = actions.check_join_course(parse_json(request), user=user)
+    return JsonResponse(course_summary(membership.course, membership.role))
+
+
+@api("GET")
+def api_course(request, course_id):
+    return JsonResponse(course_detail(_course(request, course_id)))
+
+
+@api("POST")
+def api_course_members(request, course_id):
+    membership = _course(request, course_id, instructor=True)
+    member = actions.check_add_member(membership.course, parse_json(request))
+    return JsonResponse({"id": member.user_id, "username": member.user.username, "role": member.role}, status=201)
+
+
+@api("DELETE")
+def api_course_member(request, course_id, user_id):
+    actions.check_remove_member(_course(request, course_id), user_id)
+    return HttpResponse(status=204)
+
+
+@api("POST")
+def api_course_archive(request, course_id):
+    membership = _course(request, course_id, instructor=True)
+    course = actions.check_archive_course(membership.course, parse_json(request))
+    return JsonResponse(course_summary(course, membership.role))
+
+
+@api("POST")
+def api_course_assignments(request, course_id):
+    membership = _course(request, course_id, instructor=True)
+    assignment = actions.check_create_assignment(membership.course, parse_json(request))
+    return JsonResponse(assignment_detail(assignment, INSTRUCTOR), status=201)
+
+
+@api("GET")
+def api_course_dashboard(request, course_id):
+    return JsonResponse(snapshot(_course(request, course_id, instructor=True).course))
+
+
+@api("GET")
+def api_course_grades(request, course_id):
+    """One row per student, one column per assignment: the score of the student's latest graded
+    submission (empty: none graded), then the total."""
+    course = _course(request, course_id, instructor=True).course
+    assignments = list(course.assignments.order_by("due_at", "created_at"))
+    students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
+                    .order_by("user__username"))
+    scores: dict[tuple[int, int], float | None] = {}
+    for student_id, assignment_id, score in (Submission.objects.filter(
+            assignment__course=course, status=GRADED).order_by("id")
+            .values_list("student_id", "assignment_id", "score")):
+        scores[(student_id, assignment_id)] = score  # ids grow with time: the last is the latest
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["username", *[_cell(f"{a.title} (latest graded, of {_number(a.max_score)})")
+                                   for a in assignments],
+                     f"total (of {_number(sum(a.max_score for a in assignments))})"])
+    for m in students:
+        row = [scores.get((m.user_id, a.pk)) for a in assignments]
+        writer.writerow([_cell(m.user.username), *["" if s is None else _number(s) for s in row],
+                         _number(sum(s for s in row if s is not None))])
+    response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="course-{course.pk}-grades.csv"'
+    return response
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _cell(text: str) -> str:
+    """A spreadsheet takes a cell that starts with = + - @ for a formula: quote it as text."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+# Assignments --------------------------------------------------------------------------------------
+
+@api("GET", "PATCH")
+def api_assignment(request, assignment_id):
+    if request.method == "PATCH":
+        assignment, role = _assignment(request, assignment_id, instructor=True)
+        assignment = actions.check_update_assignment(assignment, parse_json(request))
+        return JsonResponse(assignment_detail(assignment, role))
+    assignment, role = _assignment(request, assignment_id)
+    return JsonResponse(assignment_detail(assignment, role))
+
+
+@api("POST")
+def api_assignment_runs(request, assignment_id):
+    assignment, _ = _assignment(request, assignment_id)
+    run = actions.check_start_course_run(assignment, parse_json(request), user=request.user)
+    return JsonResponse(run_summary(run), status=201)
+
+
+@api("GET", "POST")
+def api_assignment_submissions(request, assignment_id):
+    assignment, role = _assignment(request, assignment_id)
+    if request.method == "POST":
+        submission = actions.check_submit(assignment, parse_json(request), user=request.user)
+        return JsonResponse({"id": submission.pk, "run": str(submission.run_id),
+                             "ws": f"/ws/runs/{submission.run_id}/", "status": submission.status,
+                             "late": submission.late}, status=201)
+    submissions = Submission.objects.filter(assignment=assignment).select_related("student", "assignment")
+    if role != INSTRUCTOR:
+        submissions = submissions.filter(student=request.user)
+    elif request.GET.get("student"):
+        submissions = submissions.filter(student_id=query_int(request, "student", 0, minimum=1))
+    page = query_int(request, "page", 1, minimum=1)
+    start = (page - 1) * SUBMISSIONS_PAGE
+    found = list(submissions.order_by("-created_at", "-id")[start:start + SUBMISSIONS_PAGE + 1])
+    return JsonResponse({
+        "submissions": [submission_summary(s, role) for s in found[:SUBMISSIONS_PAGE]],
+        "next_page": page + 1 if len(found) > SUBMISSIONS_PAGE else None,
+    })
+
+
+@api("POST")
+def api_assignment_regrade(request, assignment_id):
+    assignment, _ = _assignment(request, assignment_id, instructor=True)
+    queued = actions.check_regrade(assignment)
+    assignment.refresh_from_db(fields=["regrades"])
+    return JsonResponse({"queued": queued, "regrade": assignment.regrades}, status=202)
+
+
+# Submissions --------------------------------------------------------------------------------------
+
+@api("GET")
+def api_submission(request, submission_id):
+    found = access_submission_for_user(submission_id, request.user)
+    if found is None:
+        raise Http404("no such submission")
+    submission, role = found
+    return JsonResponse(submission_detail(submission, role))

@@ -1,0 +1,239 @@
+"""An instructor's live view of a course: what GET /api/courses/<id>/dashboard answers and what
+the websocket /ws/courses/<id>/ sends first, then the updates sent to the course's group.
+
+    snapshot(course) = {
+      "students":    [{id, username}],                       the course's students, by username
+      "assignments": [{id, title, max_score, due}],
+      "cells":       {"<student>:<assignment>": {status, score, max_score, late, submission,
+                                                 run, run_status, at}},
+      "feed":        [the last 50 items, newest first],
+      "errors":      [{exc_type, line, assignment, count, students, message}],   most common first
+      "histograms":  {"<assignment>": [10 counts of score/max_score: 0-10 %, ..., 90-100 %]},
+    }
+
+A cell is a student's latest activity on an assignment: ``status``/``score``/``late``/
+``submission`` of their latest submission (status null when they have not submitted), ``run``
+and ``run_status`` of their latest run (a free run or a submission's). Histograms count each
+student's latest graded submission. Errors group the ``error`` events of the class's runs (free
+runs and submissions' first runs) by assignment, exception type and line; ``count`` is the
+runs that raised it, ``students`` how many students did.
+
+Items (the feed, and the ``update`` messages of the websocket):
+
+    {"kind": "run", run, student, assignment, submission (null for a free run), status,
+     exc_type?, line?, at}
+    {"kind": "submission", submission, student, assignment, status, score, max_score, late,
+     regrading, run, at}
+    {"kind": "regrade", assignment, regrade, queued, done, at}
+    {"kind": "member", user, username, role, at}   joined, added, role changed; role null: removed
+                                                   (an instructor who is one no more: socket closed)
+
+Items go to instructors only: they carry scores whatever the assignment shows its students.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from executor import events as ev
+from playground.models import Run, RunEvent
+
+from .models import GRADED, STUDENT, Assignment, Course, CourseRun, Grading, Membership, Submission
+
+log = logging.getLogger("courses")
+
+FEED_LENGTH = 50
+ERRORS_LISTED = 20
+# The most recent error events looked at for the common errors (a class's worth, many times over).
+ERROR_EVENTS_SCANNED = 5000
+HISTOGRAM_BINS = 10
+
+
+def group_name(course_id: int) -> str:
+    return f"course-{course_id}"
+
+
+def broadcast(course_id: int, item: dict) -> None:
+    """Send an item to the course's dashboards. A channel layer that is away loses the update
+    (the page's next snapshot has it), never the change that caused it."""
+    try:
+        async_to_sync(get_channel_layer().group_send)(group_name(course_id), {"type": "course.update", "item": item})
+    except Exception:  # a dashboard update must not fail a recorded grade
+        log.exception("could not send an update to course %s's dashboards", course_id)
+
+
+def broadcast_on_commit(course_id: int, *items) -> None:
+    """``broadcast`` each item (or what each callable returns then) once the transaction commits."""
+
+    def send():
+        for item in items:
+            broadcast(course_id, item() if callable(item) else item)
+
+    transaction.on_commit(send)
+
+
+def _iso(dt):
+    return dt.isoformat() if dt else None
+
+
+def _error_fields(data: dict | None) -> dict:
+    if not data:
+        return {}
+    fields = {"exc_type": str(data.get("exc_type") or "")[:200]}
+    if isinstance(data.get("line"), int):
+        fields["line"] = data["line"]
+    return fields
+
+
+def _last_errors(run_ids) -> dict[str, dict]:
+    """The last error event of each run: {run id: data}."""
+    found: dict[str, dict] = {}
+    for run_id, data in RunEvent.objects.filter(run_id__in=list(run_ids), type=ev.ERROR).order_by(
+            "run_id", "seq").values_list("run_id", "data"):
+        found[str(run_id)] = data
+    return found
+
+
+def run_item(run: Run, student_id: int, assignment_id: int, submission_id: int | None = None,
+             error: dict | None = None) -> dict:
+    if error is None and run.status == ev.FAILED:
+        error = _last_errors([run.pk]).get(str(run.pk))
+    return {"kind": "run", "run": str(run.pk), "student": student_id, "assignment": assignment_id,
+            "submission": submission_id, "status": run.status, **_error_fields(error),
+            "at": _iso(run.finished_at or run.started_at or run.created_at)}
+
+
+def submission_item(submission: Submission) -> dict:
+    return {"kind": "submission", "submission": submission.pk, "student": submission.student_id,
+            "assignment": submission.assignment_id, "status": submission.status, "score": submission.score,
+            "max_score": submission.max_score, "late": submission.late, "regrading": submission.regrading,
+            "run": str(submission.run_id) if submission.run_id else None,
+            "at": _iso(submission.graded_at or submission.created_at)}
+
+
+def regrade_progress(assignment: Assignment) -> dict | None:
+    """The last regrade's gradings: how many it queued, how many have landed."""
+    if not assignment.regrades:
+        return None
+    gradings = Grading.objects.filter(submission__assignment=assignment, regrade=assignment.regrades)
+    return {"regrade": assignment.regrades, "queued": gradings.count(),
+            "done": gradings.filter(status=GRADED).count()}
+
+
+def regrade_item(assignment: Assignment) -> dict:
+    progress = regrade_progress(assignment) or {"regrade": 0, "queued": 0, "done": 0}
+    return {"kind": "regrade", "assignment": assignment.pk, **progress, "at": timezone.now().isoformat()}
+
+
+def _latest_per_pair(queryset, *related: str) -> list:
+    """The newest row of each (student, assignment) pair (ids grow with time)."""
+    ids = queryset.values("student_id", "assignment_id").annotate(latest=Max("id")).values_list("latest", flat=True)
+    rows = queryset.model.objects.filter(pk__in=list(ids))
+    return list(rows.select_related(*related) if related else rows)
+
+
+def snapshot(course: Course) -> dict:
+    students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
+                    .order_by("user__username"))
+    student_ids = [m.user_id for m in students]
+    assignments = list(course.assignments.order_by("due_at", "created_at"))
+    submissions = Submission.objects.filter(assignment__course=course, student_id__in=student_ids)
+    course_runs = CourseRun.objects.filter(assignment__course=course, student_id__in=student_ids)
+
+    latest_submissions = _latest_per_pair(submissions)
+    latest_runs = {(r.student_id, r.assignment_id): r for r in _latest_per_pair(course_runs, "run")}
+    run_ids = [s.run_id for s in latest_submissions if s.run_id]
+    submission_runs = {str(r.pk): r for r in Run.objects.filter(pk__in=run_ids)}
+
+    cells: dict[str, dict] = {}
+    for s in latest_submissions:
+        run = submission_runs.get(str(s.run_id))
+        cells[f"{s.student_id}:{s.assignment_id}"] = {
+            "status": s.status, "score": s.score, "max_score": s.max_score, "late": s.late, "submission": s.pk,
+            "regrading": s.regrading, "run": str(s.run_id) if s.run_id else None,
+            "run_status": run.status if run else None, "at": _iso(s.graded_at or s.created_at)}
+    for (student_id, assignment_id), course_run in latest_runs.items():
+        key = f"{student_id}:{assignment_id}"
+        cell = cells.setdefault(key, {"status": None, "score": None, "max_score": None, "late": False,
+                                      "submission": None, "regrading": False, "run": None, "run_status": None,
+                                      "at": None})
+        run_at = course_run.run.created_at
+        submission_run = submission_runs.get(cell["run"]) if cell["run"] else None
+        if submission_run is None or run_at > submission_run.created_at:
+            cell["run"], cell["run_status"] = str(course_run.run_id), course_run.run.status
+            at = course_run.run.finished_at or course_run.run.started_at or run_at
+            if cell["at"] is None or at.isoformat() > cell["at"]:
+                cell["at"] = at.isoformat()
+
+    return {
+        "course": {"id": course.pk, "title": course.title, "archived": course.archived},
+        "students": [{"id": m.user_id, "username": m.user.username} for m in students],
+        "assignments": [{"id": a.pk, "title": a.title, "max_score": a.max_score, "due": _iso(a.due_at)}
+                        for a in assignments],
+        "cells": cells,
+        "feed": _feed(submissions, course_runs),
+        "errors": _common_errors(course, student_ids),
+        "histograms": _histograms(submissions, assignments),
+    }
+
+
+def _feed(submissions, course_runs) -> list[dict]:
+    items = [(s.graded_at or s.created_at, submission_item(s))
+             for s in submissions.order_by("-id")[:FEED_LENGTH]]
+    runs = list(course_runs.select_related("run").order_by("-id")[:FEED_LENGTH])
+    errors = _last_errors([r.run_id for r in runs if r.run.status == ev.FAILED])
+    for r in runs:
+        items.append((r.run.finished_at or r.run.started_at or r.run.created_at,
+                      run_item(r.run, r.student_id, r.assignment_id, error=errors.get(str(r.run_id), {}))))
+    items.sort(key=lambda pair: pair[0], reverse=True)
+    return [item for _, item in items[:FEED_LENGTH]]
+
+
+def _common_errors(course: Course, student_ids: list[int]) -> list[dict]:
+    owners: dict[str, tuple[int, int]] = {}
+    for run_id, student_id, assignment_id in CourseRun.objects.filter(
+            assignment__course=course, student_id__in=student_ids).values_list("run_id", "student_id",
+                                                                                "assignment_id"):
+        owners[str(run_id)] = (student_id, assignment_id)
+    for run_id, student_id, assignment_id in Submission.objects.filter(
+            assignment__course=course, student_id__in=student_ids, run__isnull=False).values_list(
+            "run_id", "student_id", "assignment_id"):
+        owners[str(run_id)] = (student_id, assignment_id)
+    if not owners:
+        return []
+    counts: Counter = Counter()
+    students: dict[tuple, set] = defaultdict(set)
+    example: dict[tuple, str] = {}
+    seen_runs: set[tuple] = set()
+    events = (RunEvent.objects.filter(run_id__in=list(owners), type=ev.ERROR).order_by("-id")
+              .values_list("run_id", "data")[:ERROR_EVENTS_SCANNED])
+    for run_id, data in events:
+        student_id, assignment_id = owners[str(run_id)]
+        line = data.get("line") if isinstance(data.get("line"), int) else None
+        key = (assignment_id, str(data.get("exc_type") or "")[:200], line)
+        if (key, run_id) in seen_runs:
+            continue
+        seen_runs.add((key, run_id))
+        counts[key] += 1
+        students[key].add(student_id)
+        example.setdefault(key, str(data.get("message") or "")[:300])
+    return [{"assignment": k[0], "exc_type": k[1], "line": k[2], "count": n, "students": len(students[k]),
+             "message": example[k]} for k, n in counts.most_common(ERRORS_LISTED)]
+
+
+def _histograms(submissions, assignments) -> dict[str, list[int]]:
+    histograms = {str(a.pk): [0] * HISTOGRAM_BINS for a in assignments}
+    for s in _latest_per_pair(submissions.filter(status=GRADED)):
+        if not s.max_score or s.score is None:
+            continue
+        ratio = min(max(s.score / s.max_score, 0.0), 1.0)
+        histograms.setdefault(str(s.assignment_id), [0] * HISTOGRAM_BINS)[
+            min(int(ratio * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+    return histograms

@@ -1,0 +1,33 @@
+"""What courses do when a run's status moves (``playground.signals.run_status_changed``, sent by
+the recorder after its commit): a grading's run moves its grading along, and every run of a
+course (free runs, submissions' first runs) shows up on the course's dashboards."""
+
+from __future__ import annotations
+
+from django.dispatch import receiver
+
+from executor import events as ev
+from playground.signals import run_status_changed
+
+from . import grading as gradings
+from .dashboard import broadcast, run_item
+from .models import CourseRun, Grading
+
+
+@receiver(run_status_changed, dispatch_uid="courses.run_status_changed")
+def on_run_status_changed(sender, run_id: str, status: str, **kwargs) -> None:
+    grading = Grading.objects.select_related("run", "submission__assignment").filter(run_id=run_id).first()
+    if grading is not None:
+        if status == ev.STATUS_RUNNING:
+            gradings.do_grading_started(run_id)
+        elif status in ev.TERMINAL_STATUSES:
+            gradings.do_grading_run_ended(grading)
+        submission = grading.submission
+        if submission.run_id == grading.run_id:  # a regrade's runs are not the student's doing
+            broadcast(submission.assignment.course_id,
+                      run_item(grading.run, submission.student_id, submission.assignment_id, submission.pk))
+        return
+    course_run = CourseRun.objects.select_related("run", "assignment").filter(run_id=run_id).first()
+    if course_run is not None:
+        broadcast(course_run.assignment.course_id, run_item(course_run.run, course_run.student_id,
+                                                            course_run.assignment_id))

@@ -1,0 +1,13 @@
+"""The course pages (the API is in ``courses.api_urls``)."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("courses/", views.courses_page, name="courses"),
+    path("courses/join/<str:code>", views.join_page, name="course-join"),
+    path("courses/<str:course_id>/", views.course_page, name="course"),
+    path("courses/<str:course_id>/dashboard", views.dashboard_page, name="course-dashboard"),
+    path("assignments/<str:assignment_id>/", views.assignment_page, name="assignment"),
+]

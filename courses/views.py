@@ -1,0 +1,218 @@
+"""The course pages: one's courses, the join link, a course, an assignment (the editor) and a
+course's live dashboard. A page checks access (``courses.access``) and renders; what changes
+something goes through the JSON API from the page's script.
+
+Signed out, every course page sends to the sign-in page and back: it says nothing about whether
+the course exists. Signed in, a course one is not a member of is "not found" (404), and so is a
+dashboard to a student. An assignment's hidden checks are never rendered into any page: an
+instructor's page asks the API for them.
+"""
+
+from __future__ import annotations
+
+import redis.exceptions
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.db.models import Count, F
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET
+
+from executor import registry
+from playground.actions.errors import ActionError
+from playground.ratelimit import check_rate
+from playground.redis import get_redis
+from snippets import markdown
+
+from .access import access_assignment_for_user, access_course_for_user, courses_for_user
+from .actions import JOINS_PER_HOUR, normalize_join_code
+from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Course, Membership, Submission
+
+
+def page(view):
+    """A course page: GET only, never cached, the CSRF cookie set (its script posts to the API),
+    and the sign-in page first for anyone signed out."""
+
+    @never_cache
+    @require_GET
+    @ensure_csrf_cookie
+    def wrapper(request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, *args, **kwargs)
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+def _membership_or_404(request, course_id) -> Membership:
+    membership = access_course_for_user(course_id, request.user)
+    if membership is None:
+        raise Http404("no such course")
+    return membership
+
+
+def _unsandboxed(device: str) -> bool:
+    try:
+        described = registry.describe_kind(get_redis(), device)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return False  # Redis away: the page still opens; a run will say what is wrong
+    return bool(described["online"] and described["sandboxed"] is False)
+
+
+# /courses/ ---------------------------------------------------------------------------------------
+
+@page
+def courses_page(request):
+    """The person's courses (teaching and taking), a form to create one and one to join one."""
+    courses = list(courses_for_user(request.user))
+    ids = [c.pk for c in courses]
+    roles = dict(Membership.objects.filter(user=request.user, course_id__in=ids).values_list("course_id", "role"))
+    students = dict(Membership.objects.filter(course_id__in=ids, role=STUDENT).values("course_id")
+                    .annotate(n=Count("id")).values_list("course_id", "n"))
+    assignments = dict(Assignment.objects.filter(course_id__in=ids).values("course_id")
+                       .annotate(n=Count("id")).values_list("course_id", "n"))
+    rows = [{"course": c, "role": roles.get(c.pk, STUDENT), "students": students.get(c.pk, 0),
+             "assignments": assignments.get(c.pk, 0)} for c in courses]
+    rows.sort(key=lambda r: r["course"].archived)  # stable: newest first within active, then archived
+    return render(request, "courses/courses.html", {"nav": "courses", "rows": rows})
+
+
+# /courses/join/<code> ----------------------------------------------------------------------------
+
+@page
+def join_page(request, code):
+    """The link a course's instructor hands out: the course's name and one button. Looking a code
+    up counts against the same hourly limit as joining, so codes cannot be tried in bulk here."""
+    code = normalize_join_code(code)
+    context = {"nav": "courses", "code": code, "course": None, "error": None}
+    if not code or len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
+        raise Http404("no course has this join code")
+    try:
+        check_rate("course-joins", str(request.user.pk), JOINS_PER_HOUR, 3600, "attempts to join a course")
+    except ActionError as exc:
+        context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
+        return render(request, "courses/join.html", context, status=exc.status)
+    course = Course.objects.filter(join_code=code).first()
+    if course is None:
+        raise Http404("no course has this join code")
+    if access_course_for_user(course.pk, request.user) is not None:
+        return redirect(course.get_absolute_url())
+    context["course"] = course
+    return render(request, "courses/join.html", context)
+
+
+# /courses/<id>/ ----------------------------------------------------------------------------------
+
+def _student_row(assignment: Assignment, latest: Submission | None, count: int, now) -> dict:
+    row = {"assignment": assignment, "past_due": assignment.is_past_due(now), "submissions": count,
+           "latest": latest, "state": "none", "score": None, "max_score": None, "tone": ""}
+    if latest is None:
+        return row
+    row["late"] = latest.late
+    if latest.status != GRADED:
+        row["state"] = "grading"
+    elif assignment.results_hidden_from_students(now):
+        row["state"] = "hidden"
+    else:
+        row["state"] = "graded"
+        row["score"], row["max_score"] = latest.score, latest.max_score
+        if latest.score is not None and latest.max_score is not None:
+            full = latest.max_score <= 0 or latest.score >= latest.max_score - 1e-9
+            row["tone"] = "ok" if full else ("part" if latest.score > 0 else "bad")
+    return row
+
+
+@page
+def course_page(request, course_id):
+    """A course's assignments (with one's own status and score); for instructors also its
+    members, the join code and link, and the buttons that change it."""
+    membership = _membership_or_404(request, course_id)
+    course = membership.course
+    instructor = membership.role == INSTRUCTOR
+    now = timezone.now()
+    assignments = list(Assignment.objects.filter(course=course)
+                       .order_by(F("due_at").asc(nulls_last=True), "created_at", "id"))
+    context = {"nav": "courses", "course": course, "membership": membership, "instructor": instructor}
+    if instructor:
+        members = list(Membership.objects.filter(course=course).select_related("user")
+                       .order_by("role", "user__username"))
+        student_ids = [m.user_id for m in members if m.role == STUDENT]
+        submitted = dict(Submission.objects.filter(assignment__course=course, student_id__in=student_ids)
+                         .values("assignment_id").annotate(n=Count("student", distinct=True))
+                         .values_list("assignment_id", "n"))
+        context |= {
+            "rows": [{"assignment": a, "past_due": a.is_past_due(now), "submitted": submitted.get(a.pk, 0)}
+                     for a in assignments],
+            "members": members,
+            "students_count": len(student_ids),
+            "instructors_count": len(members) - len(student_ids),
+            "join_url": request.build_absolute_uri(course.join_url),
+        }
+    else:
+        latest: dict[int, Submission] = {}
+        counts: dict[int, int] = {}
+        mine = Submission.objects.filter(assignment__course=course, student=request.user)
+        for s in mine.order_by("-created_at", "-id"):
+            latest.setdefault(s.assignment_id, s)
+            counts[s.assignment_id] = counts.get(s.assignment_id, 0) + 1
+        context["rows"] = [_student_row(a, latest.get(a.pk), counts.get(a.pk, 0), now) for a in assignments]
+    return render(request, "courses/course.html", context)
+
+
+# /courses/<id>/dashboard -------------------------------------------------------------------------
+
+@page
+def dashboard_page(request, course_id):
+    """The live dashboard (instructors): its script takes the snapshot and the updates from the
+    course's websocket."""
+    membership = _membership_or_404(request, course_id)
+    if membership.role != INSTRUCTOR:
+        raise Http404("no such course")
+    course = membership.course
+    return render(request, "courses/dashboard.html", {
+        "nav": "courses", "course": course,
+        "dashboard_data": {"course": course.pk, "title": course.title, "ws": f"/ws/courses/{course.pk}/",
+                           "csv": f"/api/courses/{course.pk}/grades.csv", "archived": course.archived},
+    })
+
+
+# /assignments/<id>/ ------------------------------------------------------------------------------
+
+@page
+def assignment_page(request, assignment_id):
+    """The editor with the starter code (or one's draft), Run, Submit and the submissions; for
+    instructors the assignment's settings and checks (which the page asks the API for)."""
+    found = access_assignment_for_user(assignment_id, request.user)
+    if found is None:
+        raise Http404("no such assignment")
+    assignment, role = found
+    course = assignment.course
+    now = timezone.now()
+    wall_s = assignment.limits.get("wall_s") if isinstance(assignment.limits, dict) else None
+    data = {
+        "id": assignment.pk,
+        "title": assignment.title,
+        "course": {"id": course.pk, "title": course.title, "archived": course.archived},
+        "role": role,
+        "username": request.user.get_username(),
+        "starter_code": assignment.starter_code,
+        "device": assignment.device,
+        "devices": list(settings.RUN_DEVICE_KINDS),
+        "due": assignment.due_at.isoformat() if assignment.due_at else None,
+        "past_due": assignment.is_past_due(now),
+        "results_before_due": assignment.results_before_due,
+        "max_score": assignment.max_score,
+        "wall_s": wall_s,
+    }
+    return render(request, "courses/assignment.html", {
+        "course": course, "assignment": assignment, "role": role, "instructor": role == INSTRUCTOR,
+        "past_due": data["past_due"], "results_hidden": assignment.results_hidden_from_students(now),
+        "description_html": markdown.render(assignment.description),
+        "assignment_data": data, "devices": settings.RUN_DEVICE_KINDS, "wall_s": wall_s,
+        "max_wall_s": settings.RUN_LIMITS["wall_s"], "unsandboxed": _unsandboxed(assignment.device),
+    })

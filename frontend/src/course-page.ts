@@ -1,0 +1,155 @@
+// What every course page shares: the header (theme toggle, account menu), a notice that
+// survives the reload after a change, and dates and errors in plain words.
+import { ApiError } from "./api";
+import { bindPopover } from "./popover";
+import { session } from "./storage";
+import { bindThemeToggle, followTheme, type Theme } from "./theme";
+
+const FLASH_KEY = "courses.flash";
+
+export function byId<T extends HTMLElement>(id: string): T {
+  const el = document.getElementById(id);
+  if (!el) throw new Error(`#${id} is missing from the page`);
+  return el as T;
+}
+
+export function maybeById<T extends HTMLElement>(id: string): T | null {
+  return document.getElementById(id) as T | null;
+}
+
+/** The JSON the server rendered into <script type="application/json" id=...>. */
+export function pageData<T>(id: string): T | null {
+  const script = document.getElementById(id);
+  if (!script) return null;
+  try {
+    return JSON.parse(script.textContent ?? "null") as T;
+  } catch {
+    return null;
+  }
+}
+
+/** The header: theme toggle and account menu. `onTheme` hears the theme (an editor follows it). */
+export function bindHeader(onTheme: (theme: Theme) => void = () => {}): void {
+  const toggle = maybeById<HTMLButtonElement>("theme-toggle");
+  if (toggle) bindThemeToggle(toggle, onTheme);
+  else followTheme(onTheme);
+  const accountButton = maybeById<HTMLButtonElement>("account-button");
+  const accountMenu = maybeById("account-menu");
+  if (accountButton && accountMenu) bindPopover(accountButton, accountMenu);
+}
+
+/** A message shown on the next page this tab loads (after a reload or a redirect). */
+export function flashNext(text: string): void {
+  session.set(FLASH_KEY, text);
+}
+
+/** Shows the message left by the previous page, if any, in #flash. */
+export function showFlash(): void {
+  const text = session.get(FLASH_KEY);
+  session.set(FLASH_KEY, null);
+  const box = maybeById("flash");
+  if (!text || !box) return;
+  box.textContent = text;
+  box.hidden = false;
+}
+
+/** The server's message as a sentence: a capital first letter and a full stop. */
+export function sentence(text: string): string {
+  const t = text.trim();
+  if (!t) return t;
+  return t[0].toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+}
+
+export function errorText(error: unknown, doing = ""): string {
+  if (error instanceof ApiError) {
+    if (error.status === 0) return error.message;
+    if (error.status === 429) return sentence(`Too many requests: ${error.message}`);
+    if (error.status >= 500) return `${doing ? `${doing}: ` : ""}the server failed (${error.status}). Try again in a moment.`;
+    return sentence(error.message);
+  }
+  return sentence(String(error));
+}
+
+/** Shows `text` in an error box (role="alert"), or hides it (null). */
+export function setError(box: HTMLElement, text: string | null): void {
+  box.textContent = text ?? "";
+  box.hidden = !text;
+}
+
+const DATE_TIME: Intl.DateTimeFormatOptions = {
+  day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit",
+};
+
+/** "3 May 2026, 14:05" in the reader's time zone. */
+export function dateTime(iso: string | null | undefined): string {
+  if (!iso) return "";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString("en-GB", DATE_TIME);
+}
+
+/** Dates the server wrote (<time datetime data-local>) in the reader's time zone. */
+export function localizeTimes(root: ParentNode = document): void {
+  for (const time of root.querySelectorAll<HTMLTimeElement>("time[data-local]")) {
+    const text = dateTime(time.dateTime);
+    if (text) time.textContent = text;
+  }
+}
+
+/** "14:05:09". */
+export function clockTime(iso: string | number | null | undefined): string {
+  if (iso === null || iso === undefined || iso === "") return "";
+  const date = typeof iso === "number" ? new Date(iso * 1000) : new Date(iso);
+  return Number.isNaN(date.getTime())
+    ? ""
+    : date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+/** "just now", "5 min ago", "3 h ago", else the date. */
+export function ago(iso: string | null | undefined): string {
+  if (!iso) return "";
+  const then = new Date(iso).getTime();
+  if (Number.isNaN(then)) return "";
+  const s = Math.round((Date.now() - then) / 1000);
+  if (s < 45) return "just now";
+  if (s < 3600) return `${Math.max(1, Math.round(s / 60))} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return dateTime(iso);
+}
+
+/** A score as people read it: 7.5, 8, 0.33. */
+export function points(value: number | null | undefined): string {
+  if (typeof value !== "number" || !Number.isFinite(value)) return "–";
+  return Number.isInteger(value) ? String(value) : String(Math.round(value * 100) / 100);
+}
+
+/** The tone of a score: all points, some, none. */
+export function scoreTone(score: number | null | undefined, max: number | null | undefined): "ok" | "part" | "bad" | "none" {
+  if (typeof score !== "number" || typeof max !== "number") return "none";
+  if (max <= 0) return "ok";
+  if (score >= max - 1e-9) return "ok";
+  return score > 0 ? "part" : "bad";
+}
+
+/** Opens a modal <dialog>; its [data-close] buttons close it, and the focus goes back where it was. */
+export function bindDialog(dialog: HTMLDialogElement): { open(): void; close(): void } {
+  let returnTo: HTMLElement | null = null;
+  for (const button of dialog.querySelectorAll<HTMLElement>("[data-close]")) {
+    button.addEventListener("click", () => dialog.close());
+  }
+  dialog.addEventListener("close", () => {
+    // The browser gives the focus back itself as the dialog closes; the "close" event comes a
+    // moment later, when the person may have moved on: only a focus that was lost goes back.
+    const active = document.activeElement;
+    if (returnTo && (active === null || active === document.body || dialog.contains(active))) returnTo.focus();
+    returnTo = null;
+  });
+  return {
+    open() {
+      returnTo = document.activeElement as HTMLElement | null;
+      if (!dialog.open) dialog.showModal();
+    },
+    close() {
+      if (dialog.open) dialog.close();
+    },
+  };
+}

@@ -1,0 +1,796 @@
+// A course's live dashboard (/courses/<id>/dashboard, instructors): the class's grid of students
+// × assignments, the feed of runs and submissions, the most common errors and the score
+// histograms. The course's websocket (/ws/courses/<id>/) sends a snapshot, then every change as
+// it happens; a cell opens on that student's latest code, output and checks.
+import "./style.css";
+import "./courses.css";
+
+import { getRun } from "./api";
+import { getSubmission, type Submission } from "./course-api";
+import {
+  bindDialog,
+  bindHeader,
+  byId,
+  clockTime,
+  dateTime,
+  errorText,
+  pageData,
+  points,
+  scoreTone,
+} from "./course-page";
+import { isTerminal, RunStream } from "./events";
+import { el } from "./format";
+import { OutputPane } from "./panes/output";
+import { loadRunEvents } from "./snippet";
+import { statusWord } from "./status";
+
+interface PageData {
+  course: number;
+  title: string;
+  ws: string;
+  csv: string;
+  archived: boolean;
+}
+
+interface Student {
+  id: number;
+  username: string;
+}
+
+interface AssignmentInfo {
+  id: number;
+  title: string;
+  max_score: number | null;
+  due?: string | null;
+}
+
+interface Cell {
+  status: string | null;
+  score: number | null;
+  max_score: number | null;
+  late: boolean;
+  submission: number | null;
+  regrading?: boolean;
+  run: string | null;
+  run_status: string | null;
+  at: string | null;
+}
+
+interface Item {
+  kind: "run" | "submission" | "regrade" | "member_removed" | string;
+  run?: string | null;
+  student?: number;
+  assignment?: number;
+  submission?: number | null;
+  status?: string;
+  exc_type?: string;
+  line?: number;
+  score?: number | null;
+  max_score?: number | null;
+  late?: boolean;
+  regrading?: boolean;
+  regrade?: number;
+  queued?: number;
+  done?: number;
+  user?: number;
+  username?: string;
+  role?: string | null;
+  at?: string | null;
+}
+
+interface CommonError {
+  exc_type: string;
+  line: number | null;
+  assignment: number;
+  count: number;
+  students: number | number[];
+  message?: string;
+}
+
+interface Snapshot {
+  students: Student[];
+  assignments: AssignmentInfo[];
+  cells: Record<string, Cell>;
+  feed: Item[];
+  errors: CommonError[];
+  histograms: Record<string, number[]>;
+}
+
+const FEED_LENGTH = 50;
+/** The common errors and histograms come again from the server at most this often. */
+const RESYNC_MS = 3000;
+const BINS = 10;
+const BUSY = new Set(["queued", "running", "grading"]);
+
+function emptyCell(): Cell {
+  return { status: null, score: null, max_score: null, late: false, submission: null, regrading: false,
+           run: null, run_status: null, at: null };
+}
+
+class Dashboard {
+  private students: Student[] = [];
+  private assignments: AssignmentInfo[] = [];
+  private cells = new Map<string, Cell>();
+  private feed: Item[] = [];
+  private readonly buttons = new Map<string, HTMLTableCellElement>();
+  /** The cell the grid's one Tab stop is on (arrow keys move it). */
+  private focusKey: string | null = null;
+  private building = false;
+  private socket: WebSocket | null = null;
+  private retryMs = 500;
+  private resyncTimer: number | null = null;
+  private lastResync = 0;
+  private gone = false;
+
+  private readonly gridHost = byId("grid-host");
+  private readonly summary = byId("grid-summary");
+  private readonly feedList = byId("feed");
+  private readonly feedEmpty = byId("feed-empty");
+  private readonly errorList = byId("errors");
+  private readonly errorsEmpty = byId("errors-empty");
+  private readonly histograms = byId("histograms");
+  private readonly histogramsEmpty = byId("histograms-empty");
+  private readonly live = byId("live-state");
+  private readonly detail: CellDetail;
+
+  private hasSnapshot = false;
+
+  constructor(private readonly data: PageData) {
+    this.detail = new CellDetail();
+    this.connect();
+    // A network that lets no websocket through: the class as it is now, without the updates.
+    window.setTimeout(() => {
+      if (!this.hasSnapshot) void this.resync(true);
+    }, 5000);
+  }
+
+  // The socket ------------------------------------------------------------------------------------
+
+  private connect(): void {
+    if (this.gone) return;
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const socket = new WebSocket(`${scheme}//${location.host}${this.data.ws}`);
+    this.socket = socket;
+    this.setLive(this.retryMs > 500 ? "reconnecting" : "connecting");
+    socket.onmessage = (message) => {
+      if (socket !== this.socket) return;
+      let data: { type?: string; item?: Item } & Partial<Snapshot>;
+      try {
+        data = JSON.parse(String(message.data));
+      } catch {
+        return;
+      }
+      if (data.type === "snapshot") {
+        this.retryMs = 500;
+        this.setLive("live");
+        this.applySnapshot(data as Snapshot);
+      } else if (data.type === "update" && data.item) {
+        this.applyItem(data.item);
+      }
+    };
+    socket.onclose = (close) => {
+      if (socket !== this.socket) return;
+      this.socket = null;
+      if (close.code === 4404 || close.code === 4403) {
+        this.gone = true;
+        this.setLive("closed");
+        return;
+      }
+      this.setLive("reconnecting");
+      const wait = this.retryMs;
+      this.retryMs = Math.min(this.retryMs * 2, 10_000);
+      window.setTimeout(() => this.connect(), wait);
+    };
+  }
+
+  private setLive(state: "connecting" | "live" | "reconnecting" | "closed"): void {
+    if (this.live.dataset.state === state) return;
+    this.live.dataset.state = state;
+    this.live.textContent = {
+      connecting: "Connecting…",
+      live: "Live",
+      reconnecting: "Reconnecting…",
+      closed: "Not live: you no longer teach this course",
+    }[state];
+  }
+
+  /** The common errors and histograms again (and any student who joined meanwhile), soon. */
+  private scheduleResync(): void {
+    if (this.resyncTimer !== null) return;
+    const wait = Math.max(300, this.lastResync + RESYNC_MS - Date.now());
+    this.resyncTimer = window.setTimeout(() => void this.resync(), wait);
+  }
+
+  private async resync(whole = false): Promise<void> {
+    this.lastResync = Date.now();
+    try {
+      const response = await fetch(`/api/courses/${this.data.course}/dashboard`, {
+        headers: { Accept: "application/json" }, credentials: "same-origin",
+      });
+      if (response.ok && !(whole && this.hasSnapshot)) this.applySnapshot((await response.json()) as Snapshot, whole);
+    } catch {
+      // The next change asks again.
+    } finally {
+      this.resyncTimer = null;
+    }
+  }
+
+  // State -----------------------------------------------------------------------------------------
+
+  /** ``withFeed``: a snapshot the socket sent (it opened or reopened), which replaces all;
+   *  otherwise one asked for meanwhile, for the common errors, histograms and new students. */
+  private applySnapshot(snapshot: Snapshot, withFeed = true): void {
+    this.hasSnapshot = true;
+    const students = Array.isArray(snapshot.students) ? snapshot.students : [];
+    const assignments = Array.isArray(snapshot.assignments) ? snapshot.assignments : [];
+    const shapeChanged =
+      students.map((s) => `${s.id}:${s.username}`).join() !== this.students.map((s) => `${s.id}:${s.username}`).join() ||
+      assignments.map((a) => `${a.id}:${a.title}:${a.max_score}`).join() !==
+        this.assignments.map((a) => `${a.id}:${a.title}:${a.max_score}`).join();
+    this.students = students;
+    this.assignments = assignments;
+    if (withFeed) {
+      this.cells = new Map(Object.entries(snapshot.cells ?? {}));
+    } else {
+      // Asked for again while the socket is open: the cells it updated are as new as they get;
+      // the server's fill in the ones it has not (a student who joined meanwhile).
+      for (const [key, cell] of Object.entries(snapshot.cells ?? {})) if (!this.cells.has(key)) this.cells.set(key, cell);
+    }
+    if (shapeChanged) this.renderGrid();
+    else for (const key of this.buttons.keys()) this.renderCell(key);
+    this.renderSummary();
+    if (withFeed) {
+      this.feed = (Array.isArray(snapshot.feed) ? snapshot.feed : []).slice(0, FEED_LENGTH);
+      this.renderFeed();
+    }
+    this.renderErrors(Array.isArray(snapshot.errors) ? snapshot.errors : []);
+    this.renderHistograms(snapshot.histograms ?? {});
+  }
+
+  private applyItem(item: Item): void {
+    if (item.kind === "member" || item.kind === "member_removed") {
+      // Someone joined, left or changed role: the grid's rows come again from the server.
+      this.scheduleResync();
+    }
+    if (item.kind === "run" || item.kind === "submission") {
+      const known = this.students.some((s) => s.id === item.student) && this.assignments.some((a) => a.id === item.assignment);
+      if (!known) {
+        // A student who joined after the snapshot (or an instructor trying the assignment).
+        this.scheduleResync();
+      } else {
+        const key = `${item.student}:${item.assignment}`;
+        const cell = this.cells.get(key) ?? emptyCell();
+        if (item.kind === "run") this.takeRun(cell, item);
+        else this.takeSubmission(cell, item);
+        this.cells.set(key, cell);
+        this.renderCell(key, true);
+        this.renderSummary();
+        if (item.kind === "submission" && item.status === "graded") this.scheduleResync();
+        if (item.kind === "run" && item.status === "failed") this.scheduleResync();
+      }
+    }
+    if (item.kind === "regrade" && item.done !== undefined && item.queued !== undefined && item.done >= item.queued) {
+      this.scheduleResync();
+    }
+    this.feed = this.feed.filter((f) => !(sameSubject(f, item)));
+    this.feed.unshift(item);
+    this.feed = this.feed.slice(0, FEED_LENGTH);
+    this.renderFeed();
+  }
+
+  private takeRun(cell: Cell, item: Item): void {
+    const status = item.status ?? "";
+    // A run that ends after a newer one started does not hide the newer one.
+    const newer = item.run === cell.run || status === "queued" || status === "running" || !cell.run_status
+      || isTerminal(cell.run_status);
+    if (!newer) return;
+    cell.run = item.run ?? cell.run;
+    cell.run_status = status || cell.run_status;
+    cell.at = item.at ?? cell.at;
+  }
+
+  private takeSubmission(cell: Cell, item: Item): void {
+    if (typeof item.submission === "number" && cell.submission !== null && item.submission < cell.submission) return;
+    cell.submission = item.submission ?? cell.submission;
+    cell.status = item.status ?? cell.status;
+    cell.score = item.score ?? null;
+    cell.max_score = item.max_score ?? null;
+    cell.late = Boolean(item.late);
+    cell.regrading = Boolean(item.regrading);
+    if (item.run && (cell.run === null || item.status === "queued")) {
+      cell.run = item.run;
+      cell.run_status = cell.run_status && item.run === cell.run ? cell.run_status : "queued";
+    }
+    cell.at = item.at ?? cell.at;
+  }
+
+  // The grid --------------------------------------------------------------------------------------
+
+  private renderGrid(): void {
+    this.buttons.clear();
+    if (this.students.length === 0 || this.assignments.length === 0) {
+      this.gridHost.replaceChildren(el("p", "empty",
+        this.students.length === 0
+          ? "No students yet. They join with the course's code or link (on the course page)."
+          : "No assignments yet. Make one on the course page."));
+      return;
+    }
+    const table = el("table", "class-grid");
+    table.id = "class-grid";
+    table.append(el("caption", "visually-hidden", "Each student's latest status and score per assignment. A cell opens their code, output and checks."));
+    const headRow = el("tr", null, el("th", "grid-corner", "Student"));
+    (headRow.firstElementChild as HTMLTableCellElement).scope = "col";
+    for (const a of this.assignments) {
+      const th = el("th", "grid-assignment", el("span", "grid-assignment-title", a.title),
+        el("span", "grid-assignment-max", `of ${points(a.max_score)}`));
+      th.scope = "col";
+      th.title = a.title;
+      headRow.append(th);
+    }
+    const body = el("tbody");
+    this.building = true;
+    for (const s of this.students) {
+      const th = el("th", "grid-student", s.username);
+      th.scope = "row";
+      const row = el("tr", null, th);
+      for (const a of this.assignments) {
+        const key = `${s.id}:${a.id}`;
+        const td = el("td", "grid-cell");
+        td.dataset.key = key;
+        this.buttons.set(key, td);
+        row.append(td);
+        this.renderCell(key);
+      }
+      body.append(row);
+    }
+    this.building = false;
+    table.append(el("thead", null, headRow), body);
+    table.addEventListener("keydown", (e) => this.onGridKey(e));
+    table.addEventListener("focusin", (e) => {
+      const td = (e.target as HTMLElement).closest<HTMLTableCellElement>("td.grid-cell");
+      if (td?.dataset.key && td.querySelector("button")) this.setFocusKey(td.dataset.key);
+    });
+    this.focusKey = null;
+    const scroller = el("div", "grid-scroll", table);
+    scroller.tabIndex = 0;
+    scroller.setAttribute("role", "region");
+    scroller.setAttribute("aria-label", "Class grid");
+    this.gridHost.replaceChildren(scroller);
+    this.setFocusKey(null);
+  }
+
+  /** The grid's Tab stop: this cell's button (null: the first cell that has one). */
+  private setFocusKey(key: string | null): void {
+    const has = (k: string | null) => k !== null && Boolean(this.buttons.get(k)?.querySelector("button"));
+    let target = has(key) ? key : has(this.focusKey) ? this.focusKey : null;
+    if (target === null) target = [...this.buttons.keys()].find((k) => has(k)) ?? null;
+    this.focusKey = target;
+    for (const [k, td] of this.buttons) {
+      const button = td.querySelector("button");
+      if (button) button.tabIndex = k === target ? 0 : -1;
+    }
+  }
+
+  /** Arrow keys move between the cells that open something; Home and End along the row
+   *  (with Ctrl, to the grid's first and last). */
+  private onGridKey(e: KeyboardEvent): void {
+    const td = (e.target as HTMLElement).closest<HTMLTableCellElement>("td.grid-cell");
+    if (!td?.dataset.key || e.altKey || e.metaKey || e.shiftKey) return;
+    const rows = this.students.map((s) => this.assignments.map((a) => `${s.id}:${a.id}`));
+    const [studentId, assignmentId] = td.dataset.key.split(":").map(Number);
+    const r = this.students.findIndex((s) => s.id === studentId);
+    const c = this.assignments.findIndex((a) => a.id === assignmentId);
+    const usable = (key: string | undefined) => key !== undefined && Boolean(this.buttons.get(key)?.querySelector("button"));
+    let next: string | undefined;
+    const scan = (dr: number, dc: number) => {
+      for (let i = r + dr, j = c + dc; i >= 0 && i < rows.length && j >= 0 && j < rows[0].length; i += dr, j += dc) {
+        if (usable(rows[i][j])) return rows[i][j];
+      }
+      return undefined;
+    };
+    const flat = rows.flat().filter((k) => usable(k));
+    switch (e.key) {
+      case "ArrowRight": next = scan(0, 1); break;
+      case "ArrowLeft": next = scan(0, -1); break;
+      case "ArrowDown": next = scan(1, 0); break;
+      case "ArrowUp": next = scan(-1, 0); break;
+      case "Home": next = e.ctrlKey ? flat[0] : rows[r].find((k) => usable(k)); break;
+      case "End": next = e.ctrlKey ? flat[flat.length - 1] : [...rows[r]].reverse().find((k) => usable(k)); break;
+      default: return;
+    }
+    e.preventDefault();
+    if (!next) return;
+    this.setFocusKey(next);
+    this.buttons.get(next)?.querySelector("button")?.focus();
+  }
+
+  private renderCell(key: string, flash = false): void {
+    const td = this.buttons.get(key);
+    if (!td) return;
+    const cell = this.cells.get(key);
+    const [studentId, assignmentId] = key.split(":").map(Number);
+    const student = this.students.find((s) => s.id === studentId);
+    const assignment = this.assignments.find((a) => a.id === assignmentId);
+    if (!student || !assignment) return;
+    const view = describeCell(cell);
+    td.dataset.tone = view.tone;
+    td.dataset.status = cell?.status ?? "";
+    td.dataset.runStatus = cell?.run_status ?? "";
+    if (!cell || (cell.submission === null && cell.run === null)) {
+      const none = el("span", "cell-none", "–");
+      none.setAttribute("aria-hidden", "true");
+      td.replaceChildren(none, el("span", "visually-hidden", "nothing yet"));
+      return;
+    }
+    const existing = td.querySelector("button");
+    const button = existing ?? el("button", "cell-button");
+    button.type = "button";
+    button.replaceChildren(el("span", "cell-main", view.main));
+    if (view.sub) button.append(" ", el("span", "cell-sub", view.sub));
+    // The name starts with what the cell shows (as speech input users say it), then says whose.
+    const shown = view.sub ? `${view.main} ${view.sub}` : view.main;
+    button.setAttribute("aria-label", `${shown}: ${student.username}, ${assignment.title}, ${view.label}`);
+    button.title = `${view.label}${cell.at ? ` · ${dateTime(cell.at)}` : ""}`;
+    if (!existing) {
+      button.tabIndex = -1;
+      button.addEventListener("click", () => {
+        const current = this.cells.get(key);
+        if (current) this.detail.open(student, assignment, current);
+      });
+      td.replaceChildren(button);
+      if (!this.building && (this.focusKey === null || !this.buttons.get(this.focusKey)?.querySelector("button"))) {
+        this.setFocusKey(key);
+      }
+    }
+    if (flash) {
+      td.classList.remove("is-new");
+      void td.offsetWidth; // restart the highlight
+      td.classList.add("is-new");
+    }
+  }
+
+  private renderSummary(): void {
+    const n = this.students.length;
+    let submitted = 0;
+    let active = 0;
+    for (const cell of this.cells.values()) {
+      if (cell.submission !== null) submitted += 1;
+      if (BUSY.has(cell.run_status ?? "") || BUSY.has(cell.status ?? "")) active += 1;
+    }
+    this.summary.textContent = `${n} student${n === 1 ? "" : "s"} · ${submitted} submitted · ${active} running or grading now`;
+  }
+
+  // Feed, errors, histograms ----------------------------------------------------------------------
+
+  private renderFeed(): void {
+    this.feedEmpty.hidden = this.feed.length > 0;
+    this.feedList.replaceChildren(...this.feed.map((item) => this.feedItem(item)));
+  }
+
+  private feedItem(item: Item): HTMLElement {
+    const whoId = item.student ?? item.user;
+    const who = this.students.find((s) => s.id === whoId)?.username ?? (whoId ? `user ${whoId}` : "");
+    const what = this.assignments.find((a) => a.id === item.assignment)?.title ?? "";
+    const time = el("time", "feed-time", clockTime(item.at ?? null));
+    if (item.at) time.dateTime = item.at;
+    const li = el("li", "feed-item", time);
+    li.dataset.kind = item.kind;
+    if (item.kind === "run") {
+      const status = item.status ?? "";
+      li.dataset.status = status;
+      const error = item.exc_type ? el("code", "feed-error", item.exc_type + (item.line ? ` · line ${item.line}` : "")) : null;
+      li.append(el("span", "feed-text", el("strong", null, who), ` ${item.submission ? "submission ran" : "ran"} `,
+        el("span", "feed-assignment", what), ": ", el("span", `feed-status status-${status}`, statusWord(status)),
+        error ? " " : null, error));
+    } else if (item.kind === "submission") {
+      const status = item.status ?? "";
+      li.dataset.status = status;
+      const outcome = status === "graded" && typeof item.score === "number"
+        ? el("span", `feed-score score-${scoreTone(item.score, item.max_score)}`, `${points(item.score)} / ${points(item.max_score)}`)
+        : el("span", "feed-status status-running", status === "graded" ? "graded" : status === "queued" ? "submitted" : status);
+      li.append(el("span", "feed-text", el("strong", null, who), " submitted ", el("span", "feed-assignment", what), ": ",
+        outcome, item.late ? el("span", "chip chip-warn", "late") : null));
+    } else if (item.kind === "regrade") {
+      li.append(el("span", "feed-text", "Regrading ", el("span", "feed-assignment", what), `: ${item.done ?? 0} of ${item.queued ?? 0} done`));
+    } else if (item.kind === "member" || item.kind === "member_removed") {
+      const name = item.username ?? who;
+      const change = item.kind === "member_removed" || !item.role ? " left the course"
+        : item.role === "student" ? " joined the course" : " is an instructor now";
+      li.append(el("span", "feed-text", el("strong", null, name), change));
+    } else {
+      li.append(el("span", "feed-text", item.kind.replace(/_/g, " ")));
+    }
+    return li;
+  }
+
+  private renderErrors(errors: CommonError[]): void {
+    this.errorsEmpty.hidden = errors.length > 0;
+    this.errorList.replaceChildren(...errors.slice(0, 8).map((e) => {
+      const students = Array.isArray(e.students) ? e.students.length : Number(e.students) || 0;
+      const title = this.assignments.find((a) => a.id === e.assignment)?.title ?? "";
+      const li = el("li", "error-item",
+        el("span", "error-count", String(e.count)),
+        el("span", "error-what",
+          el("span", "error-head", el("code", "error-type", e.exc_type || "Error"),
+            e.line ? el("span", "error-where", ` line ${e.line}`) : null),
+          e.message ? el("span", "error-example", e.message) : null,
+          el("span", "error-meta", `${title} · ${students} student${students === 1 ? "" : "s"}, ${e.count} run${e.count === 1 ? "" : "s"}`)),
+      );
+      return li;
+    }));
+  }
+
+  private renderHistograms(histograms: Record<string, number[]>): void {
+    this.histogramsEmpty.hidden = this.assignments.length > 0;
+    this.histograms.replaceChildren(...this.assignments.map((a) => {
+      const raw = histograms[String(a.id)];
+      const counts = Array.from({ length: BINS }, (_, i) => (Array.isArray(raw) ? Number(raw[i]) || 0 : 0));
+      const total = counts.reduce((x, y) => x + y, 0);
+      const top = Math.max(1, ...counts);
+      const bars = el("div", "hist-bars");
+      bars.setAttribute("aria-hidden", "true");
+      counts.forEach((n, i) => {
+        const bar = el("span", "hist-bar");
+        bar.style.setProperty("--h", `${(n / top) * 100}%`);
+        bar.dataset.tone = i === BINS - 1 ? "ok" : i === 0 ? "bad" : "part";
+        bar.title = `${i * 10}–${(i + 1) * 10} %: ${n} student${n === 1 ? "" : "s"}`;
+        if (n > 0) bar.append(el("span", "hist-count", String(n)));
+        bars.append(bar);
+      });
+      const words = counts.map((n, i) => `${i * 10} to ${(i + 1) * 10} %: ${n}`).filter((_, i) => counts[i] > 0);
+      const figure = el("figure", "histogram",
+        el("figcaption", "hist-caption", el("span", "hist-title", a.title),
+          el("span", "hist-total", `${total} graded of ${this.students.length}`)),
+        bars,
+        el("div", "hist-axis", el("span", null, "0 %"), el("span", null, "50 %"), el("span", null, "100 %")),
+        el("p", "visually-hidden", total ? `Scores of ${a.title}: ${words.join("; ")}.` : `No graded submission of ${a.title} yet.`),
+      );
+      figure.dataset.assignment = String(a.id);
+      return figure;
+    }));
+  }
+}
+
+/** Two feed items about the same thing (the same run, the same submission): the newer replaces. */
+function sameSubject(a: Item, b: Item): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === "run") return Boolean(a.run) && a.run === b.run;
+  if (a.kind === "submission") return a.submission !== undefined && a.submission === b.submission;
+  if (a.kind === "regrade") return a.assignment === b.assignment && a.regrade === b.regrade;
+  return false;
+}
+
+/** What a cell shows: the latest submission's score or state, and the latest run's. */
+function describeCell(cell: Cell | undefined): { main: string; sub: string; label: string; tone: string } {
+  if (!cell || (cell.submission === null && cell.run === null)) return { main: "–", sub: "", label: "nothing yet", tone: "none" };
+  const parts: string[] = [];
+  let main = "";
+  let tone = "none";
+  if (cell.status === "graded" && typeof cell.score === "number") {
+    main = `${points(cell.score)}/${points(cell.max_score)}`;
+    tone = scoreTone(cell.score, cell.max_score);
+    parts.push(`scored ${points(cell.score)} of ${points(cell.max_score)}`);
+  } else if (cell.status === "queued" || cell.status === "grading") {
+    main = "grading";
+    tone = "busy";
+    parts.push("submission being graded");
+  } else if (cell.status === "graded") {
+    main = "graded";
+    parts.push("graded");
+  }
+  if (cell.regrading) parts.push("regrading");
+  if (cell.late) parts.push("late");
+  let sub = "";
+  const run = cell.run_status;
+  if (run) {
+    if (BUSY.has(run)) {
+      sub = run === "queued" ? "queued" : "running";
+      if (!main) {
+        main = sub;
+        sub = "";
+      }
+      if (tone === "none") tone = "busy";
+      parts.push(`latest run ${run}`);
+    } else if (run === "succeeded") {
+      if (!main) main = "ran";
+      else sub = "ran ✓";
+      parts.push("latest run succeeded");
+    } else {
+      const word = statusWord(run);
+      if (!main) {
+        main = word === "failed" ? "error" : word;
+        tone = "error";
+      } else {
+        sub = word === "failed" ? "error" : word;
+      }
+      parts.push(`latest run ${word}`);
+    }
+  }
+  if (cell.late && !sub) sub = "late";
+  if (cell.submission === null) parts.unshift("not submitted");
+  return { main: main || "–", sub, label: parts.join(", "), tone };
+}
+
+/** The dialog a cell opens: the student's latest submission's checks, the latest code and the
+ *  output of the latest run (followed live while it runs). */
+class CellDetail {
+  private readonly dialog = byId<HTMLDialogElement>("cell-dialog");
+  private readonly control = bindDialog(this.dialog);
+  private readonly output: OutputPane;
+  private stream: RunStream | null = null;
+  private token = 0;
+
+  constructor() {
+    this.output = new OutputPane((line) => this.showLine(line));
+    byId("cell-output").append(this.output.element);
+    this.dialog.addEventListener("close", () => this.stop());
+  }
+
+  private stop(): void {
+    this.stream?.stop();
+    this.stream = null;
+    this.token += 1;
+  }
+
+  open(student: Student, assignment: AssignmentInfo, cell: Cell): void {
+    this.stop();
+    const token = this.token;
+    byId("cell-heading").textContent = `${student.username} · ${assignment.title}`;
+    const summary = byId("cell-summary");
+    summary.textContent = describeCell(cell).label;
+    const checks = byId("cell-checks");
+    const code = byId("cell-code");
+    checks.replaceChildren(el("p", "muted", cell.submission === null ? "No submission yet." : "Loading…"));
+    code.replaceChildren(el("p", "muted", "Loading…"));
+    byId("cell-output-which").textContent = "";
+    this.output.reset();
+    this.say(cell.run ? "Loading…" : "No run yet.");
+    this.control.open();
+
+    let submissionCode: string | null = null;
+    const loadSubmission = cell.submission === null ? Promise.resolve(null) : getSubmission(cell.submission).then(
+      (s) => {
+        if (token !== this.token) return null;
+        checks.replaceChildren(...submissionChecks(s));
+        submissionCode = typeof s.code === "string" ? s.code : null;
+        return s;
+      },
+      (error) => {
+        if (token === this.token) checks.replaceChildren(el("p", "form-error", `Could not load the submission: ${errorText(error)}`));
+        return null;
+      },
+    );
+
+    const loadRun = cell.run === null ? Promise.resolve(null) : getRun(cell.run, { limit: 1 }).then(
+      (record) => {
+        if (token !== this.token) return null;
+        byId("cell-output-which").textContent = `· latest run, ${statusWord(record.status)}${record.created_at ? `, ${dateTime(record.created_at)}` : ""}`;
+        this.follow(record.id, token);
+        return record;
+      },
+      (error) => {
+        if (token === this.token) this.say(`Could not load the run: ${errorText(error)}`);
+        return null;
+      },
+    );
+
+    void Promise.all([loadSubmission, loadRun]).then(([, record]) => {
+      if (token !== this.token) return;
+      const runCode = record && typeof record.code === "string" ? record.code : null;
+      const shown = runCode ?? submissionCode;
+      if (shown === null) {
+        code.replaceChildren(el("p", "muted", "No code to show."));
+        return;
+      }
+      const nodes: Node[] = [
+        el("p", "cell-code-note", runCode !== null ? "The code of the latest run." : "The code of the latest submission."),
+        codeBlock(shown),
+      ];
+      if (runCode !== null && submissionCode !== null && submissionCode !== runCode) {
+        const more = el("details", "submission-details", el("summary", null, "The code of the latest submission"), codeBlock(submissionCode, false));
+        nodes.push(more);
+      }
+      code.replaceChildren(...nodes);
+    });
+  }
+
+  /** The run's events, from the first, live while it goes on (stored pages once its log expired). */
+  private follow(runId: string, token: number): void {
+    this.output.reset();
+    const stream = new RunStream(runId, {
+      onEvent: (event) => {
+        if (token === this.token) this.output.handle(event);
+      },
+      onUnknownRun: () => {
+        void loadRunEvents(runId).then(
+          ({ events }) => {
+            if (token !== this.token) return;
+            this.output.reset();
+            for (const event of events) this.output.handle(event);
+          },
+          (error) => {
+            if (token === this.token) this.say(`Could not load the output: ${errorText(error)}`);
+          },
+        );
+      },
+    });
+    this.stream = stream;
+  }
+
+  /** A line in the output's place: loading, no run, an error. */
+  private say(text: string): void {
+    this.output.setIdleHint(text);
+    this.output.idle();
+  }
+
+  private showLine(line: number): void {
+    const target = this.dialog.querySelector<HTMLElement>(`.code-block [data-line="${line}"]`);
+    if (!target) return;
+    for (const old of this.dialog.querySelectorAll(".code-block .is-marked")) old.classList.remove("is-marked");
+    target.classList.add("is-marked");
+    target.scrollIntoView({ block: "center" });
+  }
+}
+
+function submissionChecks(s: Submission): Node[] {
+  const nodes: Node[] = [];
+  const head = el("p", "cell-submission-head");
+  if (s.status !== "graded") head.append(el("span", "status-badge", s.status));
+  else if (typeof s.score === "number") {
+    head.append(el("span", `score score-${scoreTone(s.score, s.max_score)}`, `${points(s.score)} / ${points(s.max_score)}`));
+  }
+  head.append(el("span", "muted", ` submitted ${dateTime(s.created_at)}`));
+  if (s.late) head.append(" ", el("span", "chip chip-warn", "late"));
+  if (s.regrading) head.append(" ", el("span", "chip chip-accent", "regrading"));
+  nodes.push(head);
+  if (s.message) nodes.push(el("p", "submission-message", s.message));
+  if (Array.isArray(s.checks)) {
+    const list = el("ul", "check-list");
+    list.setAttribute("aria-label", "Checks");
+    for (const c of s.checks) {
+      const worth = typeof c.points === "number" ? c.points : null;
+      const icon = el("span", "check-icon", c.passed ? "✓" : "✗");
+      icon.setAttribute("aria-hidden", "true");
+      const item = el("li", "check", icon,
+        el("span", "check-text",
+          el("span", "check-name", el("span", "visually-hidden", c.passed ? "Passed: " : "Failed: "), c.name),
+          c.message ? el("span", "check-message", c.message) : null),
+        worth === null ? null : el("span", "check-points", `${points(c.passed ? worth : 0)} / ${points(worth)}`));
+      item.dataset.passed = String(Boolean(c.passed));
+      list.append(item);
+    }
+    if (s.checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
+    nodes.push(list);
+  }
+  for (const [label, text] of [["Grading error", s.error], ["What the checks printed", s.log]] as const) {
+    if (!text) continue;
+    const pre = el("pre", "submission-pre", text);
+    pre.tabIndex = 0;
+    nodes.push(el("details", "submission-details", el("summary", null, label), pre));
+  }
+  return nodes;
+}
+
+/** Code with line numbers (a line the output points at can be marked). */
+function codeBlock(code: string, numbered = true): HTMLElement {
+  const pre = el("pre", `code-block${numbered ? " is-numbered" : ""}`);
+  pre.tabIndex = 0;
+  pre.setAttribute("aria-label", "Code");
+  const lines = code.replace(/\n$/, "").split("\n");
+  lines.forEach((line, i) => {
+    const span = el("span", "code-line", line || " ");
+    span.dataset.line = String(i + 1);
+    pre.append(span);
+  });
+  return pre;
+}
+
+function main(): void {
+  bindHeader();
+  const data = pageData<PageData>("dashboard-data");
+  if (!data) return;
+  const dashboard = new Dashboard(data);
+  Object.assign(window, { dashboard });
+}
+
+main();
