@@ -2,13 +2,16 @@
 
     python -m bench.grading                 # its own stack; 200 students
     python -m bench.grading --n 50
+    python -m bench.grading --overhead 15    # what grading adds to one run (sandbox only)
 
 One course of ``n`` students (accounts and API tokens made directly in the stack's database), one
 small assignment with five hidden checks (values, a gradient against finite differences, "no
 float64", "compiled once"). Every student submits at the same moment (one thread each, over
 loopback against daphne); the wall time runs from the first POST to the last submission found
 ``graded`` by GET /api/submissions/<id>. First with the stack's one executor worker, then with a
-second one started beside it (each worker keeps ``EXECUTOR_CONCURRENCY`` runners busy).
+second one started beside it. Each worker runs ``--slots`` runners at once (default 1: on a
+2-core machine one worker with two slots already keeps both cores busy, and a second worker
+would have nothing to add).
 
 Meanwhile the instructor's dashboard (/ws/courses/<id>/, token in the Authorization header) is
 open, with every student's run socket: the time from each POST returning to the dashboard's update
@@ -18,6 +21,7 @@ for that submission ("queued": the grid shows the submission) and to its "graded
 from __future__ import annotations
 
 import argparse
+import warnings
 import json
 import statistics
 import subprocess
@@ -191,15 +195,57 @@ def measure(stack: Stack, n: int) -> dict:
     return results
 
 
+def overhead(n: int) -> dict:
+    """What grading adds to one run, in the sandbox without the web side (executor.local): the
+    student's code alone, graded with one trivial check, and graded with the five checks."""
+    import secrets
+
+    from executor.local import run_local
+    from executor.sandbox import Limits, get_launcher
+    from executor.supervisor import GradingSession
+
+    launcher = get_launcher("fork", limits=Limits(wall_s=60))
+    out = {}
+    try:
+        for label, checks in (("not graded", None), ("graded: check('ok', True)", "check('ok', True)"),
+                              ("graded: the five checks", CHECKS)):
+            walls, cpus = [], []
+            for _ in range(n):
+                session = None if checks is None else GradingSession(
+                    checks=checks, nonce=secrets.token_hex(16), token=secrets.token_hex(16))
+                finished = run_local(STUDENT, launcher=launcher, grading=session)[-1]
+                assert finished["status"] == "succeeded", finished
+                walls.append(finished["wall_ms"])
+                cpus.append(finished["cpu_ms"])
+            out[label] = {"wall_ms": round(statistics.median(walls), 1), "cpu_ms": round(statistics.median(cpus), 1)}
+    finally:
+        launcher.close()
+    return out
+
+
 def main() -> int:
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="bench.grading")
     parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="students (submissions per round)")
+    parser.add_argument("--overhead", type=int, default=0, metavar="N",
+                        help="only measure what grading adds to one run (medians of N runs), without the web side")
+    parser.add_argument("--slots", type=int, default=1,
+                        help="runners each executor worker runs at once (EXECUTOR_CONCURRENCY; default 1, so that "
+                             "a second worker is a second node's worth)")
     args = parser.parse_args()
-    with own_stack("grading", COURSES_PER_HOUR="1000") as stack:
+    if args.overhead:
+        results = overhead(args.overhead)
+        print(json.dumps(results, indent=2))
+        print("\n| one run of the student's code | wall (median) | CPU (median) |\n|---|---|---|")
+        for label, r in results.items():
+            print(f"| {label} | {r['wall_ms']} ms | {r['cpu_ms']} ms |")
+        return 0
+    with own_stack("grading", EXECUTOR_CONCURRENCY=str(args.slots)) as stack:
         results = measure(stack, args.n)
     print(json.dumps(results, indent=2))
     one, two = results["one worker"], results["two workers"]
-    print(f"\n{args.n} submissions, 5 checks each (median / p95 of the dashboard's updates):")
+    print(f"\n{args.n} submissions, 5 checks each, {args.slots} runner(s) per worker "
+          f"(median / p95 of the dashboard's updates):")
     print("| executor workers | wall | submissions/s | grid shows it | grid shows its grade |")
     print("|---|---|---|---|---|")
     for label, r in (("1", one), ("2", two)):

@@ -166,7 +166,9 @@ class Stack:
                 time.sleep(0.1)
 
     def start_web(self, port: int) -> None:
-        self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+        # A listen backlog of 1024 as scripts/dev has: Twisted's default of 50 resets connections
+        # when a class submits at the same moment.
+        self.start("web", [sys.executable, "-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=1024",
                            "web.asgi:application"])
 
     def start_recorder(self) -> None:
@@ -280,8 +282,8 @@ class Stack:
 @contextmanager
 def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[Stack]:
     """A benchmark's own stack, stopped on leaving: SQLite in a temporary folder, Redis database
-    14 (or ``redis_url``), no rate limits, logs in var/bench-logs/<name>; ``extra_env`` adds to
-    or overrides the settings."""
+    14 emptied first (or ``redis_url``, left as it is), no rate limits, logs in
+    var/bench-logs/<name>; ``extra_env`` adds to or overrides the settings."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
@@ -297,6 +299,12 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
             **{k: str(v) for k, v in extra_env.items()},
         }
+        if redis_url is None and "BENCH_REDIS_URL" not in os.environ:
+            import redis
+
+            # Database 14 is the benchmarks' own: tasks a benchmark that was stopped left queued
+            # would otherwise run first in the next one (and be timed with it).
+            redis.Redis.from_url(env["REDIS_URL"]).flushdb()
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
         logdir = ROOT / "var" / "bench-logs" / name
         logdir.mkdir(parents=True, exist_ok=True)

@@ -58,8 +58,8 @@ def api(*methods: str):
                 return error(exc.message, exc.status, exc.headers)
             except Http404 as exc:
                 return error(str(exc) or "not found", 404)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
-                log.warning("Redis is unreachable; %s %s answered 503", request.method, request.path)
+            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+                log.warning("Redis is unreachable (%s); %s %s answered 503", exc, request.method, request.path)
                 return error("the playground's queue is unreachable for a moment; try again in a few seconds",
                              503, {"Retry-After": "5"})
 
