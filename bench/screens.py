@@ -5,7 +5,8 @@ and the playground dark too, into docs/screens/ (docs/SCREENS.md shows them).
 
 Each page is shown in a state worth looking at: the playground after a run that printed (with
 colours), compiled, timed and drew; a shared snippet with its saved output; its embed; the
-shortcuts panel; the drafts menu; a signed-in person's snippets.
+shortcuts panel; the drafts menu; a signed-in person's snippets; a course's live dashboard and
+page (its instructor) and an assignment with a graded submission (a student).
 """
 
 from __future__ import annotations
@@ -74,6 +75,49 @@ def session_cookie(env: dict, url: str) -> dict:
     return {"name": "sessionid", "value": done.stdout.strip().splitlines()[-1], "url": url}
 
 
+COURSE = """\
+import django, json, time
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+from courses.actions import check_create_assignment, do_create_course, do_join_course, do_start_course_run, do_submit
+User = get_user_model()
+ines, _ = User.objects.get_or_create(username="ines")
+course = do_create_course(ines, "JAX 101")
+checks = ("from jaxplay.grading import allclose, check\\nimport numpy as np\\n"
+          "check('square of 3', allclose(square(3.0), 9.0), 2)\\n"
+          "check('keeps the shape', allclose(square(np.ones(3)), np.ones(3)))\\n")
+squares = check_create_assignment(course, {"title": "Squares", "checks": checks,
+    "description": "Write **square(x)**, which squares `x` elementwise.",
+    "starter_code": "import jax.numpy as jnp\\n\\ndef square(x):\\n    ...\\n"})
+grads = check_create_assignment(course, {"title": "Gradients with jax.grad", "checks": checks,
+    "description": "Use `jax.grad`.", "starter_code": "import jax\\n"})
+right = "import jax.numpy as jnp\\ndef square(x):\\n    return x * x\\n"
+half = "import jax.numpy as jnp\\ndef square(x):\\n    return jnp.abs(x) * 3\\n"
+broken = "import jax.numpy as jnp\\ndef square(x):\\n    return x / 0\\nprint(square(1))\\n"
+for i, name in enumerate(["ada", "alan", "barbara", "claude", "donald", "edsger", "grace", "john"]):
+    student, _ = User.objects.get_or_create(username=name)
+    do_join_course(course, student)
+    do_start_course_run(squares, student, [right, broken, half][i % 3])
+    do_submit(squares, student, [right, half, broken][i % 3])
+    if i % 2 == 0:
+        do_submit(grads, student, right)
+ada = User.objects.get(username="ada")
+cookies = {}
+for who in (ines, ada):
+    c = Client(); c.force_login(who); cookies[who.username] = c.cookies["sessionid"].value
+print(json.dumps({"course": course.pk, "assignment": squares.pk, "cookies": cookies}))
+"""
+
+
+def course_people(env: dict) -> dict:
+    """A course (JAX 101) taught by ines, eight students who ran and submitted: its ids and the
+    session cookies of ines and of ada, a student."""
+    done = subprocess.run([sys.executable, "-c", COURSE], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     shots: list[Path] = []
@@ -83,6 +127,11 @@ def main() -> int:
             "code": CODE, "title": "tanh squared and its derivative",
             "description": "`f`, its gradient through `vmap`, and how long the jitted `f` takes."})["slug"]
         cookie = session_cookie(stack.env, stack.url)
+        course = course_people(stack.env)
+
+        def as_person(context, name: str) -> None:
+            context.clear_cookies()
+            context.add_cookies([{"name": "sessionid", "value": course["cookies"][name], "url": stack.url}])
 
         def shoot(name: str, size: str, theme: str, page) -> None:
             path = OUT / f"{name}-{size}-{theme}.png"
@@ -135,6 +184,20 @@ def main() -> int:
                 context.add_cookies([cookie])
                 page.goto("/me/snippets/")
                 shoot("my-snippets", size, theme, page)
+
+                as_person(context, "ines")
+                page.goto(f"/courses/{course['course']}/dashboard")
+                page.wait_for_selector(".dash-live, [data-live], table", timeout=30_000)
+                page.wait_for_timeout(1500)
+                shoot("course-dashboard", size, theme, page)
+                page.goto(f"/courses/{course['course']}/")
+                shoot("course", size, theme, page)
+                as_person(context, "ada")
+                page.goto(f"/assignments/{course['assignment']}/")
+                page.wait_for_function("() => document.querySelector('.monaco-editor')")
+                page.get_by_role("tab", name="Submissions").click()
+                page.wait_for_timeout(800)
+                shoot("assignment", size, theme, page)
                 context.close()
         browser.close()
     for path in shots:
