@@ -2,7 +2,7 @@
 as subprocesses and talk to them over the public API. Used by the test suite and the benchmarks.
 
     Stack
-      ├─ daphne web.asgi                                  (HTTP + websockets)
+      ├─ python -m web.server web.asgi (daphne)           (HTTP + websockets)
       ├─ celery -A web worker -Q record -B                (recorder + watchdog)
       └─ celery -A executor.worker worker -Q exec.cpu     (one or more executors)
 """
@@ -131,11 +131,18 @@ class Stack:
         self.procs[name] = proc
         return proc
 
-    def start_executor(self, name: str = "executor", **extra_env) -> subprocess.Popen:
+    def start_executor(self, name: str = "executor", device: str | None = None, **extra_env) -> subprocess.Popen:
+        """An executor worker. ``device``: what it serves, a kind (``cpu``) or a kind and a
+        specific name it poses as (``gpu:test``: EXECUTOR_DEVICE_KIND); it consumes the kind's
+        queue, and adds its specific kind's itself."""
+        if device is not None:
+            extra_env.setdefault("EXECUTOR_DEVICE_KIND" if ":" in device else "EXECUTOR_KIND", device)
+        configured = str(extra_env.get("EXECUTOR_DEVICE_KIND") or "")
+        kind = configured.partition(":")[0] if ":" in configured else str(extra_env.get("EXECUTOR_KIND") or "cpu")
         slots = str(extra_env.get("EXECUTOR_CONCURRENCY", self.env.get("EXECUTOR_CONCURRENCY", "2")))
         return self.start(name, [
-            sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", "exec.cpu",
-            "-P", "threads", "-c", slots, "-n", f"cpu-{name}@%h", "--without-gossip", "--without-mingle",
+            sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", f"exec.{kind}",
+            "-P", "threads", "-c", slots, "-n", f"{kind}-{name}@%h", "--without-gossip", "--without-mingle",
             "-l", "info",
         ], {k: str(v) for k, v in extra_env.items()})
 
@@ -166,10 +173,10 @@ class Stack:
                 time.sleep(0.1)
 
     def start_web(self, port: int) -> None:
-        # A listen backlog of 1024 as scripts/dev has: Twisted's default of 50 resets connections
-        # when a class submits at the same moment.
-        self.start("web", [sys.executable, "-m", "daphne", "-e", f"tcp:port={port}:interface=127.0.0.1:backlog=1024",
-                           "web.asgi:application"])
+        # daphne with the request body limit (web.server). A listen backlog of 1024 as scripts/dev
+        # has: Twisted's default of 50 resets connections when a class submits at the same moment.
+        self.start("web", [sys.executable, "-m", "web.server", "-e",
+                           f"tcp:port={port}:interface=127.0.0.1:backlog=1024", "web.asgi:application"])
 
     def start_recorder(self) -> None:
         self.start("recorder", [
@@ -257,13 +264,19 @@ class Stack:
         return watched
 
     def wait_online(self, kind: str = "cpu", timeout: float = 90, warm: bool = True) -> dict:
-        """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner)."""
+        """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner). A
+        specific kind (``gpu:test``) waits for its kind to list it (``warm`` then looks at its kind)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 devices = {d["kind"]: d for d in self.get("/api/devices")["devices"]}
-                if devices[kind]["online"] and (devices[kind]["warm_runners"] or not warm):
-                    return devices[kind]
+                listed = devices[kind.partition(":")[0]]
+                if ":" in kind:
+                    specific = [s for s in listed.get("specific", ()) if s["device"] == kind]
+                    if specific and (listed["warm_runners"] or not warm):
+                        return specific[0]
+                elif listed["online"] and (listed["warm_runners"] or not warm):
+                    return listed
             except OSError:
                 pass
             time.sleep(0.2)
@@ -284,6 +297,7 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
     """A benchmark's own stack, stopped on leaving: SQLite in a temporary folder, Redis database
     14 emptied first (or ``redis_url``, left as it is), no rate limits, logs in
     var/bench-logs/<name>; ``extra_env`` adds to or overrides the settings."""
+    import secrets
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as tmp:
@@ -292,7 +306,12 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             "LANG": "C.UTF-8", "DJANGO_SETTINGS_MODULE": "web.settings",
             "DATABASE_URL": f"sqlite:///{Path(tmp) / 'bench.sqlite3'}",
             "REDIS_URL": redis_url or os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/14"),
+            # DEBUG stays off, as in production, which then needs a secret key.
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
             "RUN_RATE_LIMIT_PER_MINUTE": "0", "SNIPPET_RATE_LIMIT_PER_HOUR": "0",
+            # Benchmarks measure the machine, not the fair shares (bench.fairness turns them on).
+            "RUN_MAX_ACTIVE_PER_CLIENT": "0", "RUN_BUDGET_S_PER_HOUR": "0", "RUN_BUDGET_S_PER_DAY": "0",
+            "RUN_QUEUE_MAX": "0",
             # One client address stands in for a class: its sockets are not capped at 32.
             "WS_MAX_PER_CLIENT": "1000", "PYTHONUNBUFFERED": "1",
             "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "fork"),

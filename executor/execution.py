@@ -8,6 +8,7 @@ database. The executor never touches the database.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import threading
 import time
@@ -16,7 +17,7 @@ import redis.exceptions
 from kombu.exceptions import OperationalError
 
 from . import events as ev
-from . import registry, settings
+from . import logs, registry, settings
 from .pool import RunnerPool
 from .runner import protocol
 from .sandbox import get_launcher
@@ -126,6 +127,10 @@ class Executor:
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
+        # The specific device kind served ("h200" of gpu:h200): configured, or learnt from the
+        # devices by learn_devices().
+        self.specific: str | None = settings.SPECIFIC or None
+        self._beating = False
 
     # Lifecycle ---------------------------------------------------------------------------------
 
@@ -137,12 +142,53 @@ class Executor:
             runner = self.pool.acquire()
             self._info = dict(runner.info)
             self.pool.release(runner)
+
+    def start_heartbeat(self) -> None:
+        """Online from now on (once the worker has checked its devices): beat every HEARTBEAT_S."""
+        with self._busy_lock:
+            if self._beating:
+                return
+            self._beating = True
         threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True).start()
+
+    @property
+    def device(self) -> str:
+        """This worker's device string: ``gpu:h200``, or its kind until its devices are known."""
+        return f"{settings.KIND}:{self.specific}" if self.specific else settings.KIND
+
+    def learn_devices(self, timeout: float) -> dict:
+        """What this node's runners find (platform, device kind and count, memory, versions),
+        from its first runner, waiting up to ``timeout``; sets ``specific`` unless configured."""
+        deadline = time.monotonic() + timeout
+        while not (self.pool.last_info or self._info):
+            if self.pool.failures >= 3:
+                raise RuntimeError(f"its runners fail to start ({self.pool.failures} in a row): {self.pool.last_error}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no runner started within {timeout:.0f} s, so this worker cannot say "
+                                   "what devices it has; see the log above")
+            time.sleep(0.1)
+        info = self.device_info(self.pool.last_info or self._info)
+        if not self.specific:
+            self.specific = registry.specific_name(info.get("device_kind"))
+        return info
+
+    @staticmethod
+    def device_info(info: dict) -> dict:
+        """A runner's ready info as the heartbeat and ``started`` tell it: memory per device
+        (a GPU's or TPU's from jax; on CPU the host's)."""
+        described = {k: info.get(k) for k in ("platform", "device_kind", "device_count", "memory_bytes",
+                                              "jax_version", "jaxlib_version", "libraries")}
+        if not described.get("memory_bytes"):
+            try:
+                described["memory_bytes"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            except (ValueError, OSError, AttributeError):
+                described["memory_bytes"] = None
+        return described
 
     def stop(self) -> None:
         self._stop.set()
         self.pool.changed.set()
-        registry.leave(self.redis, self.name, settings.KIND)
+        registry.leave(self.redis, self.name, settings.KIND, self.specific)
         self.pool.stop()
         self.launcher.close()  # the runner template, if the launcher keeps one
 
@@ -153,15 +199,16 @@ class Executor:
             info = self.pool.last_info or self._info
             if info:
                 try:
+                    if not self.specific:
+                        self.specific = registry.specific_name(info.get("device_kind"))
                     registry.beat(self.redis, self.name, settings.KIND, {
-                        **{k: info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version",
-                                                    "libraries")},
+                        **self.device_info(info),
                         "slots": settings.CONCURRENCY,
                         "busy": self.busy,
                         "warm": self.pool.idle_count(),
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
-                    })
+                    }, self.specific)
                 except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
                 # Beat again after HEARTBEAT_S, or as soon as the pool changes (at most 20 times
@@ -176,6 +223,12 @@ class Executor:
 
     def execute(self, run_id: str, code: str, options: dict, requested_limits: dict,
                 grade: dict | None = None) -> None:
+        # Every line logged meanwhile, by this thread, names the run (executor/logs.py).
+        with logs.run_context(run_id):
+            self._claim_and_execute(run_id, code, options, requested_limits, grade)
+
+    def _claim_and_execute(self, run_id: str, code: str, options: dict, requested_limits: dict,
+                           grade: dict | None) -> None:
         # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
         alive = ev.alive_key(run_id)
         self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
@@ -187,6 +240,8 @@ class Executor:
         with self._busy_lock:
             self.busy += 1
         relay = RunRelay(self, run_id)
+        started = time.monotonic()
+        log.info("run %s started on %s", run_id, self.name)
         try:
             self._execute(run_id, code, options, requested_limits, relay, alive, grade)
         finally:
@@ -194,6 +249,7 @@ class Executor:
             self.redis.delete(alive)
             with self._busy_lock:
                 self.busy -= 1
+            log.info("run %s ended after %.0f ms", run_id, (time.monotonic() - started) * 1000)
 
     def _cancelled(self, run_id: str) -> bool:
         try:
@@ -236,9 +292,9 @@ class Executor:
                 ev.STARTED,
                 worker=self.name,
                 kind=settings.KIND,
+                device=self.device,
                 sandboxed=self.launcher.sandboxed,
-                **{k: runner.info.get(k) for k in ("platform", "device_kind", "device_count", "jax_version",
-                                                   "libraries")},
+                **self.device_info(runner.info),
             )
             finished = supervise(
                 runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,

@@ -39,6 +39,9 @@ class RunnerPool:
         self._thread: threading.Thread | None = None
         self._warming = 0
         self.last_info: dict = {}
+        # Runners that failed to start in a row, and why the last did (a worker's start says so).
+        self.failures = 0
+        self.last_error: str | None = None
         # Set whenever the number of warm runners changes, so the heartbeat can report it at once.
         self.changed = threading.Event()
         self.refill_times_ms: deque[float] = deque(maxlen=100)
@@ -127,10 +130,13 @@ class RunnerPool:
                 t0 = time.monotonic()
                 try:
                     runner = self._spawn()
-                except Exception:  # keep the worker up; try again shortly
+                except Exception as exc:  # keep the worker up; try again shortly
                     log.exception("could not start a runner")
+                    self.failures += 1
+                    self.last_error = f"{type(exc).__name__}: {exc}"
                     self._stop.wait(2.0)
                     continue
+                self.failures = 0
                 self.refill_times_ms.append((time.monotonic() - t0) * 1000)
                 with self._lock:
                     self._ready.append(runner)

@@ -1,65 +1,128 @@
 """Which executors are online: each worker writes a heartbeat to Redis; the web side reads it.
 
-    executors:<kind>   sorted set, member = worker name, score = last heartbeat (unix time)
-    executor:<name>    JSON with what the worker runs (platform, devices, JAX version, slots),
-                       expiring a few heartbeats after the last one
+    executors:<kind>             sorted set, member = worker name, score = last heartbeat (unix time)
+    executors:<kind>:<specific>  the same for one specific device kind ("executors:gpu:h200")
+    executor:<name>              JSON with what the worker runs (platform, devices, memory, JAX
+                                 and jaxlib versions, slots, busy), expiring a few beats after the last
 
-A worker is online while its last heartbeat is younger than ONLINE_WINDOW_S. A worker that
-dies simply stops beating; nothing has to clean up after it.
+A device string names a kind (``cpu``, ``gpu``, ``tpu``: queue ``exec.gpu``) or a specific device
+kind of it (``gpu:h200``: queue ``exec.gpu.h200``). A worker consumes its kind's queue and its
+specific kind's. A worker is online while its last heartbeat is younger than the online window
+(``ONLINE_WINDOW_S``, or the ``window`` a caller passes: the web side's
+``EXECUTOR_ONLINE_WINDOW_S``). A worker that dies simply stops beating; nothing has to clean up
+after it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 
 ONLINE_WINDOW_S = 15.0
 
+DEVICE_PATTERN = re.compile(r"^(cpu|gpu|tpu)(:[a-z0-9][a-z0-9._-]{0,31})?$")
+# Vendor words that say nothing a device string needs: "NVIDIA H200" is gpu:h200.
+_VENDOR_WORDS = re.compile(r"^(nvidia|amd|google|tesla)\s+|^tpu\s+", re.IGNORECASE)
 
-def queue_name(kind: str) -> str:
-    return f"exec.{kind}"
+
+def parse_device(device: str) -> tuple[str, str | None]:
+    """``"gpu:h200"`` → ``("gpu", "h200")``; ``"gpu"`` → ``("gpu", None)``."""
+    kind, _, specific = device.partition(":")
+    return kind, specific or None
 
 
-def beat(redis, name: str, kind: str, info: dict) -> None:
+def queue_name(device: str) -> str:
+    kind, specific = parse_device(device)
+    return f"exec.{kind}.{specific}" if specific else f"exec.{kind}"
+
+
+def specific_name(device_kind: str | None) -> str:
+    """A device kind as jax names it, as the specific part of a device string: ``NVIDIA H200`` →
+    ``h200``, ``TPU v5 lite`` → ``v5-lite``, ``cpu`` → ``cpu``."""
+    name = _VENDOR_WORDS.sub("", (device_kind or "").strip()).lower()
+    name = re.sub(r"[^a-z0-9._-]+", "-", name).strip("-._")[:32].rstrip("-._")
+    return name or "unknown"
+
+
+def beat(redis, name: str, kind: str, info: dict, specific: str | None = None,
+         window: float = ONLINE_WINDOW_S) -> None:
     now = time.time()
+    device = f"{kind}:{specific}" if specific else kind
     pipe = redis.pipeline()
     pipe.zadd(f"executors:{kind}", {name: now})
-    pipe.set(f"executor:{name}", json.dumps({**info, "name": name, "kind": kind, "seen": now}),
-             ex=int(ONLINE_WINDOW_S * 4))
-    pipe.zremrangebyscore(f"executors:{kind}", 0, now - ONLINE_WINDOW_S * 20)
+    if specific:
+        pipe.zadd(f"executors:{device}", {name: now})
+    pipe.set(f"executor:{name}",
+             json.dumps({**info, "name": name, "kind": kind, "device": device, "seen": now}),
+             ex=max(60, int(window * 4)))
+    pipe.zremrangebyscore(f"executors:{kind}", 0, now - max(window, ONLINE_WINDOW_S) * 20)
+    if specific:
+        pipe.zremrangebyscore(f"executors:{device}", 0, now - max(window, ONLINE_WINDOW_S) * 20)
     pipe.execute()
 
 
-def leave(redis, name: str, kind: str) -> None:
-    redis.zrem(f"executors:{kind}", name)
-    redis.delete(f"executor:{name}")
+def leave(redis, name: str, kind: str, specific: str | None = None) -> None:
+    pipe = redis.pipeline()
+    pipe.zrem(f"executors:{kind}", name)
+    if specific:
+        pipe.zrem(f"executors:{kind}:{specific}", name)
+    pipe.delete(f"executor:{name}")
+    pipe.execute()
 
 
-def online_workers(redis, kind: str) -> list[dict]:
-    names = redis.zrangebyscore(f"executors:{kind}", time.time() - ONLINE_WINDOW_S, "+inf")
+def online_workers(redis, device: str, window: float | None = None) -> list[dict]:
+    """What each online worker of a kind (``gpu``) or specific kind (``gpu:h200``) said last."""
+    window = ONLINE_WINDOW_S if window is None else window
+    names = redis.zrangebyscore(f"executors:{device}", time.time() - window, "+inf")
     if not names:
         return []
     infos = redis.mget([f"executor:{n.decode() if isinstance(n, bytes) else n}" for n in names])
     return [json.loads(i) for i in infos if i]
 
 
-def describe_kind(redis, kind: str) -> dict:
-    """What ``GET /api/devices`` says about one device kind."""
-    workers = online_workers(redis, kind)
+def _totals(workers: list[dict]) -> dict:
+    slots = sum(w.get("slots", 0) for w in workers)
+    busy = sum(w.get("busy", 0) for w in workers)
+    return {"workers": len(workers), "slots": slots, "busy": busy, "free_runners": max(0, slots - busy)}
+
+
+def describe_kind(redis, kind: str, window: float | None = None) -> dict:
+    """What ``GET /api/devices`` says about one device kind, with its specific kinds online."""
+    workers = online_workers(redis, kind, window)
     first = workers[0] if workers else {}
+    specifics: dict[str, list[dict]] = {}
+    for w in workers:
+        device = w.get("device") or kind
+        if device != kind:
+            specifics.setdefault(device, []).append(w)
     return {
         "kind": kind,
         "online": bool(workers),
-        "workers": len(workers),
-        "slots": sum(w.get("slots", 0) for w in workers),
-        "busy": sum(w.get("busy", 0) for w in workers),
+        **_totals(workers),
         "warm_runners": sum(w.get("warm", 0) for w in workers),
         "pool_size": sum(w.get("pool_size", 0) for w in workers),
         "platform": first.get("platform"),
         "device_kind": first.get("device_kind"),
         "device_count": first.get("device_count"),
+        "memory_bytes": first.get("memory_bytes"),
         "jax_version": first.get("jax_version"),
+        "jaxlib_version": first.get("jaxlib_version"),
         "libraries": first.get("libraries") or {},
         "sandboxed": all(w.get("sandboxed", False) for w in workers) if workers else None,
         "queue_depth": redis.llen(queue_name(kind)),
+        "specific": [
+            {
+                "device": device,
+                **_totals(group),
+                "platform": group[0].get("platform"),
+                "device_kind": group[0].get("device_kind"),
+                "device_count": group[0].get("device_count"),
+                "memory_bytes": group[0].get("memory_bytes"),
+                "jax_version": group[0].get("jax_version"),
+                "jaxlib_version": group[0].get("jaxlib_version"),
+                "queue_depth": redis.llen(queue_name(device)),
+            }
+            for device, group in sorted(specifics.items())
+        ],
     }

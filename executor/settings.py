@@ -8,15 +8,39 @@ that says how to fix it.
 
 from __future__ import annotations
 
+from . import registry
 from .envvars import ImproperlyConfigured, env_bool, env_choice, env_int, env_list, env_str
 from .sandbox import Limits, cpu_seconds_for
 
 KINDS = ("cpu", "gpu", "tpu")
+# A device string: a kind, or a kind and a specific device kind ("gpu:h200", "tpu:v5-lite").
+DEVICE_PATTERN = registry.DEVICE_PATTERN
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
-KIND = env_choice("EXECUTOR_KIND", "cpu", KINDS)
+# The specific device kind this worker serves, when configured rather than learnt from its
+# devices: "h200", or with its kind, "gpu:h200" (which then sets the kind). A worker whose
+# devices are of another platform than its kind refuses to start, unless this says so
+# explicitly: a CPU worker posing as "gpu:test" in the tests.
+DEVICE_KIND = env_str("EXECUTOR_DEVICE_KIND", "").strip().lower()
+if DEVICE_KIND and not DEVICE_PATTERN.fullmatch(DEVICE_KIND if ":" in DEVICE_KIND else f"cpu:{DEVICE_KIND}"):
+    raise ImproperlyConfigured(
+        f"EXECUTOR_DEVICE_KIND={DEVICE_KIND!r}: use a name such as h200, or a kind and a name such as "
+        "gpu:h200 (lower-case letters, digits, '.', '_' and '-', at most 32)"
+    )
+_configured_kind, _, SPECIFIC = DEVICE_KIND.rpartition(":")
+KIND = env_choice("EXECUTOR_KIND", _configured_kind or "cpu", KINDS)
+if _configured_kind and _configured_kind != KIND:
+    raise ImproperlyConfigured(
+        f"EXECUTOR_DEVICE_KIND={DEVICE_KIND!r} is a {_configured_kind} kind but EXECUTOR_KIND={KIND}; "
+        "drop one of them or make them agree"
+    )
+# True when the configuration says which device kind this is (the device check then allows a
+# platform other than the kind's: a pose, logged loudly).
+DEVICE_KIND_CONFIGURED = bool(_configured_kind)
 QUEUE = f"exec.{KIND}"
 RECORD_QUEUE = env_str("RECORD_QUEUE", "record")
+# Log lines as JSON objects (one a line, with the run they concern) or as text for people.
+LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
 
 # Sandbox backend: "fork" (production: runners forked from a pre-imported template), "bwrap"
 # (the same walls, one fresh interpreter per run: for comparison) or "none" (development only,
@@ -42,13 +66,21 @@ DEVICES = tuple(env_list("EXECUTOR_DEVICES", ""))
 # outside the system's library folders (/usr/local/nvidia/lib64 in some containers).
 RO_BINDS = tuple(env_list("EXECUTOR_RO_BINDS", ""))
 
-# The most a run may use on this node; a run's own request can only lower these.
-WALL_S = env_int("RUN_WALL_S", 30, minimum=1)
+
+
+def _per_kind(name: str, default: int, minimum: int) -> int:
+    """``<name>_<KIND>`` (RUN_WALL_S_GPU) where it is set, else ``<name>``, else the default."""
+    return env_int(f"{name}_{KIND.upper()}", env_int(name, default, minimum=minimum), minimum=minimum)
+
+
+# The most a run may use on this node; a run's own request can only lower these. Each of wall
+# time, memory and output may be set for one kind: RUN_WALL_S_GPU=120 on a GPU node.
+WALL_S = _per_kind("RUN_WALL_S", 30, 1)
 LIMITS = Limits(
     wall_s=float(WALL_S),
     cpu_s=env_int("RUN_CPU_S", cpu_seconds_for(WALL_S), minimum=1),  # wall × cores
-    memory_bytes=env_int("RUN_MEMORY_MB", 2048, minimum=256) * 1024**2,
-    output_bytes=env_int("RUN_OUTPUT_KB", 1024, minimum=1) * 1024,
+    memory_bytes=_per_kind("RUN_MEMORY_MB", 2048, 256) * 1024**2,
+    output_bytes=_per_kind("RUN_OUTPUT_KB", 1024, 1) * 1024,
     tmp_bytes=env_int("RUN_TMP_MB", 64, minimum=1) * 1024**2,
     # An idle runner already holds ~20 threads, plus ~2 per simulated CPU device.
     pids=env_int("RUN_PIDS", 128, minimum=64 + 4 * CPU_DEVICES),
@@ -56,4 +88,8 @@ LIMITS = Limits(
     events_per_s=env_int("RUN_EVENTS_PER_S", 200, minimum=10),
 )
 
-HEARTBEAT_S = 5
+# How often the worker beats (web: EXECUTOR_ONLINE_WINDOW_S, 15 s, without a beat and a worker
+# is offline).
+HEARTBEAT_S = env_int("EXECUTOR_HEARTBEAT_S", 5, minimum=1)
+# How long a worker waits at start for its first runner to say what devices it has.
+DEVICE_CHECK_TIMEOUT_S = env_int("EXECUTOR_DEVICE_CHECK_TIMEOUT_S", 180, minimum=10)

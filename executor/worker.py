@@ -1,6 +1,8 @@
-"""The executor worker: a Celery app that consumes ``exec.<kind>`` and needs only the broker URL.
+"""The executor worker: a Celery app that consumes ``exec.<kind>`` and ``exec.<kind>.<specific>``
+(``exec.gpu.h200``, added by itself once it knows its devices) and needs only the broker URL.
 
     celery -A executor.worker worker -Q exec.cpu -P threads -c 2
+      ├─ at start              learn the devices from a first runner; refuse a kind they do not match
       ├─ heartbeat thread      executors:<kind> in Redis, every HEARTBEAT_S
       ├─ runner pool thread    keeps POOL_SIZE warm runners
       └─ task threads          executor.run: take a runner, supervise it, relay events
@@ -19,9 +21,10 @@ import threading
 import redis
 from celery import Celery, signals
 
-from . import settings
+from . import logs, registry, settings
 from .celeryconf import COMMON
 from .execution import Executor, build_launcher
+from .sandbox import human_bytes
 
 log = logging.getLogger("executor")
 
@@ -56,9 +59,85 @@ def get_executor(hostname: str | None = None) -> Executor:
         return _executor
 
 
+@signals.setup_logging.connect
+def _setup_logging(loglevel=None, **_):
+    """Celery leaves logging to us: JSON lines (or text, LOG_FORMAT) with the run they concern,
+    at the worker's -l level."""
+    logs.configure(settings.LOG_FORMAT, loglevel or "INFO", process="executor")
+
+
+# jax's platform names for each kind (a CUDA or ROCm backend says "gpu", older ones their own).
+PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
+
+
+def device_problem(info: dict, consumed: list[str]) -> str | None:
+    """Why this worker must not take runs (its devices or its -Q list do not match its kind), or
+    None. A configured EXECUTOR_DEVICE_KIND of another platform is a pose, allowed (and logged)."""
+    ours = {settings.QUEUE}
+    if settings.SPECIFIC:
+        ours.add(f"{settings.QUEUE}.{settings.SPECIFIC}")
+    foreign = [q for q in consumed if q.startswith("exec.") and q not in ours
+               and not q.startswith(settings.QUEUE + ".")]
+    platform = str(info.get("platform") or "none")
+    found = f"{info.get('device_count')} × {info.get('device_kind')} on the {platform} platform"
+    if foreign:
+        return (f"this worker serves {settings.KIND} (EXECUTOR_KIND) but was told to consume "
+                f"{', '.join(foreign)} (-Q); its runners found {found}. Start it with -Q {settings.QUEUE} "
+                "or set EXECUTOR_KIND")
+    if platform in PLATFORMS[settings.KIND] or settings.DEVICE_KIND_CONFIGURED:
+        return None
+    return (f"this worker serves {settings.KIND} (queue {settings.QUEUE}) but its runners found only "
+            f"{found}. "
+            + {"gpu": "Bind the GPU into the sandbox (EXECUTOR_DEVICES=/dev/nvidia0,/dev/nvidiactl,/dev/nvidia-uvm "
+                      "and the driver's libraries with EXECUTOR_RO_BINDS) and install jax[cuda13]",
+               "tpu": "Install jax[tpu] and bind the TPU (EXECUTOR_DEVICES=/dev/vfio/...,/dev/accel0)",
+               "cpu": "Set EXECUTOR_KIND to this node's kind"}[settings.KIND]
+            + ", or set EXECUTOR_KIND to what it has.")
+
+
+@signals.celeryd_after_setup.connect
+def _on_after_setup(sender=None, instance=None, **_):
+    """Before the worker consumes anything: start the executor, learn what devices its runners
+    find, refuse to start when they do not match its kind, and consume the specific kind's queue
+    (exec.gpu.h200) besides the kind's."""
+    executor = get_executor(sender if isinstance(sender, str) else None)
+    queues = instance.app.amqp.queues if instance is not None else None
+    consumed = list(queues.consume_from) if queues is not None else [settings.QUEUE]
+    try:
+        info = executor.learn_devices(settings.DEVICE_CHECK_TIMEOUT_S)
+        problem = device_problem(info, consumed)
+    except RuntimeError as exc:
+        info, problem = {}, str(exc)
+    if problem:
+        log.critical("executor %s refuses to start: %s", executor.name, problem)
+        print(f"executor {executor.name} refuses to start: {problem}", file=sys.stderr, flush=True)
+        executor.stop()
+        raise SystemExit(1)
+    executor.start_heartbeat()
+    if queues is not None:
+        for name in (settings.QUEUE, registry.queue_name(executor.device)):
+            if name not in queues.consume_from:
+                queues.select_add(name)
+    memory = info.get("memory_bytes")
+    log.info("executor %s is %s: %s × %s on the %s platform, %s, JAX %s, jaxlib %s; consuming %s",
+             executor.name, executor.device, info.get("device_count"), info.get("device_kind"),
+             info.get("platform"),
+             "memory unknown" if not memory else f"{human_bytes(memory)} of host memory"
+             if info.get("platform") == "cpu" else f"{human_bytes(memory)} each",
+             info.get("jax_version"), info.get("jaxlib_version"),
+             ", ".join(sorted(queues.consume_from if queues is not None else [settings.QUEUE])))
+    if settings.DEVICE_KIND_CONFIGURED and str(info.get("platform")) not in PLATFORMS[settings.KIND]:
+        log.warning("!!! executor %s poses as %s on a %s platform (EXECUTOR_DEVICE_KIND=%s): runs for %s "
+                    "run on %s", executor.name, executor.device, info.get("platform"), settings.DEVICE_KIND,
+                    executor.device, info.get("platform"))
+
+
+logs.name_runs_in_task_logs()
+
+
 @signals.worker_ready.connect
 def _on_worker_ready(sender=None, **_):
-    get_executor(getattr(sender, "hostname", None))
+    get_executor(getattr(sender, "hostname", None)).start_heartbeat()
 
 
 @signals.worker_shutting_down.connect

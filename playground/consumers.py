@@ -23,6 +23,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from executor import events as ev
+from executor import logs
 from executor.runner import protocol
 
 from .access import access_run_for_user
@@ -75,6 +76,7 @@ class RunConsumer(AsyncWebsocketConsumer):
         if run is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
             return
+        logs.set_run(run.id)  # this socket's task logs with its run (executor/logs.py)
         if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
             await self.close(code=CLOSE_TOO_MANY, reason=(
                 f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))

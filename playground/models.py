@@ -13,11 +13,16 @@ class Run(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     code = models.TextField()
-    device = models.CharField(max_length=16)
+    # What the run asked for: a kind ("gpu") or a specific device kind ("gpu:h200").
+    device = models.CharField(max_length=40)
     status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=ev.STATUS_QUEUED, db_index=True)
     options = models.JSONField(default=dict, blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     worker = models.CharField(max_length=200, blank=True)
+    # Where it ran, from its "started" event: the worker's device string ("gpu:h200") and the
+    # device kind jax named ("NVIDIA H200").
+    ran_on = models.CharField(max_length=40, blank=True)
+    device_kind = models.CharField(max_length=100, blank=True)
     message = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

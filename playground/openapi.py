@@ -7,6 +7,9 @@ from django.conf import settings
 
 from accounts.actions import DRAFT_KEY, DRAFT_TITLE_MAX
 from executor import events as ev
+from executor.registry import DEVICE_PATTERN as _DEVICE_PATTERN
+
+DEVICE_PATTERN = _DEVICE_PATTERN.pattern
 
 
 def _error(description: str) -> dict:
@@ -186,7 +189,9 @@ def schema() -> dict:
             "RunRequest": {"type": "object", "required": ["code"], "properties": {
                 "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES,
                          "description": f"At most {settings.RUN_MAX_CODE_BYTES} bytes of UTF-8"},
-                "device": {"type": "string", "enum": kinds, "default": settings.RUN_DEFAULT_DEVICE},
+                "device": {"type": "string", "pattern": DEVICE_PATTERN, "default": settings.RUN_DEFAULT_DEVICE,
+                           "description": "A kind (cpu, gpu, tpu), or a specific device kind of one (gpu:h200, "
+                                          "as GET /api/devices lists them); 503 when none is online"},
                 "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
                             "snippet shared unrun keeps its first run as its saved output"},
             }},
@@ -239,7 +244,9 @@ def schema() -> dict:
             "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
                 "id": {"type": "string", "format": "uuid"},
                 "status": {"type": "string", "enum": list(ev.STATUSES)},
-                "device": {"type": "string", "enum": kinds},
+                "device": {"type": "string", "pattern": DEVICE_PATTERN,
+                           "description": "What the run asked for: a kind (cpu, gpu, tpu) or a specific "
+                                          "device kind of one (gpu:h200)"},
                 "ws": {"type": "string", "description": "Websocket path of the run's events"},
             }},
             "RunDetail": {"allOf": [{"$ref": "#/components/schemas/RunSummary"}, {
@@ -248,6 +255,9 @@ def schema() -> dict:
                 "properties": {
                     "message": {"type": "string"},
                     "worker": {"type": "string"},
+                    "ran_on": {"type": "string", "description": "The device string of the worker it ran on "
+                                                                "(gpu:h200); empty before it started"},
+                    "device_kind": {"type": "string", "description": "The device kind jax named (NVIDIA H200)"},
                     "code": {"type": "string"},
                     "created_at": {"type": "string", "format": "date-time"},
                     "started_at": {"type": ["string", "null"], "format": "date-time"},
@@ -283,7 +293,21 @@ def schema() -> dict:
                 "libraries": {"type": "object", "additionalProperties": {"type": "string"},
                               "description": "Libraries importable in runs, with their versions"},
                 "sandboxed": {"type": ["boolean", "null"]},
-                "queue_depth": {"type": "integer"},
+                "queue_depth": {"type": "integer", "description": "Runs waiting in the kind's own queue"},
+                "free_runners": {"type": "integer", "description": "Slots not running a run now"},
+                "memory_bytes": {"type": ["integer", "null"],
+                                 "description": "Memory of one device (a GPU's or TPU's; on CPU the host's)"},
+                "jaxlib_version": {"type": ["string", "null"]},
+                "specific": {"type": "array", "description": "The specific device kinds online (gpu:h200)",
+                             "items": {"type": "object", "required": ["device", "workers", "queue_depth"],
+                                       "properties": {
+                    "device": {"type": "string", "pattern": DEVICE_PATTERN},
+                    "workers": {"type": "integer"}, "slots": {"type": "integer"}, "busy": {"type": "integer"},
+                    "free_runners": {"type": "integer"}, "queue_depth": {"type": "integer"},
+                    "platform": {"type": ["string", "null"]}, "device_kind": {"type": ["string", "null"]},
+                    "device_count": {"type": ["integer", "null"]}, "memory_bytes": {"type": ["integer", "null"]},
+                    "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
+                }}},
             }},
             **_course_schemas(kinds),
             "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {

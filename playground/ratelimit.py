@@ -24,4 +24,4 @@ def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str) -> N
         retry = max(1, int(window_s - now % window_s))
         per = "a minute" if window_s == 60 else ("an hour" if window_s == 3600 else f"per {window_s} s")
         raise ActionError(f"too many {what}: at most {limit} {per}; try again in {retry} s",
-                          status=429, headers={"Retry-After": str(retry)})
+                          status=429, headers={"Retry-After": str(retry)}, data={"limit": "rate", "retry_after": retry})

@@ -28,6 +28,8 @@ def run_detail(run: Run, *, after: int = 0, limit: int = 1000) -> dict:
         **run_summary(run),
         "message": run.message,
         "worker": run.worker,
+        "ran_on": run.ran_on,
+        "device_kind": run.device_kind,
         "created_at": _iso(run.created_at),
         "started_at": _iso(run.started_at),
         "finished_at": _iso(run.finished_at),

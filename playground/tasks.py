@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import wraps
 
+from executor import logs
 from web.celery import app
 
 from .actions.runs import do_reap_lost_runs, do_record_events
@@ -12,7 +13,8 @@ from .actions.runs import do_reap_lost_runs, do_record_events
 
 def recorder_task(name: str, **options):
     """Every recorder task: an explicit name, the record queue, no result, a bounded retry on
-    database hiccups (recording is idempotent, so a retry is safe)."""
+    database hiccups (recording is idempotent, so a retry is safe); one whose first argument is
+    ``run_id`` logs with the run."""
 
     def decorate(fn):
         settings = {"queue": "record", "ignore_result": True, "autoretry_for": (Exception,),
@@ -21,7 +23,9 @@ def recorder_task(name: str, **options):
         @app.task(name=name, **settings)
         @wraps(fn)
         def task(*args, **kwargs):
-            return fn(*args, **kwargs)
+            # Every line logged meanwhile names the run it is about, if any (executor/logs.py).
+            with logs.run_context(logs.run_argument(fn, args, kwargs)):
+                return fn(*args, **kwargs)
 
         return task
 

@@ -30,8 +30,8 @@ from .serializers import run_detail, run_summary
 log = logging.getLogger("playground")
 
 
-def error(message: str, status: int, headers: dict | None = None) -> JsonResponse:
-    response = JsonResponse({"error": message}, status=status)
+def error(message: str, status: int, headers: dict | None = None, data: dict | None = None) -> JsonResponse:
+    response = JsonResponse({"error": message, **(data or {})}, status=status)
     for k, v in (headers or {}).items():
         response[k] = v
     return response
@@ -55,7 +55,7 @@ def api(*methods: str):
                 authenticate_api_request(request)
                 return view(request, *args, **kwargs)
             except ActionError as exc:
-                return error(exc.message, exc.status, exc.headers)
+                return error(exc.message, exc.status, exc.headers, exc.data)
             except Http404 as exc:
                 return error(str(exc) or "not found", 404)
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
@@ -117,7 +117,10 @@ def index(request):
 def api_devices(request):
     redis = get_redis()
     return JsonResponse({
-        "devices": [registry.describe_kind(redis, k) for k in settings.RUN_DEVICE_KINDS],
+        # Each kind with its specific kinds online (gpu:h200 under gpu); a kind whose workers
+        # stopped beating is offline after EXECUTOR_ONLINE_WINDOW_S.
+        "devices": [registry.describe_kind(redis, k, settings.EXECUTOR_ONLINE_WINDOW_S)
+                    for k in settings.RUN_DEVICE_KINDS],
         # Events carry server timestamps: the page sets its clock by this to show how long a
         # run it picks up again (after a reload) has been going.
         "server_time": round(time.time(), 3),

@@ -2,7 +2,7 @@
 CPU executor worker, as subprocesses against the machine's Redis and the test database.
 
     pytest
-      ├─ daphne web.asgi            (HTTP + websockets, port chosen at random)
+      ├─ python -m web.server web.asgi    (daphne: HTTP + websockets, port chosen at random)
       ├─ celery -A web worker -Q record -B
       └─ celery -A executor.worker worker -Q exec.cpu -P threads
 """
@@ -15,6 +15,7 @@ import shutil
 import pytest
 
 from bench.stack import Stack
+from tests.testenv import QUOTAS_OFF
 
 TEST_REDIS_URL = os.environ["TEST_REDIS_URL"]  # set by tests/testenv.py
 
@@ -118,7 +119,10 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "DJANGO_SETTINGS_MODULE": "web.settings",
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
         "REDIS_URL": redis_url,
+        # The suite's key (tests/testenv.py): sessions made in the test process are valid there.
+        "SECRET_KEY": settings.SECRET_KEY,
         "RUN_RATE_LIMIT_PER_MINUTE": "0",
+        **QUOTAS_OFF,
         "RUN_WALL_S": "60",  # room for the 40 s quiet run; runs that test limits set their own
         "WATCHDOG_EVERY_S": "1",
         "EXECUTOR_SANDBOX": sandbox_backend(),

@@ -3,8 +3,9 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
+from executor import logs
 from executor.celeryconf import COMMON
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
@@ -33,3 +34,19 @@ def _schedule(sender, **_):
             "options": {"queue": "record", "expires": 60.0},
         },
     }
+
+
+logs.name_runs_in_task_logs()
+
+
+@signals.setup_logging.connect
+def _setup_logging(loglevel=None, **_):
+    """Celery leaves logging to web/settings.py's LOGGING (JSON lines, or text with LOG_FORMAT,
+    with the run they concern), at the worker's -l level."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)

@@ -4,12 +4,15 @@ value raises ImproperlyConfigured with how to fix it."""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
+from executor import logs
 from executor.envvars import env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -20,9 +23,16 @@ VAR_DIR.mkdir(exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "")
+# Fail closed: without DEBUG=1 this is production, which must not sign sessions and tokens with a
+# key everyone knows. Collecting static files (a build step, before any secret exists) needs none.
+_NO_SECRET_COMMANDS = ("collectstatic",)
 if not SECRET_KEY:
-    if not DEBUG and env_bool("REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY is not set: set it to a long random string")
+    if env_bool("REQUIRE_SECRET_KEY", not DEBUG) and not (
+            os.path.basename(sys.argv[0]) in ("manage.py", "django-admin") and sys.argv[1:2]
+            and sys.argv[1] in _NO_SECRET_COMMANDS):
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set and DEBUG is off (production): set SECRET_KEY to a long random string, "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))', or DEBUG=1 on a development machine")
     SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1,http://localhost")
@@ -43,6 +53,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "web.runlog.RunLogMiddleware",  # the run a request names, on its log lines
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -128,9 +139,12 @@ RUN_DEVICE_KINDS = ("cpu", "gpu", "tpu")
 RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
 # A request body above this is refused with a JSON error: room for the largest code
-# JSON-escaped (\u00XX is 6 characters for one byte), nothing like Django's 2.5 MB default. The
-# ASGI server has read the body by then; cap uploads at the reverse proxy to refuse them unread.
+# JSON-escaped (\u00XX is 6 characters for one byte), nothing like Django's 2.5 MB default.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(1024**2, 8 * RUN_MAX_CODE_BYTES)
+# web.server (daphne with a limit) refuses a larger body with a 413 while it reads it: at once when
+# Content-Length says so, else as soon as the bytes read pass it; nothing of it is kept or written
+# to disk. Django never sees such a request.
+MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=1024)
 # Runs one client (IP address) may start per minute; 0 turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
 # The formatter (POST /api/format) costs a few milliseconds of ruff a call.
@@ -143,6 +157,42 @@ RUN_LIMITS = {
     "wall_s": env_int("RUN_WALL_S", 30, minimum=1),
     "events": env_int("RUN_MAX_EVENTS", 10_000, minimum=100),
     "events_per_s": env_int("RUN_EVENTS_PER_S", 200, minimum=10),
+}
+# ...and for each device kind: RUN_WALL_S_GPU, RUN_MEMORY_MB_GPU, RUN_OUTPUT_KB_GPU (the same
+# names an executor of that kind reads for its maximums) change what a run of that kind asks.
+RUN_LIMITS_BY_KIND = {
+    kind: {
+        **RUN_LIMITS,
+        "wall_s": env_int(f"RUN_WALL_S_{kind.upper()}", RUN_LIMITS["wall_s"], minimum=1),
+        **({"memory_bytes": env_int(f"RUN_MEMORY_MB_{kind.upper()}", 0, minimum=256) * 1024**2}
+           if env_int(f"RUN_MEMORY_MB_{kind.upper()}", 0) else {}),
+        **({"output_bytes": env_int(f"RUN_OUTPUT_KB_{kind.upper()}", 0, minimum=1) * 1024}
+           if env_int(f"RUN_OUTPUT_KB_{kind.upper()}", 0) else {}),
+    }
+    for kind in RUN_DEVICE_KINDS
+}
+# A worker is online while its last heartbeat (every EXECUTOR_HEARTBEAT_S, 5 s) is younger than
+# this: a kind whose workers went away leaves /api/devices, and new runs for it get a 503.
+EXECUTOR_ONLINE_WINDOW_S = env_int("EXECUTOR_ONLINE_WINDOW_S", 15, minimum=2)
+# Fair shares (playground/quotas.py), per client (an account, else an address; IPv6 per /64) and
+# device kind: runs queued or running at once, executor seconds an hour and a day, and how long
+# a kind's queue may grow before new runs are refused with a 503. 0 turns one off. Each can be
+# set for one kind with a suffix: RUN_MAX_ACTIVE_PER_CLIENT_GPU=1, RUN_BUDGET_S_PER_HOUR_TPU=300.
+
+
+def _per_kind(name: str, default: int, kind: str) -> int:
+    """``<name>_<KIND>`` when set, else ``<name>``, else ``default``."""
+    return env_int(f"{name}_{kind.upper()}", env_int(name, default, minimum=0), minimum=0)
+
+
+RUN_QUOTAS = {
+    kind: {
+        "active": _per_kind("RUN_MAX_ACTIVE_PER_CLIENT", 4, kind),
+        "per_hour_s": _per_kind("RUN_BUDGET_S_PER_HOUR", 1800, kind),
+        "per_day_s": _per_kind("RUN_BUDGET_S_PER_DAY", 4 * 3600, kind),
+        "queue_max": _per_kind("RUN_QUEUE_MAX", 500, kind),
+    }
+    for kind in RUN_DEVICE_KINDS
 }
 # A run no executor took within this long is given up as lost (its queue went with a broker
 # that restarted, say); it is never run late.
@@ -201,9 +251,7 @@ WHITENOISE_AUTOREFRESH = STATIC_FROM_SOURCE
 USE_TZ = True
 TIME_ZONE = "UTC"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-}
+# Log lines on stderr: JSON objects, one a line, with the run a line concerns (executor/logs.py,
+# shared with the executor), or text for people (LOG_FORMAT=text, what scripts/dev sets).
+LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
+LOGGING = logs.dict_config(LOG_FORMAT, env_str("LOG_LEVEL", "INFO"))

@@ -1,10 +1,15 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from web import health
+
 admin.site.site_header = "JAX Playground administration"
 admin.site.site_title = "JAX Playground admin"
 
 urlpatterns = [
+    # For load balancers: no authentication, no CSRF, no rate limit (web/health.py).
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("", include("accounts.site_urls")),  # /api/me/tokens, /me/... pages

@@ -66,14 +66,24 @@ def warm_up(cpu_devices: int | None) -> dict:
 
     if cpu_devices:
         jax.config.update("jax_num_cpu_devices", cpu_devices)
+    import jaxlib
+
     devices = jax.devices()
     jax.numpy.zeros(1).block_until_ready()
-    return {
+    info = {
         "platform": jax.default_backend(),
         "device_kind": devices[0].device_kind,
         "device_count": len(devices),
         "jax_version": jax.__version__,
+        "jaxlib_version": getattr(jaxlib, "__version__", None),
     }
+    try:  # a GPU's or TPU's memory; the CPU backend has no stats (the worker adds the host's)
+        stats = devices[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - a backend without them
+        stats = {}
+    if isinstance(stats.get("bytes_limit"), int):
+        info["memory_bytes"] = stats["bytes_limit"]
+    return info
 
 
 def _user_stream(fd: int) -> io.TextIOWrapper:

@@ -58,8 +58,9 @@ EVENTS: dict[str, Event] = {
     "queued": Event("The run is waiting for an executor.", {"position": INT}),
     "started": Event(
         "An executor took the run: where it runs.",
-        {"worker": STR, "kind": STR, "sandboxed": BOOL, "platform": STR, "device_kind": STR,
-         "device_count": INT, "jax_version": STR, "libraries": DICT},
+        {"worker": STR, "kind": STR, "device": STR, "sandboxed": BOOL, "platform": STR, "device_kind": STR,
+         "device_count": INT, "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR,
+         "libraries": DICT},
     ),
     "stdout": Event("Text the snippet wrote to stdout, in order, as it was produced.", {"text": STR},
                     required=("text",)),
@@ -126,7 +127,7 @@ RUNNER_MESSAGES: dict[str, Event] = {
     "ready": Event(
         "Warm: sent once, before the runner reads its request.",
         {"warmup_ms": NUM, "platform": STR, "device_kind": STR, "device_count": INT,
-         "jax_version": STR, "libraries": DICT},
+         "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR, "libraries": DICT},
     ),
     "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
                   required=("status",)),

@@ -11,8 +11,27 @@ export interface Device {
   platform?: string;
   jax_version?: string;
   queue_depth?: number;
+  /** Slots not running a run now, over all the kind's workers. */
+  free_runners?: number;
+  /** Memory of one device: a GPU's or TPU's, on CPU the host's. */
+  memory_bytes?: number | null;
+  jaxlib_version?: string | null;
   /** The pinned libraries a run on this kind can import, name to version. */
   libraries?: Record<string, string> | null;
+  /** The specific device kinds online under this kind ("gpu:h200"), each with its own queue. */
+  specific?: SpecificDevice[];
+}
+
+export interface SpecificDevice {
+  /** The device string a run asks for: "gpu:h200". */
+  device: string;
+  workers: number;
+  slots?: number;
+  free_runners?: number;
+  queue_depth: number;
+  device_kind?: string | null;
+  device_count?: number | null;
+  memory_bytes?: number | null;
 }
 
 export interface CreatedRun {

@@ -277,7 +277,8 @@ function main(): void {
   if (shareDialog && !embed) {
     share = new ShareDialog(shareDialog, {
       getCode: code.getCode,
-      getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
+      // A snippet names a kind: shared from a run on gpu:h200, it is a GPU snippet.
+      getDevice: () => (devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu").split(":")[0],
       lastRun: () => {
         if (session.id) return { id: session.id, code: runCodes.get(session.id) ?? null, finished: shownFinished };
         if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };

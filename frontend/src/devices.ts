@@ -1,9 +1,11 @@
 // The device selector, filled from GET /api/devices and refreshed while the page is open so an
-// executor that comes online (or goes away) shows up without a reload.
-import { listDevices, type Device } from "./api";
+// executor that comes online (or goes away) shows up without a reload. Each kind is an option
+// ("GPU"), followed by the specific kinds online under it ("GPU: H200", value "gpu:h200").
+import { listDevices, type Device, type SpecificDevice } from "./api";
 import { KEYS, local } from "./storage";
 
-const REFRESH_MS = 30_000;
+// One small GET while the page is visible (and at once when it becomes visible again).
+const REFRESH_MS = 15_000;
 
 export function deviceLabel(device: Device): string {
   const kind = device.kind.toUpperCase();
@@ -21,6 +23,20 @@ export function deviceLabel(device: Device): string {
   if (device.jax_version) parts.push(`JAX ${device.jax_version}`);
   if (device.queue_depth) parts.push(`${device.queue_depth} queued`);
   return parts.join(" · ");
+}
+
+/** "GPU: H200 · 2 free · 1 queued" for gpu:h200. */
+export function specificLabel(specific: SpecificDevice): string {
+  const [kind, name] = specific.device.split(":");
+  const parts = [`${kind.toUpperCase()}: ${specific.device_kind || name}`];
+  if (specific.free_runners !== undefined) parts.push(`${specific.free_runners} free`);
+  if (specific.queue_depth) parts.push(`${specific.queue_depth} queued`);
+  return parts.join(" · ");
+}
+
+/** The specific kinds worth offering apart from their kind: not a CPU's "cpu:cpu". */
+function specificsOf(device: Device): SpecificDevice[] {
+  return (device.specific ?? []).filter((s) => s.device.split(":")[1] !== device.kind);
 }
 
 export class DevicePicker {
@@ -45,7 +61,8 @@ export class DevicePicker {
   private devices: Device[] = [];
 
   private announce(): void {
-    const device = this.devices.find((d) => d.kind === this.value);
+    const kind = (this.value ?? "").split(":")[0];
+    const device = this.devices.find((d) => d.kind === kind);
     if (device) this.onChoice(device);
   }
 
@@ -60,10 +77,16 @@ export class DevicePicker {
     this.timer = window.setInterval(() => {
       if (document.visibilityState === "visible") void this.refresh();
     }, REFRESH_MS);
+    document.addEventListener("visibilitychange", this.onVisible);
   }
+
+  private readonly onVisible = (): void => {
+    if (document.visibilityState === "visible") void this.refresh();
+  };
 
   stop(): void {
     window.clearInterval(this.timer);
+    document.removeEventListener("visibilitychange", this.onVisible);
   }
 
   async refresh(): Promise<void> {
@@ -89,15 +112,27 @@ export class DevicePicker {
 
   private fill(devices: Device[], fallbackLabel?: string): void {
     const wanted = this.select.value || this.preferred || local.get(KEYS.device) || "";
-    const options = devices.map((device) => {
+    const options = devices.flatMap((device) => {
       const option = document.createElement("option");
       option.value = device.kind;
       option.textContent = fallbackLabel ?? deviceLabel(device);
       option.disabled = !device.online;
       if (device.online && device.workers !== undefined) {
-        option.title = `${device.workers} worker${device.workers === 1 ? "" : "s"}, ${device.slots ?? "?"} slots`;
+        option.title =
+          `${device.workers} worker${device.workers === 1 ? "" : "s"}, ${device.slots ?? "?"} slots` +
+          (device.free_runners !== undefined ? `, ${device.free_runners} free` : "");
       }
-      return option;
+      const specifics = device.online && !fallbackLabel ? specificsOf(device) : [];
+      return [
+        option,
+        ...specifics.map((specific) => {
+          const choice = document.createElement("option");
+          choice.value = specific.device;
+          choice.textContent = specificLabel(specific);
+          choice.title = `Only ${specific.device} executors: ${specific.workers} worker${specific.workers === 1 ? "" : "s"}`;
+          return choice;
+        }),
+      ];
     });
     if (options.length === 0) {
       const none = document.createElement("option");

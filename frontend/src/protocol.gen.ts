@@ -23,11 +23,14 @@ export interface QueuedFields {
 export interface StartedFields {
   worker?: string | null;
   kind?: string | null;
+  device?: string | null;
   sandboxed?: boolean | null;
   platform?: string | null;
   device_kind?: string | null;
   device_count?: number | null;
+  memory_bytes?: number | null;
   jax_version?: string | null;
+  jaxlib_version?: string | null;
   libraries?: Record<string, unknown> | null;
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import datetime, UTC
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from executor.runner import protocol
 
 from ..models import Run, RunEvent
 from ..signals import run_status_changed
+from .. import quotas
 from ..ratelimit import check_rate
 from .errors import ActionError
 from ..redis import get_event_log, get_redis
@@ -43,18 +45,31 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
             f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
         )
     device = payload.get("device", settings.RUN_DEFAULT_DEVICE)
-    if not isinstance(device, str) or device not in settings.RUN_DEVICE_KINDS:
+    if (not isinstance(device, str) or not registry.DEVICE_PATTERN.fullmatch(device)
+            or registry.parse_device(device)[0] not in settings.RUN_DEVICE_KINDS):
         raise ActionError(
-            f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}"
+            f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}, "
+            "or a specific device kind of one, such as gpu:h200"
         )
     redis = get_redis()
-    if not registry.online_workers(redis, device):
-        raise ActionError(f"no {device} executor is online right now; try again shortly", status=503)
+    if not registry.online_workers(redis, device, settings.EXECUTOR_ONLINE_WINDOW_S):
+        raise ActionError(f"no {device} executor is online right now; GET /api/devices lists those that are",
+                          status=503)
     snippet = payload.get("snippet")
     if snippet is not None and not isinstance(snippet, str):
         raise ActionError("'snippet' must be a snippet's slug")
-    check_rate_limit(client)
-    run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None)
+    who = quotas.client_key(client, owner)
+    check_rate_limit(who)
+    quotas.check_queue_length(device, get_redis().llen(registry.queue_name(device)))
+    quotas.check_budget(who, device)
+    run_id = uuid.uuid4()
+    quotas.admit(who, device, str(run_id))
+    try:
+        run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
+                           run_id=run_id)
+    except BaseException:
+        quotas.release(str(run_id))
+        raise
     if snippet:
         from snippets.actions import do_attach_first_run
 
@@ -67,7 +82,7 @@ def check_rate_limit(client: str) -> None:
 
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
-                 limits: dict | None = None, grade: dict | None = None) -> Run:
+                 limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events."""
@@ -77,15 +92,18 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     queued = ev.make_event(ev.QUEUED, position=get_redis().llen(queue) + 1)
     queued["seq"] = 1
     with transaction.atomic():
-        run = Run.objects.create(code=code, device=device, owner=owner, options=options or {})
+        run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, owner=owner,
+                                 options=options or {})
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
         transaction.on_commit(lambda: _enqueue(run, queued, limits, grade))
     return run
 
 
-def run_limits(asked: dict | None) -> dict:
-    """RUN_LIMITS, narrowed (never widened) by what is asked."""
-    limits = dict(settings.RUN_LIMITS)
+def run_limits(asked: dict | None, device: str | None = None) -> dict:
+    """The device kind's limits (RUN_LIMITS_BY_KIND, else RUN_LIMITS), narrowed (never widened)
+    by what is asked."""
+    kind = registry.parse_device(device)[0] if device else None
+    limits = dict(settings.RUN_LIMITS_BY_KIND.get(kind) or settings.RUN_LIMITS)
     for key, value in (asked or {}).items():
         if key in limits and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             limits[key] = min(limits[key], value)
@@ -101,7 +119,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
     app.send_task(
         RUN_TASK,
         kwargs={"run_id": str(run.id), "code": run.code, "options": run.options,
-                "limits": run_limits(limits), **({"grade": grade} if grade else {})},
+                "limits": run_limits(limits, run.device), **({"grade": grade} if grade else {})},
         queue=queue,
     )
 
@@ -139,7 +157,8 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
         for e in events:
             if e["type"] == ev.STARTED:
                 if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
-                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=str(e.get("worker") or "")[:200]
+                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=str(e.get("worker") or "")[:200],
+                    ran_on=str(e.get("device") or "")[:40], device_kind=str(e.get("device_kind") or "")[:100],
                 ):
                     moved.append(ev.STATUS_RUNNING)
             elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:

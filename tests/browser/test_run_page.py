@@ -16,6 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from .playground import (
     RUN_TIMEOUT_MS,
     SCREENS,
+    assert_accessible,
     open_playground,
     output,
     run_status,
@@ -37,6 +38,32 @@ def test_it_lists_the_online_devices(page: Page):
     label = page.locator("#device-select option:checked").inner_text()
     assert re.fullmatch(r"CPU · \d+ devices? · JAX \d+\.\d+\S*", label), label
     assert page.locator("#device-select option[value=gpu]").is_disabled()
+
+
+def test_it_offers_the_specific_device_kinds_online_under_their_kind(page: Page):
+    """A GPU kind with H200 workers online (the answer rewritten: the suite has no GPU): the
+    picker offers "GPU" and "GPU: NVIDIA H200", and a run asks for what was chosen."""
+    def with_h200(route):
+        listed = route.fetch().json()
+        for device in listed["devices"]:
+            if device["kind"] == "gpu":
+                device.update(online=True, workers=2, slots=2, busy=1, free_runners=1, device_count=1,
+                              device_kind="NVIDIA H200", jax_version="0.12.0.1", specific=[
+                                  {"device": "gpu:h200", "workers": 2, "slots": 2, "busy": 1, "free_runners": 1,
+                                   "queue_depth": 3, "device_kind": "NVIDIA H200", "device_count": 1}])
+        route.fulfill(json=listed)
+
+    page.route("**/api/devices", with_h200)
+    page.reload()
+    picker = page.locator("#device-select")
+    expect(picker.locator("option[value='gpu:h200']")).to_have_text("GPU: NVIDIA H200 · 1 free · 3 queued")
+    assert picker.locator("option[value=gpu]").inner_text() == "GPU · 1 × NVIDIA H200 · JAX 0.12.0.1"
+    assert picker.locator("option[value='cpu:cpu']").count() == 0  # a CPU is not offered twice
+    picker.select_option("gpu:h200")
+    assert_accessible(page, "a specific device kind chosen")
+    page.locator("#run-button:visible").click()
+    # The server has no such worker: the request named it, and the answer says so.
+    expect(page.locator("#run-message")).to_contain_text("no gpu:h200 executor is online", timeout=10_000)
 
 
 def test_it_warns_when_runs_are_not_sandboxed_and_only_then(page: Page):

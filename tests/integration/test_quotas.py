@@ -1,0 +1,118 @@
+"""Fair shares through the real stack (playground/quotas.py): runs queued or running at once per
+client, the hourly budget of executor seconds, a full queue's 503, IPv6 counted per /64, and a
+flooding client not delaying another's runs. The stack is this file's own: its settings turn the
+shares on (the rest of the suite runs with them off), one executor slot, its own Redis database,
+behind one trusted proxy so that each test is a client of its own (X-Forwarded-For)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from bench.stack import Stack
+from tests.conftest import TEST_REDIS_URL, stack_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SLEEP = "import time\ntime.sleep({s})\nprint('done')\n"
+
+
+@pytest.fixture(scope="module")
+def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
+    import redis
+
+    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/12"
+    redis.Redis.from_url(url).flushdb()
+    env = stack_env(url, RUN_MAX_ACTIVE_PER_CLIENT="2", RUN_BUDGET_S_PER_HOUR="3", RUN_BUDGET_S_PER_DAY="0",
+                    RUN_QUEUE_MAX="3", TRUSTED_PROXIES="1", EXECUTOR_CONCURRENCY="1", EXECUTOR_POOL_SIZE="1")
+    stack = Stack.launch(env, tmp_path_factory.mktemp("quota-stack-logs"))
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def post_run(stack: Stack, client: str, code: str) -> tuple[int, dict, dict]:
+    req = urllib.request.Request(stack.url + "/api/runs", data=json.dumps({"code": code}).encode(), method="POST",
+                                 headers={"Content-Type": "application/json", "X-Forwarded-For": client})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.load(r), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e), dict(e.headers)
+
+
+def test_client_keys():
+    from playground.quotas import client_key
+
+    assert client_key("203.0.113.7") == "ip:203.0.113.7"
+    assert client_key("::ffff:203.0.113.7") == "ip:203.0.113.7"
+    assert client_key("2001:db8:1:2::1") == client_key("2001:db8:1:2:ffff:ffff:ffff:fffe") == "ip:2001:db8:1:2::/64"
+    assert client_key("2001:db8:1:3::1") != client_key("2001:db8:1:2::1")
+
+    class User:
+        is_authenticated, pk = True, 7
+
+    assert client_key("203.0.113.7", User()) == "user:7"
+
+
+def test_runs_at_once_are_capped_per_client_and_the_slot_comes_back(quota_stack):
+    first = [post_run(quota_stack, "198.51.100.1", SLEEP.format(s=1)) for _ in range(2)]
+    assert [s for s, _, _ in first] == [201, 201]
+    status, body, headers = post_run(quota_stack, "198.51.100.1", "print(3)")
+    assert status == 429, body
+    assert body["limit"] == "active_runs" and "at most 2 at once" in body["error"]
+    assert 1 <= int(headers["Retry-After"]) == body["retry_after"] <= 2
+    # Another client is not affected.
+    assert post_run(quota_stack, "198.51.100.2", "print(4)")[0] == 201
+    for _, run, _ in first:
+        assert quota_stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
+    time.sleep(1)  # the recorder gives the slots back once it stored the ends
+    assert post_run(quota_stack, "198.51.100.1", "print(5)")[0] == 201
+
+
+def test_an_ipv6_client_counts_per_64(quota_stack):
+    for address in ("2001:db8:aa:1::1", "2001:db8:aa:1::2"):
+        assert post_run(quota_stack, address, SLEEP.format(s=1))[0] == 201
+    status, body, _ = post_run(quota_stack, "2001:db8:aa:1:ffff::9", "print(1)")
+    assert status == 429 and body["limit"] == "active_runs", body
+    assert post_run(quota_stack, "2001:db8:aa:2::1", "print(1)")[0] == 201
+
+
+def test_the_hourly_budget_of_executor_seconds(quota_stack):
+    status, run, _ = post_run(quota_stack, "198.51.100.3", SLEEP.format(s=3.2))
+    assert status == 201
+    assert quota_stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
+    time.sleep(1)
+    status, body, headers = post_run(quota_stack, "198.51.100.3", "print(1)")
+    assert status == 429 and body["limit"] == "hourly_budget", body
+    assert "3 s of cpu executor time" in body["error"]
+    assert 1 <= int(headers["Retry-After"]) <= 3600
+
+
+def test_a_full_queue_is_refused_at_once_and_nothing_is_lost(quota_stack):
+    answers = []
+    for i in range(8):  # eight clients, one slot: the queue fills
+        t0 = time.monotonic()
+        answers.append((*post_run(quota_stack, f"198.51.100.{20 + i}", SLEEP.format(s=1)), time.monotonic() - t0))
+    refused = [a for a in answers if a[0] == 503]
+    accepted = [a for a in answers if a[0] == 201]
+    assert refused and refused[0][1]["limit"] == "queue_length", answers
+    assert all(elapsed < 2 for *_, elapsed in refused)
+    for _, run, _, _ in accepted:  # every accepted run runs
+        assert quota_stack.wait_finished(run["id"], timeout=120)["status"] == "succeeded"
+
+
+def test_a_flooding_client_does_not_delay_another(quota_stack):
+    flood = [post_run(quota_stack, "198.51.100.40", SLEEP.format(s=1)) for _ in range(10)]
+    assert [s for s, _, _ in flood].count(201) == 2 and [s for s, _, _ in flood].count(429) == 8
+    t0 = time.monotonic()
+    status, run, _ = post_run(quota_stack, "198.51.100.41", "print('mine')")
+    assert status == 201
+    finished = quota_stack.wait_finished(run["id"], timeout=60)
+    # Behind at most the flooder's two one-second runs (one slot), not ten.
+    assert finished["status"] == "succeeded" and time.monotonic() - t0 < 6

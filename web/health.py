@@ -1,0 +1,142 @@
+"""Health checks for load balancers and orchestrators: no authentication, no CSRF, no rate limit.
+
+    GET /healthz   the process is up and answers: 200 {"status": "ok"}; touches nothing else
+    GET /readyz    it can serve: the database, Redis, and at least one executor online
+                   200 {"status": "ready", "checks": {...}}
+                   503 {"status": "unavailable", "checks": {...}} naming what failed and why
+
+Cheap enough to poll every few seconds: one new database connection (2 s to connect) running
+``SELECT 1 FROM django_migrations``, and a Redis client of its own with 1 s timeouts for a PING
+and the executors' heartbeats (executor.registry).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from urllib.parse import quote
+
+import redis
+from django.conf import settings
+from django.db import connections
+from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+
+from executor import registry
+
+DATABASE_TIMEOUT_S = 2
+REDIS_TIMEOUT_S = 1.0
+
+log = logging.getLogger("web.health")
+_was_ready: bool | None = None
+_redis: dict[str, redis.Redis] = {}
+_redis_lock = threading.Lock()
+
+
+def _no_store(response: JsonResponse) -> JsonResponse:
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@csrf_exempt
+@require_GET
+def healthz(request):
+    return _no_store(JsonResponse({"status": "ok"}))
+
+
+@csrf_exempt
+@require_GET
+def readyz(request):
+    checks = {"database": _timed(check_database)}
+    checks["redis"] = _timed(check_redis)
+    if checks["redis"]["ok"]:
+        checks["executors"] = _timed(check_executors)
+    else:
+        checks["executors"] = {"ok": False, "error": "not checked: Redis is unreachable"}
+    ready = all(c["ok"] for c in checks.values())
+    _log_change(ready, checks)
+    return _no_store(JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks},
+                                  status=200 if ready else 503))
+
+
+def _log_change(ready: bool, checks: dict) -> None:
+    """A line when readiness changes, not one per poll."""
+    global _was_ready
+    if ready != _was_ready:
+        if ready:
+            log.info("ready: database, Redis and executors answer")
+        else:
+            log.warning("not ready: %s", "; ".join(f"{name}: {c['error']}" for name, c in checks.items()
+                                                   if not c["ok"]))
+    _was_ready = ready
+
+
+def _timed(check) -> dict:
+    started = time.perf_counter()
+    try:
+        result = {"ok": True, **(check() or {})}
+    except Unready as exc:
+        result = {"ok": False, "error": str(exc), **exc.details}
+    except Exception as exc:  # noqa: BLE001 - what failed, and why, is the answer
+        result = {"ok": False, "error": f"{type(exc).__name__}: {exc}".strip()}
+    result["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return result
+
+
+def check_database() -> dict:
+    """A connection of its own (not the request's), with a short connect timeout, so that a
+    database that does not answer fails the check in seconds instead of hanging it."""
+    connection = connections["default"]
+    params = connection.get_connection_params()
+    if connection.vendor == "postgresql":
+        params["connect_timeout"] = DATABASE_TIMEOUT_S
+    elif connection.vendor == "sqlite":
+        params["timeout"] = DATABASE_TIMEOUT_S
+        # Read-write, never create: a missing file is a database that is not there.
+        name = str(params["database"])
+        if not name.startswith("file:") and name != ":memory:":
+            params["database"] = f"file:{quote(name)}?mode=rw"
+            params["uri"] = True
+    raw = connection.get_new_connection(params)
+    try:
+        cursor = raw.cursor()
+        # The schema is there, not only a server: the migrations' table.
+        cursor.execute("SELECT 1 FROM django_migrations LIMIT 1")
+        cursor.fetchall()
+        cursor.close()
+    finally:
+        raw.close()
+    return {"vendor": connection.vendor}
+
+
+def _client() -> redis.Redis:
+    with _redis_lock:
+        client = _redis.get(settings.REDIS_URL)
+        if client is None:
+            client = _redis[settings.REDIS_URL] = redis.Redis.from_url(
+                settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S,
+                max_connections=8)
+        return client
+
+
+def check_redis() -> dict:
+    _client().ping()
+    return {}
+
+
+def check_executors() -> dict:
+    window = getattr(settings, "EXECUTOR_ONLINE_WINDOW_S", None)
+    online = {kind: len(registry.online_workers(_client(), kind, window)) for kind in settings.RUN_DEVICE_KINDS}
+    if not any(online.values()):
+        raise Unready("no executor online: none has sent a heartbeat lately", online=online)
+    return {"online": online}
+
+
+class Unready(Exception):
+    """A check that ran and found the service not ready: its message and details are the answer."""
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.details = details

@@ -1,0 +1,139 @@
+"""daphne with a limit on request bodies: ``python -m web.server`` takes daphne's command line.
+
+    python -m web.server -e tcp:port=8000:interface=127.0.0.1:backlog=1024 web.asgi:application
+
+daphne (Twisted) reads a request's whole body before the application sees any of it, and keeps
+one without Content-Length, or of 100 kB or more, in a temporary file on disk: a client could
+fill the disk with a few large POSTs that Django then refuses. Here a body larger than
+MAX_REQUEST_BYTES (web/settings.py) is refused with a 413 JSON answer as soon as Content-Length
+says so, or, without one (chunked), as soon as the bytes read pass the limit; nothing of it is
+kept, and the connection is closed (after a short wait that lets the client read the answer).
+A body within the limit is kept in memory, never on disk. The next request is served as ever.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+
+# daphne.server first: it installs Twisted's asyncio reactor, which must happen before anything
+# imports twisted.internet.reactor (refuse() does, later).
+from daphne.server import Server  # isort: skip
+from daphne.cli import CommandLineInterface as DaphneCommandLine
+from daphne.http_protocol import HTTPFactory, WebRequest
+from twisted.web import http
+
+log = logging.getLogger("web.server")
+
+# How long a refused connection goes on being read (and what it sends thrown away) after the
+# answer, so that closing it does not reset it before the client has read the 413.
+LINGER_S = 1.0
+
+
+class LimitedRequest(WebRequest):
+    refused = False
+
+    @property
+    def limit(self) -> int:
+        return self.channel.factory.server.max_request_bytes
+
+    def gotLength(self, length):
+        self.body_read = 0
+        # In memory: within the limit a body is small (Twisted would spool one without
+        # Content-Length, or of 100 kB or more, to a temporary file).
+        self.content = io.BytesIO()
+        if length is not None and length > self.limit:
+            self.refuse(f"the request body is {length} bytes")
+
+    def handleContentChunk(self, data):
+        if self.refused:
+            return  # thrown away while the answer reaches the client
+        self.body_read += len(data)
+        if self.body_read > self.limit:
+            self.refuse("the request body went over it as it was sent")
+            return
+        self.content.write(data)
+
+    def process(self):
+        if self.refused:
+            return None  # the whole body came in while lingering: it was answered already
+        return super().process()
+
+    def refuse(self, what: str) -> None:
+        """Answer 413 now, throw away whatever else comes, and close the connection soon."""
+        self.refused = True
+        self.content = io.BytesIO()
+        # No "100 Continue" after this answer (Twisted sends one after gotLength when asked).
+        self.requestHeaders.removeHeader(b"Expect")
+        limit = self.limit
+        body = json.dumps({
+            "error": f"{what}; the limit is {limit} bytes ({limit // 1024} KiB)",
+            "limit": limit,
+        }).encode()
+        head = (b"HTTP/1.1 413 Content Too Large\r\n"
+                b"Content-Type: application/json\r\n"
+                b"Content-Length: " + str(len(body)).encode() + b"\r\n"
+                b"Connection: close\r\n\r\n")
+        channel = self.channel
+        if not isinstance(channel, http.HTTPChannel):  # an HTTP/2 stream (TLS endpoints with h2)
+            log.warning("refused a request body over %d bytes (%s) on HTTP/2", limit, what)
+            self.setResponseCode(413)
+            self.setHeader(b"Content-Type", b"application/json")
+            self.write(body)
+            self.finish()
+            return
+        # The request line is the channel's until the whole request has come in.
+        method, path = (getattr(channel, name, b"?") for name in ("_command", "_path"))
+        log.warning("refused a request body over %d bytes (%s): %s %s from %s", limit, what,
+                    method.decode("ascii", "replace"), path[:200].decode("ascii", "replace"),
+                    getattr(self.getClientAddress(), "host", "?"))
+        transport = channel.transport
+        transport.write(head + body)
+        # The answer, then end of file; go on reading (and throwing away) for a moment, so that
+        # the client, which may still be sending, reads the answer before the connection goes.
+        try:
+            transport.loseWriteConnection()
+        except (AttributeError, NotImplementedError):  # a transport that cannot half-close (TLS)
+            pass
+        from twisted.internet import reactor
+
+        reactor.callLater(LINGER_S, transport.abortConnection)
+
+
+class LimitedHTTPFactory(HTTPFactory):
+    def buildProtocol(self, addr):
+        protocol = super().buildProtocol(addr)
+        protocol.requestFactory = LimitedRequest
+        return protocol
+
+
+class LimitedServer(Server):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from django.conf import settings
+
+        self.max_request_bytes = settings.MAX_REQUEST_BYTES
+
+    # daphne's run() makes its HTTPFactory itself: this one is made instead.
+    @property
+    def http_factory(self):
+        return self._http_factory
+
+    @http_factory.setter
+    def http_factory(self, factory):
+        self._http_factory = LimitedHTTPFactory(self) if type(factory) is HTTPFactory else factory
+
+
+class CommandLineInterface(DaphneCommandLine):
+    server_class = LimitedServer
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
+    CommandLineInterface.entrypoint()
+
+
+if __name__ == "__main__":
+    main()
