@@ -454,7 +454,7 @@ class Grading:
             os._exit(3)  # the supervisor ended the run
         del request
         # What the grading helpers read (jaxplay.grading finds it in this frame; nothing else can).
-        evidence = {"compilations": compilations, "changed": changed}  # noqa: F841
+        evidence = {"compilations": compilations, "changed": changed}  # noqa: F841 - read by grading_local()
         check_lines = source.splitlines()  # noqa: F841 - instructor_traceback's
         error, units = None, []
         try:
