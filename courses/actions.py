@@ -16,12 +16,11 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from executor import registry
 from playground.actions.errors import ActionError
-from playground.actions.runs import do_start_run
+from playground.actions.runs import check_code, do_start_run
 from playground.models import Run
 from playground.ratelimit import check_rate
-from playground.redis import get_redis
+from playground.devices import check_device, check_online
 
 from . import checks as checks_source
 from .dashboard import broadcast_on_commit, regrade_item, run_item, submission_item
@@ -256,10 +255,7 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
     if "checks" in fields:
         checks_source.validate_checks(fields["checks"])
     if "device" in payload:
-        device = payload["device"]
-        if not isinstance(device, str) or device not in settings.RUN_DEVICE_KINDS:
-            raise ActionError(f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}")
-        fields["device"] = device
+        fields["device"] = check_device(payload["device"])
     if "due" in payload:
         fields["due_at"] = _parse_due(payload["due"])
     if "results_before_due" in payload:
@@ -308,27 +304,9 @@ def do_update_assignment(assignment: Assignment, fields: dict) -> Assignment:
 
 # Runs and submissions ----------------------------------------------------------------------------
 
-def _check_code(payload: dict) -> str:
-    code = payload.get("code")
-    if code is None:
-        raise ActionError("'code' is required")
-    if not isinstance(code, str):
-        raise ActionError("'code' must be a string")
-    size = len(code.encode("utf-8", errors="surrogatepass"))
-    if size > settings.RUN_MAX_CODE_BYTES:
-        raise ActionError(f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
-                          f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)")
-    return code
-
-
-def executor_online(device: str) -> bool:
-    return bool(registry.online_workers(get_redis(), device))
-
-
 def _check_can_run(assignment: Assignment, user) -> None:
     """A class runs from one address (a lecture hall's), so the run limit counts per account."""
-    if not executor_online(assignment.device):
-        raise ActionError(f"no {assignment.device} executor is online right now; try again shortly", status=503)
+    check_online(assignment.device)
     check_rate("course-runs", str(user.pk), settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
 
 
@@ -336,7 +314,7 @@ def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
     """A free run of the assignment's device and limits, without its checks."""
     payload = _object(payload)
     _not_archived(assignment.course)
-    code = _check_code(payload)
+    code = check_code(payload.get("code"))
     _check_can_run(assignment, user)
     return do_start_course_run(assignment, user, code)
 
@@ -352,7 +330,7 @@ def do_start_course_run(assignment: Assignment, user, code: str) -> Run:
 def check_submit(assignment: Assignment, payload, *, user) -> Submission:
     payload = _object(payload)
     _not_archived(assignment.course)
-    code = _check_code(payload)
+    code = check_code(payload.get("code"))
     _check_can_run(assignment, user)
     return do_submit(assignment, user, code)
 
@@ -371,8 +349,7 @@ def do_submit(assignment: Assignment, user, code: str) -> Submission:
 
 def check_regrade(assignment: Assignment) -> int:
     _not_archived(assignment.course)
-    if not executor_online(assignment.device):
-        raise ActionError(f"no {assignment.device} executor is online right now; try again shortly", status=503)
+    check_online(assignment.device)
     return do_regrade(assignment)
 
 

@@ -94,7 +94,7 @@ class Assignment(models.Model):
     description = models.TextField(blank=True)  # Markdown, rendered by snippets.markdown
     starter_code = models.TextField(blank=True)
     checks = models.TextField(blank=True)
-    device = models.CharField(max_length=16, default="cpu")
+    device = models.CharField(max_length=40, default="cpu")
     # Narrowing RUN_LIMITS only (playground.actions.runs.run_limits): {"wall_s": 20}.
     limits = models.JSONField(default=dict, blank=True)
     due_at = models.DateTimeField(null=True, blank=True)

@@ -21,10 +21,9 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
-from executor import registry
 from playground.actions.errors import ActionError
 from playground.ratelimit import check_rate
-from playground.redis import get_redis
+from playground import devices
 from snippets import markdown
 
 from .access import access_assignment_for_user, access_course_for_user, courses_for_user
@@ -58,10 +57,16 @@ def _membership_or_404(request, course_id) -> Membership:
 
 def _unsandboxed(device: str) -> bool:
     try:
-        described = registry.describe_kind(get_redis(), device)
+        return devices.unsandboxed([devices.describe(device)])
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
         return False  # Redis away: the page still opens; a run will say what is wrong
-    return bool(described["online"] and described["sandboxed"] is False)
+
+
+def _device_choices(current: str) -> list[str]:
+    try:
+        return devices.choices(current)
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return [*settings.RUN_DEVICE_KINDS, *([current] if current not in settings.RUN_DEVICE_KINDS else [])]
 
 
 # /courses/ ---------------------------------------------------------------------------------------
@@ -193,6 +198,7 @@ def assignment_page(request, assignment_id):
     assignment, role = found
     course = assignment.course
     now = timezone.now()
+    choices = _device_choices(assignment.device) if role == INSTRUCTOR else [assignment.device]
     wall_s = assignment.limits.get("wall_s") if isinstance(assignment.limits, dict) else None
     data = {
         "id": assignment.pk,
@@ -202,7 +208,7 @@ def assignment_page(request, assignment_id):
         "username": request.user.get_username(),
         "starter_code": assignment.starter_code,
         "device": assignment.device,
-        "devices": list(settings.RUN_DEVICE_KINDS),
+        "devices": choices,
         "due": assignment.due_at.isoformat() if assignment.due_at else None,
         "past_due": assignment.is_past_due(now),
         "results_before_due": assignment.results_before_due,
@@ -213,6 +219,6 @@ def assignment_page(request, assignment_id):
         "course": course, "assignment": assignment, "role": role, "instructor": role == INSTRUCTOR,
         "past_due": data["past_due"], "results_hidden": assignment.results_hidden_from_students(now),
         "description_html": markdown.render(assignment.description),
-        "assignment_data": data, "devices": settings.RUN_DEVICE_KINDS, "wall_s": wall_s,
+        "assignment_data": data, "devices": choices, "wall_s": wall_s,
         "max_wall_s": settings.RUN_LIMITS["wall_s"], "unsandboxed": _unsandboxed(assignment.device),
     })

@@ -10,6 +10,9 @@ from executor import events as ev
 from executor.registry import DEVICE_PATTERN as _DEVICE_PATTERN
 
 DEVICE_PATTERN = _DEVICE_PATTERN.pattern
+# A kind (cpu, gpu, tpu) or a specific device kind of one, as workers advertise it (gpu:h200).
+DEVICE = {"type": "string", "pattern": DEVICE_PATTERN,
+          "description": "A device kind (cpu, gpu, tpu) or a specific device kind of one (gpu:h200)"}
 
 
 def _error(description: str) -> dict:
@@ -199,7 +202,7 @@ def schema() -> dict:
                 "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
                 "title": {"type": "string", "maxLength": 200},
                 "description": {"type": "string", "maxLength": 10000, "description": "Markdown"},
-                "device": {"type": "string", "enum": kinds},
+                "device": DEVICE,
                 "run": {"type": "string", "format": "uuid",
                         "description": "The run it is shared from (kept when its code and device are these)"},
                 "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
@@ -211,7 +214,7 @@ def schema() -> dict:
             "SnippetSummary": {"type": "object", "required": ["slug", "url", "title", "device", "created_at"],
                                "properties": {
                 "slug": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
-                "device": {"type": "string", "enum": kinds}, "created_at": {"type": "string", "format": "date-time"},
+                "device": DEVICE, "created_at": {"type": "string", "format": "date-time"},
                 "first_line": {"type": "string"},
             }},
             "Snippet": {"allOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {
@@ -309,7 +312,7 @@ def schema() -> dict:
                     "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
                 }}},
             }},
-            **_course_schemas(kinds),
+            **_course_schemas(),
             "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {
                 "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}},
                 "server_time": {"type": "number",
@@ -461,7 +464,7 @@ def _course_paths() -> dict:
     }
 
 
-def _course_schemas(kinds: list[str]) -> dict:
+def _course_schemas() -> dict:
     string, integer, boolean = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
     when = {"type": ["string", "null"], "format": "date-time"}
     number_or_null = {"type": ["number", "null"]}
@@ -488,7 +491,7 @@ def _course_schemas(kinds: list[str]) -> dict:
                 "members": {"type": "array", "items": ref("Member"), "description": "Instructors only"}}}]},
         "AssignmentSummary": {"type": "object", "required": ["id", "title", "due", "device", "max_score"],
                               "properties": {
-            "id": integer, "title": string, "url": string, "device": {"type": "string", "enum": kinds},
+            "id": integer, "title": string, "url": string, "device": DEVICE,
             "due": when, "late": {"type": "boolean", "description": "Past its due date"},
             "results_before_due": boolean, "max_score": {"type": "number"},
             "mine": {"oneOf": [ref("SubmissionSummary"), {"type": "null"}],
@@ -499,7 +502,7 @@ def _course_schemas(kinds: list[str]) -> dict:
             "starter_code": string,
             "checks": {"type": "string", "description": "Hidden Python run after a submission's code in its sandbox: "
                        "check(name, passed, points=1, message=\"\") and the helpers of jaxplay.grading"},
-            "device": {"type": "string", "enum": kinds},
+            "device": DEVICE,
             "due": {"type": ["string", "null"], "format": "date-time", "description": "ISO 8601; UTC without offset"},
             "results_before_due": {"type": "boolean", "default": True},
             "limits": {"type": "object", "description": "Narrower run limits: any of "
@@ -513,7 +516,7 @@ def _course_schemas(kinds: list[str]) -> dict:
             "id": integer, "course": integer, "course_title": string, "archived": boolean, "role": role,
             "title": string, "url": string, "description": string,
             "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
-            "starter_code": string, "device": {"type": "string", "enum": kinds}, "limits": {"type": "object"},
+            "starter_code": string, "device": DEVICE, "limits": {"type": "object"},
             "due": when, "results_before_due": boolean, "late": {"type": "boolean", "description": "Past due"},
             "max_score": {"type": "number"}, "created_at": when, "updated_at": when,
             "checks": {"type": "string", "description": "Instructors only"},

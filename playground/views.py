@@ -16,15 +16,13 @@ from django.views.decorators.csrf import csrf_exempt, ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from accounts.auth import authenticate_api_request
-from executor import registry
 
-from . import clients
+from . import clients, devices
 from .access import access_run_for_user
 from .gallery import examples
 from .actions.format import check_format
 from .actions.runs import ActionError, check_cancel_run, check_start_run
 from .openapi import schema
-from .redis import get_redis
 from .serializers import run_detail, run_summary
 
 log = logging.getLogger("playground")
@@ -102,9 +100,7 @@ def api_not_found(request, rest: str = ""):
 
 def page_context(request) -> dict:
     """What every page with the editor shows: the unsandboxed banner, the gallery."""
-    devices = [registry.describe_kind(get_redis(), kind) for kind in settings.RUN_DEVICE_KINDS]
-    unsandboxed = any(d["online"] and d["sandboxed"] is False for d in devices)
-    return {"unsandboxed": unsandboxed, "examples": examples()}
+    return {"unsandboxed": devices.unsandboxed(devices.describe_all()), "examples": examples()}
 
 
 @require_GET
@@ -115,12 +111,10 @@ def index(request):
 
 @api("GET")
 def api_devices(request):
-    redis = get_redis()
     return JsonResponse({
         # Each kind with its specific kinds online (gpu:h200 under gpu); a kind whose workers
         # stopped beating is offline after EXECUTOR_ONLINE_WINDOW_S.
-        "devices": [registry.describe_kind(redis, k, settings.EXECUTOR_ONLINE_WINDOW_S)
-                    for k in settings.RUN_DEVICE_KINDS],
+        "devices": devices.describe_all(),
         # Events carry server timestamps: the page sets its clock by this to show how long a
         # run it picks up again (after a reload) has been going.
         "server_time": round(time.time(), 3),

@@ -8,12 +8,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from executor import events as ev
-from executor import registry
 from playground.access import access_run_for_user
 from playground.actions.errors import ActionError
+from playground.actions.runs import check_code
 from playground.models import Run, RunEvent
 from playground.ratelimit import check_rate
-from playground.redis import get_redis
+from playground.devices import check_device, describe
 
 from .models import Snippet
 from .slugs import content_hash, slug_candidates
@@ -38,13 +38,7 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     """Validate a share and save it; (snippet, created). The same content gives the same snippet."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
-    code = payload.get("code")
-    if not isinstance(code, str):
-        raise ActionError("'code' is required and must be a string")
-    size = len(code.encode("utf-8", errors="surrogatepass"))
-    if size > settings.RUN_MAX_CODE_BYTES:
-        raise ActionError(f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
-                          f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)")
+    code = check_code(payload.get("code"))
     title = _optional_text(payload, "title", TITLE_MAX)
     description = _optional_text(payload, "description", DESCRIPTION_MAX)
     run = None
@@ -52,9 +46,7 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
         run = access_run_for_user(payload["run"], user)
         if run is None:
             raise ActionError("'run' names no run", status=400)
-    device = payload.get("device", run.device if run else settings.RUN_DEFAULT_DEVICE)
-    if not isinstance(device, str) or device not in settings.RUN_DEVICE_KINDS:
-        raise ActionError(f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}")
+    device = check_device(payload.get("device", run.device if run else settings.RUN_DEFAULT_DEVICE))
     parent = None
     if payload.get("parent") is not None:
         if not isinstance(payload["parent"], str):
@@ -109,7 +101,7 @@ def versions(run: Run | None, device: str) -> tuple[str, str]:
             jax_version = started.data.get("jax_version") or ""
             libraries = started.data.get("libraries") or {}
     if not jax_version:
-        info = registry.describe_kind(get_redis(), device)
+        info = describe(device)
         jax_version = info.get("jax_version") or ""
         libraries = info.get("libraries") or {}
     return str(jax_version)[:40], str(libraries.get("jaxlib") or "")[:40]

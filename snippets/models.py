@@ -13,7 +13,7 @@ class Snippet(models.Model):
     code = models.TextField()
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    device = models.CharField(max_length=16)
+    device = models.CharField(max_length=40)
     options = models.JSONField(default=dict, blank=True)
     # What it was saved with (the run's, else the executors' of its device kind then).
     jax_version = models.CharField(max_length=40, blank=True)

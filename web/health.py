@@ -127,7 +127,7 @@ def check_redis() -> dict:
 
 
 def check_executors() -> dict:
-    window = getattr(settings, "EXECUTOR_ONLINE_WINDOW_S", None)
+    window = settings.EXECUTOR_ONLINE_WINDOW_S
     online = {kind: len(registry.online_workers(_client(), kind, window)) for kind in settings.RUN_DEVICE_KINDS}
     if not any(online.values()):
         raise Unready("no executor online: none has sent a heartbeat lately", online=online)

@@ -32,6 +32,7 @@ export interface SpecificDevice {
   device_kind?: string | null;
   device_count?: number | null;
   memory_bytes?: number | null;
+  jax_version?: string | null;
 }
 
 export interface CreatedRun {

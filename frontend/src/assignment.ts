@@ -37,6 +37,7 @@ import {
   bindHeader,
   localizeTimes,
 } from "./course-page";
+import { findDevice } from "./devices";
 import { Drafts } from "./drafts";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "./editor";
 import { el } from "./format";
@@ -547,9 +548,9 @@ function main(data: PageData): void {
   // Devices: sets the page's clock by the server's, and says when the assignment's kind is offline.
   void listDevices().then(
     (list) => {
-      const kind = list.find((d) => d.kind === data.device);
-      if (kind && !kind.online && !session.id) {
-        status.say(`No ${data.device.toUpperCase()} executor is online right now: runs wait in the queue.`, "warning");
+      const device = findDevice(list, data.device);
+      if (!device?.online && !session.id) {
+        status.say(`No ${data.device.toUpperCase()} executor is online right now, so runs are refused until one is.`, "warning");
       }
     },
     () => {},

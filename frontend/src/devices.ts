@@ -34,6 +34,21 @@ export function specificLabel(specific: SpecificDevice): string {
   return parts.join(" · ");
 }
 
+/**
+ * What the list says of a device string, a kind ("gpu") or a specific kind ("gpu:h200"): whether
+ * a worker for it is online and the JAX it runs. A specific kind absent from the list is offline.
+ */
+export function findDevice(
+  devices: readonly Device[],
+  wanted: string,
+): { online: boolean; jax_version?: string | null } | null {
+  const [kind] = wanted.split(":");
+  const device = devices.find((d) => d.kind === kind);
+  if (!device || wanted === kind) return device ?? null;
+  const specific = (device.specific ?? []).find((s) => s.device === wanted);
+  return specific ? { online: device.online && specific.workers > 0, jax_version: specific.jax_version } : null;
+}
+
 /** The specific kinds worth offering apart from their kind: not a CPU's "cpu:cpu". */
 function specificsOf(device: Device): SpecificDevice[] {
   return (device.specific ?? []).filter((s) => s.device.split(":")[1] !== device.kind);

@@ -2,6 +2,7 @@
 // into #snippet-data, and the run it was saved with, read page by page. Opening a snippet never
 // starts a run: its output is the saved one, or none until someone presses Run.
 import { getRun, type Device } from "./api";
+import { findDevice } from "./devices";
 import { parseEvent, type RunEvent } from "./events";
 
 export interface SnippetData {
@@ -75,7 +76,7 @@ export function readableDate(iso: string | null): string {
  */
 export function driftNotice(snippet: SnippetData, devices: readonly Device[]): string | null {
   const kind = snippet.device.toUpperCase();
-  const device = devices.find((d) => d.kind === snippet.device);
+  const device = findDevice(devices, snippet.device);
   if (!device || !device.online) {
     const other = devices.find((d) => d.online);
     return other

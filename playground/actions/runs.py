@@ -18,7 +18,7 @@ from executor.runner import protocol
 
 from ..models import Run, RunEvent
 from ..signals import run_status_changed
-from .. import quotas
+from .. import devices, quotas
 from ..ratelimit import check_rate
 from .errors import ActionError
 from ..redis import get_event_log, get_redis
@@ -33,28 +33,9 @@ RUN_TASK = "executor.run"
 def check_start_run(payload, *, client: str, owner=None) -> Run:
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
-    code = payload.get("code")
-    if code is None:
-        raise ActionError("'code' is required")
-    if not isinstance(code, str):
-        raise ActionError("'code' must be a string")
-    size = len(code.encode("utf-8", errors="surrogatepass"))
-    if size > settings.RUN_MAX_CODE_BYTES:
-        raise ActionError(
-            f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
-            f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
-        )
-    device = payload.get("device", settings.RUN_DEFAULT_DEVICE)
-    if (not isinstance(device, str) or not registry.DEVICE_PATTERN.fullmatch(device)
-            or registry.parse_device(device)[0] not in settings.RUN_DEVICE_KINDS):
-        raise ActionError(
-            f"unknown device {device!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}, "
-            "or a specific device kind of one, such as gpu:h200"
-        )
-    redis = get_redis()
-    if not registry.online_workers(redis, device, settings.EXECUTOR_ONLINE_WINDOW_S):
-        raise ActionError(f"no {device} executor is online right now; GET /api/devices lists those that are",
-                          status=503)
+    code = check_code(payload.get("code"))
+    device = devices.check_device(payload.get("device", settings.RUN_DEFAULT_DEVICE))
+    devices.check_online(device)
     snippet = payload.get("snippet")
     if snippet is not None and not isinstance(snippet, str):
         raise ActionError("'snippet' must be a snippet's slug")
@@ -75,6 +56,21 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
 
         do_attach_first_run(snippet, run)
     return run
+
+
+def check_code(code) -> str:
+    """The code of a run, a snippet or a submission: a string within RUN_MAX_CODE_BYTES."""
+    if code is None:
+        raise ActionError("'code' is required")
+    if not isinstance(code, str):
+        raise ActionError("'code' must be a string")
+    size = len(code.encode("utf-8", errors="surrogatepass"))
+    if size > settings.RUN_MAX_CODE_BYTES:
+        raise ActionError(
+            f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
+            f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
+        )
+    return code
 
 
 def check_rate_limit(client: str) -> None:

@@ -4,33 +4,14 @@ alice owns things, bob is an outsider."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
-from .helpers import PASSWORD
-
-
-@pytest.fixture(autouse=True)
-def _plain_static_files(settings):
-    """Pages link their CSS with {% static %}, which outside DEBUG reads collectstatic's manifest;
-    a test run need not have collected anything."""
-    settings.STORAGES = {**settings.STORAGES,
-                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+from tests import people
+from tests.people import PASSWORD
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashes(settings):
-    """PBKDF2 as deployed takes most of a second per password; these tests are about the flows."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits():
-    """Every test's client is 127.0.0.1: counts of sign-ups and snippets must not carry over."""
-    from playground.redis import get_redis
-
-    redis = get_redis()
-    for key in redis.scan_iter("ratelimit:*"):
-        redis.delete(key)
+_plain_static_files = people.plain_static_files
+_fast_password_hashes = people.fast_password_hashes
+_fresh_rate_limits = people.fresh_rate_limits
 
 
 @pytest.fixture
@@ -45,6 +26,4 @@ def bob(django_user_model):
 
 @pytest.fixture
 def alice_client(alice):
-    client = Client()
-    client.force_login(alice)
-    return client
+    return people.client_of(alice)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 
-PASSWORD = "a long test password 1"
 TOKEN_RE = re.compile(r"jpg_[A-Za-z0-9_-]{43}")
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from django.test import Client
 
-from .helpers import PASSWORD
+from tests.people import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

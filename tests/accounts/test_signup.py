@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from .helpers import PASSWORD
+from tests.people import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -18,6 +18,8 @@ import pytest
 from django.test import Client
 from playwright.sync_api import Browser, Page, expect
 
+from tests import people as people_fixtures
+
 from .playground import RUN_TIMEOUT_MS, SCREENS, assert_accessible, get_code, set_code, wait_until_finished
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -42,22 +44,15 @@ GRADE_TIMEOUT_MS = 90_000
 SIZES = {"wide": (1440, 900), "laptop": (1024, 768), "phone": (390, 844)}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits():
-    """Every test's people are made again, with the ids of the last test's: counts must not carry."""
-    from playground.redis import get_redis
-
-    redis = get_redis()
-    for key in redis.scan_iter("ratelimit:*"):
-        redis.delete(key)
+_fresh_rate_limits = people_fixtures.fresh_rate_limits
 
 
 @pytest.fixture
 def people(django_user_model):
     make = django_user_model.objects.create_user
-    return {"ines": make("ines", password="a long test password 1"),
-            "sam": make("sam", password="a long test password 1"),
-            "otto": make("otto", password="a long test password 1")}
+    return {"ines": make("ines", password=people_fixtures.PASSWORD),
+            "sam": make("sam", password=people_fixtures.PASSWORD),
+            "otto": make("otto", password=people_fixtures.PASSWORD)}
 
 
 def off_the_loop(fn, *args, **kwargs):
@@ -586,7 +581,7 @@ def test_a_whole_class_on_the_dashboard(browser: Browser, live_stack, people, co
               ("ConcretizationTypeError", 7, "Abstract tracer value encountered"),
               ("NameError", 2, "name 'jnp' is not defined")]
     for i, name in enumerate(CLASS):
-        student = django_user_model.objects.create_user(name, password="a long test password 1")
+        student = django_user_model.objects.create_user(name, password=people_fixtures.PASSWORD)
         off_the_loop(do_join_course, course, student)
         for j, assignment in enumerate((squares, gradients, once)):
             kind = (i * 3 + j * 5) % 7
@@ -650,7 +645,7 @@ def test_the_dashboard_grid_is_one_tab_stop_and_arrow_keys_move_in_it(browser: B
     course, first = course
     second = off_the_loop(do_create_assignment, course, title="Cubes", description="", starter_code="",
                           checks=CHECKS, device="cpu")
-    ada = django_user_model.objects.create_user("ada", password="a long test password 1")
+    ada = django_user_model.objects.create_user("ada", password=people_fixtures.PASSWORD)
     off_the_loop(do_join_course, course, ada)
     off_the_loop(do_submit, first, ada, CORRECT)
     off_the_loop(do_submit, second, ada, WRONG)

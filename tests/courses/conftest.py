@@ -6,31 +6,17 @@ stack (tests/conftest.py)."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
-from .helpers import CHECKS, PASSWORD, STARTER
+from tests import people
+from tests.people import PASSWORD
 
-
-@pytest.fixture(autouse=True)
-def _fast_password_hashes(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+from .helpers import CHECKS, STARTER
 
 
-@pytest.fixture(autouse=True)
-def _plain_static_files(settings):
-    """Pages link their CSS with {% static %}, which outside DEBUG reads collectstatic's manifest."""
-    settings.STORAGES = {**settings.STORAGES,
-                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_rate_limits():
-    """Every test's client is 127.0.0.1 and its people are made again: counts must not carry over."""
-    from playground.redis import get_redis
-
-    redis = get_redis()
-    for key in redis.scan_iter("ratelimit:*"):
-        redis.delete(key)
+_plain_static_files = people.plain_static_files
+_fast_password_hashes = people.fast_password_hashes
+_fresh_rate_limits = people.fresh_rate_limits
+client_of = people.client_of
 
 
 @pytest.fixture
@@ -46,12 +32,6 @@ def student(django_user_model):
 @pytest.fixture
 def outsider(django_user_model):
     return django_user_model.objects.create_user("otto", "otto@example.com", PASSWORD)
-
-
-def client_of(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-PASSWORD = "a long test password 1"
 # In the checks' source only: any response, event or page that holds it leaked the checks.
 MARKER = "HIDDEN_CHECK_SOURCE_5523"
 CHECKS = f"""

@@ -251,6 +251,19 @@ class TestAssignments:
         assert response.status_code == status, response.content
         assert not Assignment.objects.exists()
 
+    def test_it_may_run_on_a_specific_device_kind(self, course, instructor_client):
+        response = post(instructor_client, f"/api/courses/{course.pk}/assignments",
+                        {**NEW_ASSIGNMENT, "device": "gpu:h200"})
+        assert response.status_code == 201, response.content
+        assert response.json()["device"] == "gpu:h200" == Assignment.objects.get().device
+
+    @pytest.mark.parametrize("device", ["gpu:H200", "fpga:x", "gpu:", "gpu:a/b"])
+    def test_a_malformed_device_names_the_choices(self, course, instructor_client, device):
+        response = post(instructor_client, f"/api/courses/{course.pk}/assignments",
+                        {**NEW_ASSIGNMENT, "device": device})
+        assert response.status_code == 400
+        assert "choose one of cpu, gpu, tpu, or a specific device kind" in response.json()["error"]
+
     def test_a_syntax_error_in_the_checks_names_its_line(self, course, instructor_client):
         response = post(instructor_client, f"/api/courses/{course.pk}/assignments",
                         {"title": "x", "checks": "x = 1\ncheck('a',\n"})
@@ -333,6 +346,43 @@ class TestRuns:
         response = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT})
         assert response.status_code == 503
         assert not Run.objects.exists()
+
+    def test_a_worker_is_online_as_long_as_the_sites_window_says(self, assignment, student_client, settings):
+        """A heartbeat 10 s old: online under a 15 s window, gone under a 5 s one, for a course's
+        runs exactly as for the playground's (EXECUTOR_ONLINE_WINDOW_S)."""
+        import time
+
+        from executor import registry
+        from playground.redis import get_redis
+
+        name = "cpu-late-beat@localhost"
+        registry.beat(get_redis(), name, "cpu", {"slots": 1, "sandboxed": True})
+        get_redis().zadd("executors:cpu", {name: time.time() - 10})
+        try:
+            settings.EXECUTOR_ONLINE_WINDOW_S = 5
+            refused = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT})
+            assert refused.status_code == 503 and "no cpu executor is online" in refused.json()["error"]
+            assert post(student_client, "/api/runs", {"code": CORRECT}).status_code == 503
+            settings.EXECUTOR_ONLINE_WINDOW_S = 15
+            assert post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT}).status_code == 201
+        finally:
+            registry.leave(get_redis(), name, "cpu")
+
+    def test_a_run_on_a_specific_kind_needs_that_kind_online(self, assignment, student_client):
+        from executor import registry
+        from playground.redis import get_redis
+
+        Assignment.objects.filter(pk=assignment.pk).update(device="gpu:h200")
+        refused = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT})
+        assert refused.status_code == 503 and "no gpu:h200 executor is online" in refused.json()["error"]
+        name = "gpu-h200-tests@localhost"
+        registry.beat(get_redis(), name, "gpu", {"slots": 1, "sandboxed": True}, specific="h200")
+        try:
+            response = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT})
+            assert response.status_code == 201, response.content
+            assert Run.objects.get(pk=response.json()["id"]).device == "gpu:h200"
+        finally:
+            registry.leave(get_redis(), name, "gpu", "h200")
 
     @pytest.mark.parametrize("body", [{}, {"code": 3}, {"code": "x" * 70_000}, [1]])
     def test_bad_code_is_refused(self, assignment, student_client, body, executor_online):

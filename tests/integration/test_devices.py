@@ -97,6 +97,39 @@ class TestRouting:
         assert cpu_run["status"] == "succeeded", cpu_run
 
 
+class TestSharingAndCourses:
+    """A specific kind is a device like any other for what is built on runs (shared through daphne)."""
+
+    def test_a_run_on_a_specific_kind_is_shared_with_its_output(self, live_stack, gpu_worker):
+        code = "print('shared from', 'gpu:test')\n"
+        status, created = live_stack.post("/api/runs", {"code": code, "device": POSING})
+        assert status == 201, created
+        assert live_stack.wait_finished(created["id"])["status"] == "succeeded"
+        status, shared = live_stack.post("/api/snippets", {"code": code, "run": created["id"]})
+        assert status == 201, shared
+        assert shared["run"] == created["id"]
+        snippet = live_stack.get(f"/api/snippets/{shared['slug']}")
+        assert snippet["device"] == POSING and snippet["jax_version"]
+        assert "shared from gpu:test\n" in [e.get("text") for e in snippet["run"]["events"]]
+
+    def test_an_assignment_on_a_specific_kind_runs_there(self, live_stack, gpu_worker, django_user_model):
+        from courses.actions import do_create_assignment, do_create_course, do_join_course
+
+        teacher = django_user_model.objects.create_user("gpu-teacher", password="pw-for-tests-1")
+        learner = django_user_model.objects.create_user("gpu-learner", password="pw-for-tests-1")
+        course = do_create_course(teacher, "GPUs")
+        do_join_course(course, learner)
+        assignment = do_create_assignment(course, title="On a GPU", device=POSING)
+        client = Client()
+        client.force_login(learner)
+        answer = client.post(f"/api/assignments/{assignment.pk}/runs", {"code": "print('graded elsewhere')\n"},
+                             content_type="application/json")
+        assert answer.status_code == 201, answer.content
+        detail, started = ran(live_stack, answer.json()["id"])
+        assert detail["status"] == "succeeded" and started["device"] == POSING
+        assert started["worker"].startswith("gpu-gpu-test@")
+
+
 class TestAvailability:
     def test_the_kinds_online_are_listed_with_their_specific_kinds(self, live_stack, gpu_worker):
         listed = devices()

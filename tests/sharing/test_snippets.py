@@ -32,9 +32,9 @@ def share(client: Client, status: int | tuple = (200, 201), **body) -> dict:
     return response.json()
 
 
-def saved_run(code: str, events: list[dict]) -> Run:
+def saved_run(code: str, events: list[dict], device: str = "cpu") -> Run:
     """A finished run with these events (seq from 2; "queued" is 1), as the recorder stores one."""
-    run = Run.objects.create(code=code, device="cpu", status=ev.SUCCEEDED)
+    run = Run.objects.create(code=code, device=device, status=ev.SUCCEEDED)
     all_events = [{"type": "queued"}, {"type": "started", "jax_version": "0.12.0.1",
                                       "libraries": {"jaxlib": "0.12.0.1"}}, *events,
                   {"type": "finished", "status": "succeeded", "wall_ms": 12.0}]
@@ -66,12 +66,14 @@ class TestSharing:
     @pytest.mark.parametrize("body, message", [
         ([1], "JSON object"),
         ({}, "'code' is required"),
-        ({"code": 1}, "'code' is required"),
+        ({"code": 1}, "'code' must be a string"),
         ({"code": "x" * (64 * 1024 + 1)}, "the limit is 65536 bytes"),
         ({"code": "x", "title": "t" * 201}, "'title' is 201 characters"),
         ({"code": "x", "title": 5}, "'title' must be a string"),
         ({"code": "x", "description": "d" * 10_001}, "'description' is 10001 characters"),
         ({"code": "x", "device": "abacus"}, "unknown device 'abacus'"),
+        ({"code": "x", "device": "gpu:H200"}, "or a specific device kind of one, such as gpu:h200"),
+        ({"code": "x", "device": "gpu:" + "a" * 33}, "unknown device"),
         ({"code": "x", "run": "00000000-0000-0000-0000-000000000000"}, "'run' names no run"),
         ({"code": "x", "parent": "bcdfghjkmnpq"}, "'parent' names no snippet"),
     ])
@@ -102,6 +104,16 @@ class TestSharing:
         detail = client.get(f"/api/snippets/{kept['slug']}").json()
         assert detail["jax_version"] == "0.12.0.1" and detail["jaxlib_version"] == "0.12.0.1"
         assert [e["type"] for e in detail["run"]["events"]] == ["queued", "started", "stdout", "finished"]
+
+    def test_a_run_on_a_specific_device_kind_is_kept_with_its_device(self, client):
+        run = saved_run("print(4)\n", [{"type": "stdout", "text": "4\n"}], device="gpu:h200")
+        shared = share(client, 201, code="print(4)\n", run=str(run.id))
+        assert shared["run"] == str(run.id)
+        detail = client.get(f"/api/snippets/{shared['slug']}").json()
+        assert detail["device"] == "gpu:h200" and detail["run"]["id"] == str(run.id)
+        # The same code saved for the plain kind is another snippet, without that run's output.
+        plain = share(client, 201, code="print(4)\n", device="gpu", run=str(run.id))
+        assert plain["slug"] != shared["slug"] and plain["run"] is None
 
 
 class TestForks:
