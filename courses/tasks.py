@@ -3,12 +3,13 @@ sent by the executor by name, and the settling of a grading whose run ended with
 
 from __future__ import annotations
 
+from executor import submit
 from playground.tasks import recorder_task
 
 from .grading import do_record_grade, do_settle_grading, do_settle_stale_gradings
 
 
-@recorder_task("recorder.record_grade")
+@recorder_task(submit.GRADE_TASK)
 def record_grade(run_id: str, result: dict) -> None:
     do_record_grade(run_id, result)
 

@@ -18,6 +18,7 @@ from kombu.exceptions import OperationalError
 
 from . import events as ev
 from . import logs, registry, settings
+from .submit import GRADE_TASK, RECORD_TASK
 from .pool import RunnerPool
 from .runner import protocol
 from .sandbox import get_launcher
@@ -25,8 +26,6 @@ from .supervisor import GradingSession, grade_result, supervise
 
 log = logging.getLogger("executor")
 
-RECORD_TASK = "recorder.record_events"
-GRADE_TASK = "recorder.record_grade"
 # Events reach the database in batches: at most this old.
 RECORD_EVERY_S = 0.5
 CLAIM_TTL_S = 7 * 24 * 3600

@@ -21,7 +21,7 @@ import threading
 import redis
 from celery import Celery, signals
 
-from . import logs, registry, settings
+from . import logs, registry, settings, submit
 from .celeryconf import COMMON
 from .execution import Executor, build_launcher
 from .sandbox import human_bytes
@@ -146,7 +146,7 @@ def _on_shutdown(**_):
         _executor.stop()
 
 
-@app.task(name="executor.run", ignore_result=True)
+@app.task(name=submit.RUN_TASK, ignore_result=True)
 def run(run_id: str, code: str, options: dict | None = None, limits: dict | None = None,
         grade: dict | None = None) -> None:
     get_executor().execute(run_id, code, options or {}, limits or {}, grade)

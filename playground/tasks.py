@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import wraps
 
-from executor import logs
+from executor import logs, submit
 from web.celery import app
 
 from .actions.runs import do_reap_lost_runs, do_record_events
@@ -32,7 +32,7 @@ def recorder_task(name: str, **options):
     return decorate
 
 
-@recorder_task("recorder.record_events")
+@recorder_task(submit.RECORD_TASK)
 def record_events(run_id: str, events: list[dict]) -> None:
     do_record_events(run_id, events)
 

@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from executor import events as ev
-from executor import registry
+from executor import registry, submit
 from executor.runner import protocol
 
 from ..models import Run, RunEvent
@@ -24,9 +24,6 @@ from .errors import ActionError
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
-
-RUN_TASK = "executor.run"
-
 
 # Starting ----------------------------------------------------------------------------------------
 
@@ -111,13 +108,8 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
 
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
-    queue = registry.queue_name(run.device)
-    app.send_task(
-        RUN_TASK,
-        kwargs={"run_id": str(run.id), "code": run.code, "options": run.options,
-                "limits": run_limits(limits, run.device), **({"grade": grade} if grade else {})},
-        queue=queue,
-    )
+    submit.send_run(app, run.device, submit.run_message(str(run.id), run.code, run.options,
+                                                        run_limits(limits, run.device), grade))
 
 
 # Recording ---------------------------------------------------------------------------------------

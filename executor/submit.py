@@ -1,0 +1,152 @@
+"""How a run reaches an executor and its events the recorder: the tasks' names and the run's
+message, one definition for the web side, the executor and a client with nothing but the broker.
+
+    web (playground.actions.runs)  ─┐
+                                    ├─ send_run ─▶ queue exec.<kind>[.<specific>] ─▶ executor.run
+    python -m executor.submit  ─────┘                                                    │
+                      ▲                                                                  │
+                      └──── XREAD the run's event log (seq 1 = queued, … , finished) ◀───┘
+
+``python -m executor.submit snippet.py [more.py …] --device gpu:h200`` submits snippets to the
+executors online and prints each run's events as JSON lines (``--summary`` prints one line a run
+instead), with no web side, database or Django: how a new node is tried from the node itself
+(bench/gpu_check.sh), and what the web side's enqueue does minus the bookkeeping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+
+from . import events as ev
+from . import registry
+
+# The executor's task (queues exec.<kind>[.<specific>]) and the recorder's that the executor sends
+# (queue record). The web side defines the recorder's tasks under these names and never the
+# executor's; the executor imports nothing of the web side's.
+RUN_TASK = "executor.run"
+RECORD_TASK = "recorder.record_events"
+GRADE_TASK = "recorder.record_grade"
+
+
+def run_message(run_id: str, code: str, options: dict | None, limits: dict,
+                grade: dict | None = None) -> dict:
+    """The task's keyword arguments: everything the executor needs, and plain JSON only."""
+    return {"run_id": run_id, "code": code, "options": options or {}, "limits": limits,
+            **({"grade": grade} if grade else {})}
+
+
+def send_run(app, device: str, message: dict) -> None:
+    """Queue a run on its device's queue (``gpu:h200`` → ``exec.gpu.h200``). Its log must hold
+    its ``queued`` event (seq 1) already: the executor appends after it."""
+    app.send_task(RUN_TASK, kwargs=message, queue=registry.queue_name(device))
+
+
+def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
+    """The run's events from the first to ``finished``, as a websocket reads them (one blocking
+    ``XREAD`` after the last seq seen)."""
+    seen, out = 0, []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        answer = redis.xread({ev.log_key(run_id): ev.stream_id(seen)}, block=1000, count=500)
+        for _stream, entries in answer or []:
+            for event in ev.decode_entries(entries):
+                seen = event["seq"]
+                out.append(event)
+                if event["type"] == ev.FINISHED:
+                    return out
+    raise TimeoutError(f"run {run_id} did not finish within {timeout_s:.0f} s ({len(out)} events so far)")
+
+
+def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float) -> dict:
+    """One run, start to finish: ``{"id", "events", "queued_to_started_ms", "queued_to_finished_ms"}``."""
+    run_id = str(uuid.uuid4())
+    position = redis.llen(registry.queue_name(device)) + 1
+    queued = ev.EventLog(redis).append(run_id, ev.make_event(ev.QUEUED, position=position))
+    assert queued is not None and queued["seq"] == 1, queued
+    sent = time.time()
+    send_run(app, device, run_message(run_id, code, {}, limits))
+    events = follow(redis, run_id, timeout_s)
+    started = next((e for e in events if e["type"] == ev.STARTED), None)
+    return {
+        "id": run_id,
+        "events": events,
+        "queued_to_started_ms": round((started["ts"] - sent) * 1000, 1) if started else None,
+        "queued_to_finished_ms": round((events[-1]["ts"] - sent) * 1000, 1),
+    }
+
+
+def summary(path: str, result: dict) -> dict:
+    """One line a run: where it ran, how it ended, its timings and what it printed (shortened)."""
+    events = result["events"]
+    started = next((e for e in events if e["type"] == ev.STARTED), {})
+    finished = events[-1]
+    return {
+        "snippet": path,
+        "status": finished.get("status"),
+        "message": finished.get("message") or None,
+        "worker": started.get("worker"), "device": started.get("device"), "device_kind": started.get("device_kind"),
+        "device_count": started.get("device_count"), "platform": started.get("platform"),
+        "jax": started.get("jax_version"), "jaxlib": started.get("jaxlib_version"),
+        "queued_to_started_ms": result["queued_to_started_ms"],
+        "queued_to_finished_ms": result["queued_to_finished_ms"],
+        "wall_ms": finished.get("wall_ms"),
+        "timings": [{k: e.get(k) for k in ("label", "text", "repeats", "loops", "mean_ms", "std_ms", "min_ms",
+                                           "compile_ms", "gflops", "gbs", "dispatch_only")}
+                    for e in events if e["type"] == ev.TIMING],
+        "compiled": [e.get("name") for e in events if e["type"] == ev.COMPILED],
+        "stdout": "".join(e.get("text", "") for e in events if e["type"] == ev.STDOUT)[-2000:],
+        "error": next(({k: e.get(k) for k in ("exc_type", "message", "line")} for e in events if e["type"] == ev.ERROR),
+                      None),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m executor.submit", description=__doc__.split("\n\n")[0])
+    parser.add_argument("snippets", nargs="+", help="Python files to run, one run each")
+    parser.add_argument("--device", default="cpu", help="a kind (cpu, gpu, tpu) or a specific kind (gpu:h200)")
+    parser.add_argument("--redis", default=None, help="the broker's URL (default: the executor's REDIS_URL)")
+    parser.add_argument("--wall", type=float, default=60, help="the run's wall-clock limit, seconds")
+    parser.add_argument("--memory-mb", type=int, default=0, help="the run's memory limit (default: the node's)")
+    parser.add_argument("--repeat", type=int, default=1, help="run each snippet this many times, one after another")
+    parser.add_argument("--summary", action="store_true", help="one JSON line a run instead of its events")
+    args = parser.parse_args(argv)
+    if not registry.DEVICE_PATTERN.fullmatch(args.device):
+        parser.error(f"unknown device {args.device!r}: a kind (cpu, gpu, tpu) or a specific kind such as gpu:h200")
+
+    import redis as redis_py
+    from celery import Celery
+
+    from .celeryconf import COMMON
+
+    if args.redis is None:
+        from . import settings
+
+        args.redis = settings.REDIS_URL
+    client = redis_py.Redis.from_url(args.redis)
+    if not registry.online_workers(client, args.device):
+        print(f"no {args.device} executor is online on {args.redis}", file=sys.stderr)
+        return 2
+    app = Celery("submit", broker=args.redis)
+    app.conf.update(COMMON)
+    limits = {"wall_s": args.wall, **({"memory_bytes": args.memory_mb * 1024**2} if args.memory_mb else {})}
+    failed = 0
+    for path in args.snippets:
+        with open(path, encoding="utf-8") as f:
+            code = f.read()
+        for _ in range(args.repeat):
+            result = submit(app, client, args.device, code, limits, timeout_s=args.wall + 120)
+            failed += result["events"][-1].get("status") != ev.SUCCEEDED
+            if args.summary:
+                print(json.dumps(summary(path, result)), flush=True)
+            else:
+                for event in result["events"]:
+                    print(json.dumps(event), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
