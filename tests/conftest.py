@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 import pytest
 
@@ -142,6 +143,28 @@ def live_stack(django_db_setup, django_db_blocker, redis_client, tmp_path_factor
     finally:
         stack.stop()
         close_async_database_connections()
+
+
+# A second CPU executor posing as a GPU kind through configuration (EXECUTOR_DEVICE_KIND): it
+# consumes exec.gpu and exec.gpu.test, so routing and the device picker can be tried on this machine.
+POSING = "gpu:test"
+
+
+@pytest.fixture(scope="module")
+def posing_gpu_worker(live_stack, redis_client):
+    """The posing worker, beating every second; stopped (and forgotten) after the module."""
+    from executor import registry
+
+    live_stack.start_executor("gpu-test", device=POSING, EXECUTOR_HEARTBEAT_S="1", EXECUTOR_POOL_SIZE="1",
+                              EXECUTOR_CONCURRENCY="1")
+    try:
+        yield live_stack.wait_online(POSING)
+    finally:
+        if "gpu-test" in live_stack.procs:
+            live_stack.kill("gpu-test", signal.SIGTERM)
+        # Killed workers say no goodbye: forget them, so that later tests see the kind offline.
+        for name in redis_client.zrange("executors:gpu", 0, -1):
+            registry.leave(redis_client, name.decode(), "gpu", "test")
 
 
 def close_async_database_connections() -> None:

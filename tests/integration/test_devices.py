@@ -14,12 +14,11 @@ import pytest
 from django.test import Client
 
 from bench.stack import ROOT
-from executor import registry
 from playground.models import Run
+from tests.conftest import POSING
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-POSING = "gpu:test"
 
 
 def post_run(code: str, device: str):
@@ -32,25 +31,6 @@ def devices(client: Client | None = None) -> dict[str, dict]:
     return {d["kind"]: d for d in answer.json()["devices"]}
 
 
-def leave_all(redis_client, kind: str, specific: str | None) -> None:
-    """Forget the workers a test killed (no goodbye), so that later tests see the kind offline."""
-    for name in redis_client.zrange(f"executors:{kind}", 0, -1):
-        registry.leave(redis_client, name.decode(), kind, specific)
-
-
-@pytest.fixture(scope="module")
-def gpu_worker(live_stack, redis_client):
-    """The posing worker, beating every second; stopped (and forgotten) after the module."""
-    live_stack.start_executor("gpu-test", device=POSING, EXECUTOR_HEARTBEAT_S="1", EXECUTOR_POOL_SIZE="1",
-                              EXECUTOR_CONCURRENCY="1")
-    try:
-        yield live_stack.wait_online(POSING)
-    finally:
-        if "gpu-test" in live_stack.procs:
-            live_stack.kill("gpu-test", signal.SIGTERM)
-        leave_all(redis_client, "gpu", "test")
-
-
 def ran(live_stack, run_id: str) -> tuple[dict, dict]:
     detail = live_stack.wait_finished(run_id)
     started = next(e for e in detail["events"] if e["type"] == "started")
@@ -58,7 +38,7 @@ def ran(live_stack, run_id: str) -> tuple[dict, dict]:
 
 
 class TestRouting:
-    def test_a_specific_kind_runs_on_its_worker_and_says_so(self, live_stack, gpu_worker):
+    def test_a_specific_kind_runs_on_its_worker_and_says_so(self, live_stack, posing_gpu_worker):
         answer = post_run("import jax\nprint(jax.devices()[0].platform)\n", POSING)
         assert answer.status_code == 201, answer.content
         assert answer.json()["device"] == POSING
@@ -73,7 +53,7 @@ class TestRouting:
         assert (stored.device, stored.ran_on, stored.worker) == (POSING, POSING, started["worker"])
         assert started["jaxlib_version"] and started["memory_bytes"] > 0
 
-    def test_a_kind_runs_on_a_worker_of_that_kind(self, live_stack, gpu_worker):
+    def test_a_kind_runs_on_a_worker_of_that_kind(self, live_stack, posing_gpu_worker):
         gpu = post_run("print('on a gpu')\n", "gpu")
         cpu = post_run("print('on a cpu')\n", "cpu")
         assert gpu.status_code == cpu.status_code == 201
@@ -85,7 +65,7 @@ class TestRouting:
         assert on_cpu["worker"].startswith("cpu-executor@")
         assert detail["ran_on"] == "cpu:cpu"
 
-    def test_limits_follow_the_kind(self, live_stack, gpu_worker, settings):
+    def test_limits_follow_the_kind(self, live_stack, posing_gpu_worker, settings):
         """RUN_LIMITS_BY_KIND: a GPU run asks for the GPU's wall clock, a CPU run for the CPU's."""
         settings.RUN_LIMITS_BY_KIND = {**settings.RUN_LIMITS_BY_KIND,
                                        "gpu": {**settings.RUN_LIMITS_BY_KIND["gpu"], "wall_s": 1}}
@@ -100,7 +80,7 @@ class TestRouting:
 class TestSharingAndCourses:
     """A specific kind is a device like any other for what is built on runs (shared through daphne)."""
 
-    def test_a_run_on_a_specific_kind_is_shared_with_its_output(self, live_stack, gpu_worker):
+    def test_a_run_on_a_specific_kind_is_shared_with_its_output(self, live_stack, posing_gpu_worker):
         code = "print('shared from', 'gpu:test')\n"
         status, created = live_stack.post("/api/runs", {"code": code, "device": POSING})
         assert status == 201, created
@@ -112,7 +92,7 @@ class TestSharingAndCourses:
         assert snippet["device"] == POSING and snippet["jax_version"]
         assert "shared from gpu:test\n" in [e.get("text") for e in snippet["run"]["events"]]
 
-    def test_an_assignment_on_a_specific_kind_runs_there(self, live_stack, gpu_worker, django_user_model):
+    def test_an_assignment_on_a_specific_kind_runs_there(self, live_stack, posing_gpu_worker, django_user_model):
         from courses.actions import do_create_assignment, do_create_course, do_join_course
 
         teacher = django_user_model.objects.create_user("gpu-teacher", password="pw-for-tests-1")
@@ -131,7 +111,7 @@ class TestSharingAndCourses:
 
 
 class TestAvailability:
-    def test_the_kinds_online_are_listed_with_their_specific_kinds(self, live_stack, gpu_worker):
+    def test_the_kinds_online_are_listed_with_their_specific_kinds(self, live_stack, posing_gpu_worker):
         listed = devices()
         gpu, cpu, tpu = listed["gpu"], listed["cpu"], listed["tpu"]
         assert gpu["online"] and gpu["workers"] == 1 and gpu["slots"] == 1
@@ -148,7 +128,7 @@ class TestAvailability:
             "cpu": True, "gpu": True, "tpu": False}
 
     @pytest.mark.parametrize("device", ["tpu", "gpu:h200", "cpu:h200", "tpu:v5-lite"])
-    def test_a_kind_with_no_worker_online_is_a_503_at_once(self, live_stack, gpu_worker, device):
+    def test_a_kind_with_no_worker_online_is_a_503_at_once(self, live_stack, posing_gpu_worker, device):
         started = time.monotonic()
         answer = post_run("print(1)", device)
         assert answer.status_code == 503, answer.content
@@ -164,7 +144,7 @@ class TestAvailability:
         assert "unknown device" in answer.json()["error"]
 
 
-def test_a_worker_that_stops_takes_its_kind_off_the_list(live_stack, gpu_worker, redis_client, settings):
+def test_a_worker_that_stops_takes_its_kind_off_the_list(live_stack, posing_gpu_worker, redis_client, settings):
     """Killed without a goodbye (SIGKILL): its heartbeats stop, and once they are older than the
     online window (shortened here, but longer than the 5 s between a living worker's beats, so
     that the CPU worker stays online) the kind is offline and a run for it is a 503."""
