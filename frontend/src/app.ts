@@ -277,8 +277,9 @@ function main(): void {
   if (shareDialog && !embed) {
     share = new ShareDialog(shareDialog, {
       getCode: code.getCode,
-      // A snippet names a kind: shared from a run on gpu:h200, it is a GPU snippet.
-      getDevice: () => (devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu").split(":")[0],
+      // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
+      // only when it ran there.
+      getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
       lastRun: () => {
         if (session.id) return { id: session.id, code: runCodes.get(session.id) ?? null, finished: shownFinished };
         if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
