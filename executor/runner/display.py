@@ -35,8 +35,9 @@ def _is_array(value) -> bool:
 
 
 def _is_tracer(value) -> bool:
-    core = sys.modules.get("jax._src.core")
-    return core is not None and isinstance(value, core.Tracer)
+    from .jaxcompat import is_tracer
+
+    return is_tracer(value)
 
 
 def show_value(value) -> None:

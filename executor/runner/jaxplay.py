@@ -102,16 +102,16 @@ class Jaxprs(dict):
 
 
 def _fname(f) -> str:
-    from . import capture
+    from . import origin
 
     base = getattr(f, "__name__", None) or getattr(getattr(f, "func", None), "__name__", None) or "f"
-    return capture._transform_name(f, base) if callable(f) else base
+    return origin.transform_name(f, base) if callable(f) else base
 
 
 def jaxprs(f, *args, grad: bool = True, vmap: bool = True, batch: int = 8, argnums=0, **kwargs):
     import jax
 
-    from . import capture
+    from . import texts
 
     name = _fname(getattr(f, "_fun", f))
     specs = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype)
@@ -121,8 +121,8 @@ def jaxprs(f, *args, grad: bool = True, vmap: bool = True, batch: int = 8, argnu
     def panel(title: str, make):
         try:
             closed = make()
-            text, where = capture.jaxpr_text(closed.jaxpr if hasattr(closed, "jaxpr") and
-                                             not hasattr(closed, "eqns") else closed)
+            text, where = texts.jaxpr_text(closed.jaxpr if hasattr(closed, "jaxpr") and
+                                           not hasattr(closed, "eqns") else closed)
             text, _cut = common.cap_text(text)
             panels.append({"title": title, "jaxpr": text, "jaxpr_lines": where[: text.count("\n") + 1],
                            "error": None})

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from executor.runner import capture, common, explain, notebook
+from executor.runner import capture, common, explain, notebook, texts
 
 
 def test_magic_lines_become_calls_on_the_same_line():
@@ -96,7 +96,7 @@ def test_hlo_stack_frame_tables_become_line_numbers():
           ROOT %sin.0 = f32[3]{0} sine(%a), metadata={op_name="jit(f)/sin" stack_frame_id=2}
         }
         """)
-    text, where = capture.hlo_text(hlo)
+    text, where = texts.hlo_text(hlo)
     assert "FileNames" not in text and "notebook.py" not in text and "stack_frame_id" not in text
     lines = text.splitlines()
     assert where[[i for i, line in enumerate(lines) if "sine(" in line][0]] == 7
@@ -121,7 +121,6 @@ def test_explanations():
 def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without_a_result(monkeypatch):
     import time
 
-    from executor.runner import capture
 
     sent = []
     monkeypatch.setattr(capture.common, "send", lambda type_, **fields: sent.append((type_, fields)) or True)

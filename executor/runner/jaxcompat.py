@@ -1,0 +1,133 @@
+"""Every use the runner makes of JAX's internals, in one place.
+
+The pinned JAX is 0.12; a node's image may carry another (a GPU image had 0.11.2). Public APIs
+are used where the pinned JAX has them (``jax.monitoring``'s listeners, ``jax.core.Tracer``,
+``Jaxpr.pretty_print``, the compiled executable's ``cost_analysis``); the rest are JAX's private
+modules and the names of its frames and their locals, which capture reads to learn what a
+compilation is for. Each function here degrades rather than fails: an internal that moved costs
+the Compiled pane a detail (or, for the hooks, the pane itself: ``hook_points`` raises and
+capture stays off), never a user's run.
+
+    capture      hook_points, exclude_from_tracebacks, listen_durations
+    origin       the frames below: JIT_ENTRY, JIT_CALLS, PMAP_FILE, EAGER_FILE; is_jaxpr
+    recompile    trace_context, aval_str
+    texts        stablehlo_text, user_frame
+    display      is_tracer
+"""
+
+from __future__ import annotations
+
+import sys
+
+# The frames between ``pjit.make_jit`` and whoever called ``jax.jit``: the decorator form's
+# lambda, jax.jit itself, its api_boundary wrapper, and the old ``pjit.pjit``.
+JIT_ENTRY = frozenset({("api.py", "jit"), ("api.py", "<lambda>"), ("pjit.py", "pjit"),
+                       ("traceback_util.py", "reraise_with_filtered_traceback")})
+# pjit's frames for a call that missed jit's cache (locals ``fun``, ``jit_info``, ``args``,
+# ``kwargs``) and for the AOT path (``jit_func`` with ``_fun`` and ``_jit_info``).
+JIT_FILE = "pjit.py"
+JIT_CALL = "cache_miss"
+JIT_AOT = ("jit_trace", "jit_lower")
+# The file whose jitted wrapper runs a pmap (its frame's ``infer_params`` closes over the user's
+# function's debug info) and the one whose jit runs an eager primitive.
+PMAP_FILE = "pmap.py"
+EAGER_FILE = "dispatch.py"
+# XLA's duration events (public, through jax.monitoring): tracing a function (with its
+# ``fun_name``) and a real backend compilation (absent when XLA's cache answered).
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+class HookPoints:
+    """The three places capture wraps, looked up at call time by JAX (module attributes):
+    ``pxla.lower_sharding_computation`` (the traced jaxpr in, the StableHLO module out),
+    ``pxla.MeshComputation.compile`` (the executable out) and ``pjit.make_jit`` (each jit
+    wrapper made). Raises ImportError or AttributeError when this JAX has them elsewhere."""
+
+    def __init__(self):
+        from jax._src import pjit
+        from jax._src.interpreters import pxla
+
+        self._pjit, self._pxla = pjit, pxla
+        self.lower = pxla.lower_sharding_computation
+        self.compile = pxla.MeshComputation.compile
+        self.make_jit = pjit.make_jit
+
+    def replace(self, lower, compile, make_jit) -> None:
+        self._pxla.lower_sharding_computation = lower
+        self._pxla.MeshComputation.compile = compile
+        self._pjit.make_jit = make_jit
+
+
+def hook_points() -> HookPoints:
+    return HookPoints()
+
+
+def exclude_from_tracebacks(folder: str) -> None:
+    """The runner's own frames are not the user's: keep them out of jaxpr source lines and out
+    of JAX's filtered tracebacks."""
+    from jax._src import source_info_util, traceback_util
+
+    source_info_util.register_exclusion(folder)
+    traceback_util.register_exclusion(folder)
+
+
+def listen_durations(listener) -> None:
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+
+
+def unlisten_durations(listener) -> None:
+    import jax.monitoring
+
+    try:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    except (AssertionError, AttributeError, ValueError):  # not registered, or an older JAX
+        pass
+
+
+def is_jaxpr(value) -> bool:
+    core = sys.modules.get("jax._src.core")
+    return core is not None and isinstance(value, core.Jaxpr)
+
+
+def is_tracer(value) -> bool:
+    core = sys.modules.get("jax.core")
+    tracer = getattr(core, "Tracer", None) if core is not None else None
+    return tracer is not None and isinstance(value, tracer)
+
+
+def user_frame(source_info):
+    """The first frame of an equation's traceback that is not JAX's (nor the runner's)."""
+    from jax._src import source_info_util
+
+    return source_info_util.user_frame(source_info.traceback)
+
+
+def trace_context():
+    """JAX's settings that are part of jit's cache key (enable_x64, default_device, a mesh...),
+    hashable; None where this JAX cannot say."""
+    try:
+        from jax._src import config
+
+        context = config.trace_context()
+        hash(context)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    return context
+
+
+def aval_str(aval) -> str:
+    """``f32[3,4]`` as JAX prints an abstract value in short form."""
+    try:
+        return aval.str_short(short_dtypes=True)  # private, and its signature has changed before
+    except (AttributeError, TypeError):
+        return str(aval)
+
+
+def stablehlo_text(computation) -> str:
+    """The StableHLO module a lowering hands to XLA, without location annotations."""
+    from jax._src.interpreters import mlir
+
+    return mlir.module_to_string(computation.stablehlo(), enable_debug_info=False)

@@ -1,0 +1,174 @@
+"""Why a function compiled again: each compilation's signature (argument names, types, shapes,
+dtypes, weak types, shardings, static arguments, donation, JAX's trace context and the function
+object itself), compared with the closest earlier one of the same function; and the warning for
+a function compiled over and over (in a loop, say) with what to do about it."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from . import common, jaxcompat
+
+LOOP_WARNING_AT = 3
+
+_lock = threading.Lock()
+
+
+class _History:
+    def __init__(self):
+        self.signatures: list[dict] = []
+        self.compile_ms = 0.0
+        self.call_lines: list[int | None] = []
+        self.warned = False
+
+
+
+
+_history: dict[tuple, _History] = {}
+
+
+
+def signature(jaxpr, info: dict, in_shardings, donated) -> dict:
+    names = getattr(jaxpr.debug_info, "arg_names", None) or ()
+    args = []
+    for i, aval in enumerate(jaxpr.in_avals):
+        name = names[i] if i < len(names) and names[i] else f"args[{i}]"
+        args.append({
+            "name": name,
+            "type": jaxcompat.aval_str(aval),
+            "shape": tuple(getattr(aval, "shape", ()) or ()),
+            "dtype": str(getattr(aval, "dtype", "")),
+            "weak": bool(getattr(aval, "weak_type", False)),
+            "sharding": _aval_sharding(aval),
+        })
+    shardings = []
+    for s in in_shardings or ():
+        text = type(s).__name__ if type(s).__name__ == "UnspecifiedValue" else str(s)
+        shardings.append(text)
+    fun = info.get("fun")
+    try:
+        fun_ref = weakref.ref(fun) if fun is not None else None
+    except TypeError:
+        fun_ref = None
+    ctx = jaxcompat.trace_context()
+    return {
+        "args": args,
+        "static": dict(info.get("static") or {}),
+        "shardings": shardings,
+        "donated": tuple(bool(d) for d in donated or ()),
+        "fun_ref": fun_ref,
+        "fun_id": id(fun) if fun is not None else None,
+        "ctx": ctx,
+    }
+
+
+def _aval_sharding(aval) -> str | None:
+    """The sharding JAX keeps on an argument's abstract value: part of jit's tracing cache key, and
+    not always in its printed type (a pmap's output carries pmap's mesh, printed plain ``f32[8]``)."""
+    sharding = getattr(aval, "sharding", None)
+    return None if sharding is None else repr(sharding)
+
+
+def _same_fun(a: dict, b: dict) -> bool:
+    if a["fun_ref"] is None or b["fun_ref"] is None:
+        return a["fun_id"] == b["fun_id"]
+    old = b["fun_ref"]()
+    return old is not None and a["fun_ref"]() is old
+
+
+def _diff(new: dict, old: dict) -> tuple[list[tuple[str, str]], int]:
+    """[(kind, sentence)] of what differs, and a distance for choosing the closest old one."""
+    reasons: list[tuple[str, str]] = []
+    na, oa = new["args"], old["args"]
+    if [a["name"] for a in na] != [a["name"] for a in oa]:
+        before = ", ".join(f"{a['name']}: {a['type']}" for a in oa) or "no arguments"
+        after = ", ".join(f"{a['name']}: {a['type']}" for a in na) or "no arguments"
+        reasons.append(("structure", f"its arguments' structure changed ({before} → {after})"))
+    else:
+        for a, b in zip(na, oa):
+            if a["shape"] != b["shape"] and a["dtype"] == b["dtype"]:
+                reasons.append(("shape", f"{a['name']} has a new shape: {b['type']} → {a['type']}"))
+            elif a["dtype"] != b["dtype"]:
+                reasons.append(("dtype", f"{a['name']} has a new dtype: {b['type']} → {a['type']}"))
+            elif a["weak"] != b["weak"]:
+                if a["weak"]:
+                    reasons.append(("weak_type", f"{a['name']} is now a Python scalar (weakly typed "
+                                                 f"{a['type']}) where it was a typed array {b['type']}"))
+                else:
+                    reasons.append(("weak_type", f"{a['name']} is now a typed array {a['type']} where it "
+                                                 f"was a Python scalar (weakly typed {b['type']})"))
+            elif a["type"] != b["type"]:
+                reasons.append(("sharding", f"{a['name']} changed: {b['type']} → {a['type']}"))
+    for key in sorted(set(new["static"]) | set(old["static"])):
+        before, after = old["static"].get(key, "—"), new["static"].get(key, "—")
+        if before != after:
+            reasons.append(("static", f"static argument {key} changed value: {before} → {after}"))
+    if not reasons and (new["shardings"] != old["shardings"] or
+                        [a.get("sharding") for a in na] != [a.get("sharding") for a in oa]):
+        reasons.append(("sharding", "an argument is on a different device or has a different sharding"))
+    if new["donated"] != old["donated"]:
+        reasons.append(("donation", "the donated arguments differ"))
+    if not reasons and new["ctx"] != old["ctx"]:
+        reasons.append(("context", "a JAX setting or context changed (e.g. enable_x64, "
+                                   "default_device, a mesh)"))
+    distance = len(reasons)
+    if not reasons and not _same_fun(new, old):
+        reasons.append(("new_function", "it is a new function object (defined again, e.g. a "
+                                        "lambda or def inside a loop), so jit's cache for it "
+                                        "started empty"))
+    if not reasons:
+        reasons.append(("other", "the same function and argument types were compiled before: its "
+                                 "cache was cleared or evicted (e.g. jax.clear_caches())"))
+    return reasons, distance
+
+
+_ADVICE = {
+    "shape": "Its argument shapes keep changing: pad or bucket them to a few fixed shapes.",
+    "dtype": "Its argument dtypes keep changing: cast the arguments to one dtype.",
+    "weak_type": "It gets Python scalars and arrays in turn: pass the same kind each time "
+                 "(e.g. jnp.float32(x)).",
+    "static": "A static argument keeps changing value: pass it as a regular (traced) argument "
+              "if it changes often.",
+    "new_function": "It is defined anew each time: define and jit it once, outside the loop.",
+    "structure": "The structure of its arguments keeps changing: keep the same pytree shape.",
+    "sharding": "Its arguments keep moving between devices or shardings: place them once.",
+}
+
+
+def recompile_info(key, sig: dict, name: str, call_site, compile_ms: float) -> tuple[int, dict | None, str | None]:
+    with _lock:
+        hist = _history.setdefault(key, _History())
+        previous = list(hist.signatures)
+        hist.signatures.append(sig)
+        hist.compile_ms += compile_ms
+        hist.call_lines.append(call_site)
+        count = len(hist.signatures)
+        total_ms = hist.compile_ms
+        lines = list(hist.call_lines[-LOOP_WARNING_AT:])
+    if not previous:
+        return count, None, None
+    best = None
+    for old in reversed(previous):
+        reasons, distance = _diff(sig, old)
+        if best is None or distance < best[1]:
+            best = (reasons, distance)
+    reasons = best[0]
+    kind = reasons[0][0]
+    sentence = f"{name} compiled again (compilation {count}) because " + "; ".join(r for _, r in reasons) + "."
+    recompile = {"count": count, "kind": kind, "kinds": [k for k, _ in reasons], "reason": sentence}
+    warning = None
+    if count >= LOOP_WARNING_AT:
+        where = ""
+        if lines and lines[0] is not None and all(site == lines[0] for site in lines):
+            where = f" by line {lines[0][0]}, in a loop"
+        warning = (f"{name} has been compiled {count} times{where} ({total_ms:.0f} ms of compiling "
+                   f"in all). " + _ADVICE.get(kind, "Check what changes between its calls."))
+        with _lock:
+            first_warning = not hist.warned
+            hist.warned = True
+        if first_warning:
+            common._stderr(f"[playground] {warning}")
+    return count, recompile, warning
+
+
