@@ -39,7 +39,7 @@ def test_a_specific_kind_is_picked_run_on_and_shared(page: Page, browser: Browse
     assert wait_until_finished(page) == "succeeded"
     assert output(page) == "ran on cpu 1\n"  # the posing worker has one CPU device
     run = page.evaluate("window.playground.runId()")
-    detail = live_stack.get(f"/api/runs/{run}")
+    detail = live_stack.wait_finished(run)  # the page heard the end from Redis; the database follows
     assert (detail["device"], detail["ran_on"]) == (POSING, POSING)
     assert detail["worker"].startswith("gpu-gpu-test@")
     SCREENS.mkdir(exist_ok=True)

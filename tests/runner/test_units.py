@@ -118,6 +118,30 @@ def test_explanations():
     assert explain.explanation(ZeroDivisionError("x")) is None
 
 
+def test_a_recursion_that_ran_out_of_memory_is_explained():
+    import sys
+
+    def down(n):
+        if n == 0:
+            raise SystemError("error return without exception set")  # as CPython raises it then
+        return down(n - 1)
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        down(20_000)
+    except SystemError as exc:
+        said = explain.explanation(exc)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert said.startswith("The recursion went 20,0") and "fori_loop" in said
+    try:
+        down(3)
+    except SystemError as shallow:  # not a deep recursion: no explanation made up for it
+        assert explain.explanation(shallow) is None
+    assert explain.explanation(MemoryError()) is None
+
+
 def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without_a_result(monkeypatch):
     import time
 
