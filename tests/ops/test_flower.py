@@ -46,17 +46,19 @@ def flower(live_stack, tmp_path):
 
 
 def test_flower_lists_the_executor_and_its_queues(live_stack, flower):
+    """/api/workers asks the workers (celery inspect); /metrics follows their heartbeat events,
+    sent every 2 s: both are waited for, a minute at most."""
     live_stack.wait_online("cpu")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while True:
         workers = json.loads(get(f"{flower}/api/workers?refresh=1"))
         executors = {name: info for name, info in workers.items() if name.startswith("cpu-executor@")}
-        if executors and all(info.get("active_queues") for info in executors.values()):
+        metrics = get(f"{flower}/metrics")
+        if (executors and all(info.get("active_queues") for info in executors.values())
+                and all(f'flower_worker_online{{worker="{name}"}} 1.0' in metrics for name in executors)):
             break
-        assert time.monotonic() < deadline, workers
+        assert time.monotonic() < deadline, (workers, [m for m in metrics.splitlines() if "online" in m])
         time.sleep(1)
     [(name, info)] = executors.items()
     assert {q["name"] for q in info["active_queues"]} >= {"exec.cpu"}
     assert "executor.run" in info["registered"]
-    metrics = get(f"{flower}/metrics")
-    assert f'flower_worker_online{{worker="{name}"}} 1.0' in metrics
