@@ -20,8 +20,6 @@ import statistics
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 
 from bench.stack import Stack, own_stack
 
@@ -29,13 +27,7 @@ WORK = "import time\ntime.sleep(0.5)\nprint('done')\n"
 
 
 def post(stack: Stack, client: str, code: str) -> tuple[int, dict, dict]:
-    req = urllib.request.Request(stack.url + "/api/runs", data=json.dumps({"code": code}).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", "X-Forwarded-For": client})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.load(r), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, json.load(e), dict(e.headers)
+    return stack.post_as(client, "/api/runs", {"code": code}, timeout=60)
 
 
 def waited_ms(stack: Stack, run_id: str) -> tuple[float, str]:

@@ -6,10 +6,7 @@ behind one trusted proxy so that each test is a client of its own (X-Forwarded-F
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -37,13 +34,7 @@ def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
 
 
 def post_run(stack: Stack, client: str, code: str) -> tuple[int, dict, dict]:
-    req = urllib.request.Request(stack.url + "/api/runs", data=json.dumps({"code": code}).encode(), method="POST",
-                                 headers={"Content-Type": "application/json", "X-Forwarded-For": client})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.load(r), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, json.load(e), dict(e.headers)
+    return stack.post_as(client, "/api/runs", {"code": code}, timeout=30)
 
 
 def test_client_keys():
