@@ -1,7 +1,13 @@
 """Celery settings both Celery apps share (the web side's and the executor's): JSON only, no
 result backend (nothing reads task results), and a task is taken off the queue when it starts, so
 a worker that dies mid-run never makes the broker hand the snippet to another worker: a snippet
-is never re-run automatically."""
+is never re-run automatically.
+
+A worker takes a task only when it has a free slot (``worker_disable_prefetch``): a run waits in
+Redis, where its priority counts (a client's first run before another's fourth: see
+playground/quotas.py) and where any node that frees first can take it, rather than in the
+buffer of a worker whose slots are all busy (executor/worker.py wakes its consumer when a slot
+frees)."""
 
 COMMON = {
     "task_serializer": "json",
@@ -11,6 +17,7 @@ COMMON = {
     "task_ignore_result": True,
     "task_acks_late": False,
     "worker_prefetch_multiplier": 1,
+    "worker_disable_prefetch": True,
     "broker_connection_retry_on_startup": True,
     "worker_hijack_root_logger": False,
     "task_default_queue": "record",

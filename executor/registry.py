@@ -37,6 +37,28 @@ def queue_name(device: str) -> str:
     return f"exec.{kind}.{specific}" if specific else f"exec.{kind}"
 
 
+# Kombu's Redis transport keeps a queue as one list per priority step, the lowest step first:
+# "exec.cpu", then "exec.cpu\x06\x163" and so on (its default steps and separator, which every
+# process here uses, Flower and celery inspect included). A worker takes from the lowest step
+# that has a message. tests/unit/test_device_strings.py checks these against kombu's own.
+PRIORITY_STEPS = (0, 3, 6, 9)
+_PRIORITY_SEP = "\x06\x16"
+
+
+def queue_lists(device: str) -> list[str]:
+    """The Redis lists that hold a device's queue, in the order a worker takes from them."""
+    queue = queue_name(device)
+    return [queue if step == 0 else f"{queue}{_PRIORITY_SEP}{step}" for step in PRIORITY_STEPS]
+
+
+def queue_depth(redis, device: str) -> int:
+    """Runs waiting in a device's queue, at every priority."""
+    pipe = redis.pipeline(transaction=False)
+    for key in queue_lists(device):
+        pipe.llen(key)
+    return sum(pipe.execute())
+
+
 def specific_name(device_kind: str | None) -> str:
     """A device kind as jax names it, as the specific part of a device string: ``NVIDIA H200`` →
     ``h200``, ``TPU v5 lite`` → ``v5-lite``, ``cpu`` → ``cpu``."""
@@ -110,7 +132,7 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
         "jaxlib_version": first.get("jaxlib_version"),
         "libraries": first.get("libraries") or {},
         "sandboxed": all(w.get("sandboxed", False) for w in workers) if workers else None,
-        "queue_depth": redis.llen(queue_name(kind)),
+        "queue_depth": queue_depth(redis, kind),
         "specific": [
             {
                 "device": device,
@@ -121,7 +143,7 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
                 "memory_bytes": group[0].get("memory_bytes"),
                 "jax_version": group[0].get("jax_version"),
                 "jaxlib_version": group[0].get("jaxlib_version"),
-                "queue_depth": redis.llen(queue_name(device)),
+                "queue_depth": queue_depth(redis, device),
             }
             for device, group in sorted(specifics.items())
         ],

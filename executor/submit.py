@@ -39,10 +39,11 @@ def run_message(run_id: str, code: str, options: dict | None, limits: dict,
             **({"grade": grade} if grade else {})}
 
 
-def send_run(app, device: str, message: dict) -> None:
-    """Queue a run on its device's queue (``gpu:h200`` → ``exec.gpu.h200``). Its log must hold
-    its ``queued`` event (seq 1) already: the executor appends after it."""
-    app.send_task(RUN_TASK, kwargs=message, queue=registry.queue_name(device))
+def send_run(app, device: str, message: dict, priority: int = 0) -> None:
+    """Queue a run on its device's queue (``gpu:h200`` → ``exec.gpu.h200``) at a priority step
+    (``registry.PRIORITY_STEPS``, 0 first). Its log must hold its ``queued`` event (seq 1)
+    already: the executor appends after it."""
+    app.send_task(RUN_TASK, kwargs=message, queue=registry.queue_name(device), priority=priority)
 
 
 def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
@@ -64,7 +65,7 @@ def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
 def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float) -> dict:
     """One run, start to finish: ``{"id", "events", "queued_to_started_ms", "queued_to_finished_ms"}``."""
     run_id = str(uuid.uuid4())
-    position = redis.llen(registry.queue_name(device)) + 1
+    position = registry.queue_depth(redis, device) + 1
     queued = ev.EventLog(redis).append(run_id, ev.make_event(ev.QUEUED, position=position))
     assert queued is not None and queued["seq"] == 1, queued
     sent = time.time()

@@ -4,7 +4,10 @@
               (one host holds a whole /64: rotating through it must not buy more runs)
     active    runs queued or running at once, at most RUN_MAX_ACTIVE_PER_CLIENT: one person
               submitting 100 runs has a few in the queue, so everyone else's wait behind at most
-              that many of theirs, whatever the queue's order
+              that many of theirs
+    order     a run goes into the queue at the priority of how many the client already has
+              queued or running: a client's first run is taken before anyone's second, its
+              second before anyone's third (Celery's priorities, one Redis list a step)
     budget    executor seconds (runs' wall time) per hour and per day for each device kind
     queue     a kind whose queue already holds RUN_QUEUE_MAX runs answers 503 at once
 
@@ -24,6 +27,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from executor import events as ev
+from executor import registry
 
 from .actions.errors import ActionError
 from .redis import get_redis
@@ -101,14 +105,15 @@ def check_budget(client: str, device: str) -> None:
                          window - now % window)
 
 
-def admit(client: str, device: str, run_id: str) -> None:
-    """Take one of the client's active slots for ``run_id``, or refuse (429)."""
+def admit(client: str, device: str, run_id: str) -> int:
+    """Take one of the client's active slots for ``run_id``, or refuse (429). Returns the run's
+    priority step: 0 for a client with nothing queued or running, later steps for more."""
     cap = _limits(_kind(device))["active"]
     now = time.time()
     redis = get_redis()
     redis.set(_client_of(run_id), client, ex=KEY_TTL_S)
     if not cap:
-        return
+        return 0
     expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
     count, oldest = redis.eval(_ADMIT, 1, _active_key(client), now, now - expire_s, cap, run_id, KEY_TTL_S)
     if int(count) >= cap:
@@ -118,6 +123,12 @@ def admit(client: str, device: str, run_id: str) -> None:
         retry = min(ACTIVE_RETRY_S, max(1.0, float(oldest) + settings.RUN_LIMITS["wall_s"] - now))
         raise refuse(f"you already have {int(count)} runs queued or running (at most {cap} at once)",
                      "active_runs", retry)
+    return priority(int(count))
+
+
+def priority(active_before: int) -> int:
+    """The priority step of a client's next run, from how many it already has (0 first)."""
+    return registry.PRIORITY_STEPS[min(active_before, len(registry.PRIORITY_STEPS) - 1)]
 
 
 def release(run_id: str, *, wall_ms: float | None = None, device: str | None = None) -> None:

@@ -38,13 +38,13 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
         raise ActionError("'snippet' must be a snippet's slug")
     who = quotas.client_key(client, owner)
     check_rate_limit(who)
-    quotas.check_queue_length(device, get_redis().llen(registry.queue_name(device)))
+    quotas.check_queue_length(device, registry.queue_depth(get_redis(), device))
     quotas.check_budget(who, device)
     run_id = uuid.uuid4()
-    quotas.admit(who, device, str(run_id))
+    priority = quotas.admit(who, device, str(run_id))
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
-                           run_id=run_id)
+                           run_id=run_id, priority=priority)
     except BaseException:
         quotas.release(str(run_id))
         raise
@@ -75,20 +75,21 @@ def check_rate_limit(client: str) -> None:
 
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
-                 limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None) -> Run:
+                 limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
+                 priority: int = 0) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
-    has ended. They travel only in the task message, never in the run's row or events."""
-    queue = registry.queue_name(device)
+    has ended. They travel only in the task message, never in the run's row or events.
+    ``priority``: the queue's priority step (quotas.priority; 0, the first, by default)."""
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
-    queued = ev.make_event(ev.QUEUED, position=get_redis().llen(queue) + 1)
+    queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), device) + 1)
     queued["seq"] = 1
     with transaction.atomic():
         run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, owner=owner,
                                  options=options or {})
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
-        transaction.on_commit(lambda: _enqueue(run, queued, limits, grade))
+        transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority))
     return run
 
 
@@ -103,13 +104,14 @@ def run_limits(asked: dict | None, device: str | None = None) -> dict:
     return limits
 
 
-def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | None = None) -> None:
+def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | None = None,
+             priority: int = 0) -> None:
     from web.celery import app
 
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
     submit.send_run(app, run.device, submit.run_message(str(run.id), run.code, run.options,
-                                                        run_limits(limits, run.device), grade))
+                                                        run_limits(limits, run.device), grade), priority)
 
 
 # Recording ---------------------------------------------------------------------------------------

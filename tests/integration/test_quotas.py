@@ -33,6 +33,26 @@ def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
         stack.stop()
 
 
+@pytest.fixture(autouse=True)
+def _idle_executor(request):
+    """Each test starts with no run waiting: runs wait in Redis until the one slot frees (and a
+    full queue answers 503), so a test's runs must not queue behind the last test's."""
+    if "quota_stack" not in request.fixturenames:
+        yield
+        return
+    import redis
+
+    from executor import registry
+
+    stack = request.getfixturevalue("quota_stack")
+    client = redis.Redis.from_url(stack.env["REDIS_URL"])
+    deadline = time.monotonic() + 60
+    while registry.queue_depth(client, "cpu") or any(w.get("busy") for w in registry.online_workers(client, "cpu")):
+        assert time.monotonic() < deadline, "the quota stack's executor is still busy after a minute"
+        time.sleep(0.2)
+    yield
+
+
 def post_run(stack: Stack, client: str, code: str) -> tuple[int, dict, dict]:
     return stack.post_as(client, "/api/runs", {"code": code}, timeout=30)
 
@@ -107,3 +127,23 @@ def test_a_flooding_client_does_not_delay_another(quota_stack):
     finished = quota_stack.wait_finished(run["id"], timeout=60)
     # Behind at most the flooder's two one-second runs (one slot), not ten.
     assert finished["status"] == "succeeded" and time.monotonic() - t0 < 6
+
+
+def started_at(stack: Stack, run_id: str) -> float:
+    detail = stack.wait_finished(run_id, timeout=90)
+    assert detail["status"] == "succeeded", detail
+    return next(e["ts"] for e in detail["events"] if e["type"] == "started")
+
+
+def test_a_clients_first_run_goes_before_anothers_second(quota_stack):
+    """One slot. The flooder's first run takes it; its second waits in Redis at a later priority
+    step (the worker holds no task it has no slot for), so the other client's first run, sent
+    after it, starts before it."""
+    quota_stack.wait_online("cpu")
+    first = post_run(quota_stack, "198.51.100.50", SLEEP.format(s=2))
+    time.sleep(0.5)  # running
+    second = post_run(quota_stack, "198.51.100.50", SLEEP.format(s=1))
+    other = post_run(quota_stack, "198.51.100.51", "print('mine')")
+    assert [a[0] for a in (first, second, other)] == [201, 201, 201]
+    assert started_at(quota_stack, other[1]["id"]) < started_at(quota_stack, second[1]["id"])
+    assert started_at(quota_stack, first[1]["id"]) < started_at(quota_stack, other[1]["id"])

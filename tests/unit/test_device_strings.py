@@ -73,3 +73,34 @@ def test_limits_can_be_set_for_the_workers_kind():
     cpu = json.loads(executor_settings(EXECUTOR_KIND="cpu", **env).stdout)
     assert (gpu["wall_s"], gpu["memory"], gpu["output"]) == (120, 8192 * 1024**2, 1024 * 1024)
     assert (cpu["wall_s"], cpu["memory"], cpu["output"]) == (30, 2048 * 1024**2, 1024 * 1024)
+
+
+def test_queue_lists_are_the_ones_kombus_redis_transport_uses():
+    """registry.queue_lists names kombu's lists itself (for queue depth without a broker
+    connection): they must be what kombu publishes to, at each priority step."""
+    import redis
+    from kombu import Connection, Exchange, Queue
+    from kombu.transport.redis import PRIORITY_STEPS
+
+    from tests.conftest import TEST_REDIS_URL
+
+    assert list(registry.PRIORITY_STEPS) == PRIORITY_STEPS
+    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/11"  # a database of its own, emptied
+    other = redis.Redis.from_url(url)
+    other.flushdb()
+    queue = Queue(registry.queue_name("gpu:h200"), Exchange("exec.gpu"), routing_key="exec.gpu.h200")
+    with Connection(url) as connection:
+        producer = connection.Producer()
+        for step in PRIORITY_STEPS:
+            producer.publish({"step": step}, exchange=queue.exchange, routing_key=queue.routing_key,
+                             declare=[queue], priority=step, serializer="json")
+    assert [other.llen(key) for key in registry.queue_lists("gpu:h200")] == [1, 1, 1, 1]
+    assert registry.queue_depth(other, "gpu:h200") == 4
+    other.flushdb()
+
+
+@pytest.mark.parametrize("active, step", [(0, 0), (1, 3), (2, 6), (3, 9), (10, 9)])
+def test_a_clients_next_run_goes_behind_everyone_elses_earlier_ones(active, step):
+    from playground import quotas
+
+    assert quotas.priority(active) == step
