@@ -138,21 +138,33 @@ logs.name_runs_in_task_logs()
 # With prefetch off (celeryconf) a worker whose slots are all busy stops reading its queue, and its
 # event loop looks again only when something wakes it: with no timer due that is a second later,
 # so a freed slot sat idle for up to a second (the flood of bench.fairness took 26 s instead of
-# 15). A tick this often makes it look again right after a run ends; it costs nothing to speak of.
+# 15). So a run's end wakes the loop, which looks again once the slot is marked free (the task's
+# thread does that just after the end: REFILL_AFTER_S), and a tick every REFILL_TICK_S is the
+# fallback should that look come too early.
 REFILL_TICK_S = 0.02
+REFILL_AFTER_S = 0.001
+_hub = None
 
 
 @signals.worker_ready.connect
 def _on_worker_ready(sender=None, **_):
+    global _hub
     get_executor(getattr(sender, "hostname", None)).start_heartbeat()
-    hub = getattr(sender, "hub", None)
-    if hub is not None:
-        hub.call_repeatedly(REFILL_TICK_S, _tick)
+    _hub = getattr(sender, "hub", None)
+    if _hub is not None:
+        _hub.call_repeatedly(REFILL_TICK_S, _tick)
 
 
 def _tick() -> None:
     """Nothing: being due is the point (the loop then runs its poll-start, which takes a task
     from the queue when a slot is free)."""
+
+
+@signals.task_postrun.connect
+def _on_task_postrun(**_):
+    hub = _hub
+    if hub is not None:  # thread-safe: wakes the loop, which then schedules the look
+        hub.call_soon(lambda: hub.call_later(REFILL_AFTER_S, _tick))
 
 
 @signals.worker_shutting_down.connect
