@@ -23,6 +23,7 @@ from django.test import Client
 
 from courses.actions import do_create_assignment, do_join_course
 from courses.models import Submission
+from executor.events import TERMINAL_STATUSES
 from playground.models import Run, RunEvent
 
 from .conftest import client_of
@@ -317,7 +318,14 @@ def test_fifty_submissions_are_graded_in_parallel_by_two_workers(live_stack, ass
         graded = wait_graded(*expected, timeout=240)
         elapsed = time.monotonic() - started
         assert {pk: s.score for pk, s in graded.items()} == expected
-        workers = set(Run.objects.filter(pk__in=[s.run_id for s in graded.values()]).values_list("worker", flat=True))
+        # A grade is sent before its run's last events, and another recorder may store it first:
+        # the runs (and the workers they name) are read once all of them are recorded as ended.
+        runs = Run.objects.filter(pk__in=[s.run_id for s in graded.values()])
+        deadline = time.monotonic() + 30
+        while runs.exclude(status__in=TERMINAL_STATUSES).exists():
+            assert time.monotonic() < deadline, list(runs.exclude(status__in=TERMINAL_STATUSES).values("pk", "status"))
+            time.sleep(0.2)
+        workers = set(runs.values_list("worker", flat=True))
         assert len(workers) == 2, workers
         print(f"50 submissions graded in {elapsed:.1f} s by {sorted(workers)}")
     finally:
