@@ -289,13 +289,25 @@ class Stack:
         raise TimeoutError(f"no {kind} executor online after {timeout} s; logs in {self.logdir}")
 
     def wait_finished(self, run_id: str, timeout: float = 60) -> dict:
+        """The run once it has ended and every event up to its end is recorded: the recorder
+        stores a run's batches in whichever order its processes commit them, so an ended run
+        may for a moment lack the batch before its end."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = self.get(f"/api/runs/{run_id}")
-            if run["status"] not in ("queued", "running"):
+            if run["status"] not in ("queued", "running") and _recorded_to_the_end(run):
                 return run
             time.sleep(0.1)
-        raise TimeoutError(f"run {run_id} still {run['status']} after {timeout} s")
+        raise TimeoutError(f"run {run_id} still {run['status']} (or its events not all recorded) after {timeout} s")
+
+
+def _recorded_to_the_end(run: dict) -> bool:
+    """The first page of a run's events is 1, 2, ... with nothing missing, and it is the last
+    page (events_next null) only if its last event is the end."""
+    events = run.get("events") or []
+    if [e["seq"] for e in events] != list(range(1, len(events) + 1)):
+        return False
+    return run.get("events_next") is not None or bool(events and events[-1]["type"] == "finished")
 
 
 @contextmanager

@@ -248,6 +248,7 @@ class Executor:
             self.redis.delete(alive)
             with self._busy_lock:
                 self.busy -= 1
+            self.pool.changed.set()  # the next heartbeat says the slot is free, now
             log.info("run %s ended after %.0f ms", run_id, (time.monotonic() - started) * 1000)
 
     def _cancelled(self, run_id: str) -> bool:

@@ -42,12 +42,32 @@ export function readSnippetData(): SnippetData | null {
   }
 }
 
-/** Every event of a finished run, in seq order, from GET /api/runs/<id> (all pages). */
-export async function loadRunEvents(id: string): Promise<{ events: RunEvent[]; finishedAt: string | null }> {
+/**
+ * Every event of a finished run, in seq order, from GET /api/runs/<id> (all pages). A link opened
+ * moments after it was shared may find the run's last events not stored yet (they are recorded
+ * a moment after the page that shared it saw them): it asks again for a few seconds until the
+ * events run 1, 2, ... to the end without a gap.
+ */
+export async function loadRunEvents(
+  id: string,
+  { patienceMs = 8000, everyMs = 400 }: { patienceMs?: number; everyMs?: number } = {},
+): Promise<{ events: RunEvent[]; finishedAt: string | null }> {
+  const giveUpAt = Date.now() + patienceMs;
+  for (;;) {
+    const saved = await readRunEvents(id);
+    if (recordedToTheEnd(saved.events) || Date.now() + everyMs > giveUpAt) return saved;
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function recordedToTheEnd(events: RunEvent[]): boolean {
+  return events.length > 0 && events[events.length - 1].type === "finished" && events.every((e, i) => e.seq === i + 1);
+}
+
+async function readRunEvents(id: string): Promise<{ events: RunEvent[]; finishedAt: string | null }> {
   const bySeq = new Map<number, RunEvent>();
   let after = 0;
   let record = await getRun(id);
-  const finishedAt = record.finished_at ?? record.created_at ?? null;
   for (;;) {
     for (const raw of record.events ?? []) {
       const event = parseEvent(raw);
@@ -59,6 +79,7 @@ export async function loadRunEvents(id: string): Promise<{ events: RunEvent[]; f
     after = next;
     record = await getRun(id, { after });
   }
+  const finishedAt = record.finished_at ?? record.created_at ?? null;
   return { events: [...bySeq.values()].sort((a, b) => a.seq - b.seq), finishedAt };
 }
 

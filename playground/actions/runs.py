@@ -146,10 +146,13 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
         )
         for e in events:
             if e["type"] == ev.STARTED:
-                if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(
-                    status=ev.STATUS_RUNNING, started_at=_when(e), worker=str(e.get("worker") or "")[:200],
-                    ran_on=str(e.get("device") or "")[:40], device_kind=str(e.get("device_kind") or "")[:100],
-                ):
+                # Where and when it ran are kept even when its end was recorded first (batches
+                # recorded by two recorder processes can commit in either order); the status
+                # only moves forward.
+                Run.objects.filter(id=run_id, started_at__isnull=True).update(
+                    started_at=_when(e), worker=str(e.get("worker") or "")[:200],
+                    ran_on=str(e.get("device") or "")[:40], device_kind=str(e.get("device_kind") or "")[:100])
+                if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(status=ev.STATUS_RUNNING):
                     moved.append(ev.STATUS_RUNNING)
             elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:
                 if Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(

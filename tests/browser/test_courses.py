@@ -9,6 +9,7 @@ Screenshots of every page go to /tmp/screens/courses-*.png for a person to look 
 from __future__ import annotations
 
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import timedelta
@@ -445,13 +446,16 @@ def test_the_students_code_is_kept_as_a_draft_and_starter_code_is_one_click_away
         expect(sam.get_by_role("button", name="Reset to starter code")).to_be_disabled()
         set_code(sam, WRONG)
         expect(sam.get_by_role("button", name="Reset to starter code")).to_be_enabled()
-        # Saved on the server too (signed in): another browser finds it.
-        sam.wait_for_timeout(2500)
+        # Saved on the server too (signed in, 1.5 s after the last edit): another browser finds it.
+        from accounts.models import Draft
+
+        stored = Draft.objects.filter(user=people["sam"], key=f"assignment:{assignment.pk}")
+        deadline = time.monotonic() + 20
+        while stored.filter(code=WRONG).count() != 1:
+            assert time.monotonic() < deadline, "the draft was not saved on the server"
+            time.sleep(0.2)
         open_assignment(sam, assignment.pk)
         assert get_code(sam) == WRONG
-    from accounts.models import Draft
-
-    assert Draft.objects.get(user=people["sam"], key=f"assignment:{assignment.pk}").code == WRONG
     with browser_as(browser, live_stack, people["sam"]) as elsewhere:
         open_assignment(elsewhere, assignment.pk)
         elsewhere.wait_for_function("code => window.playground.getCode() === code", arg=WRONG)

@@ -264,6 +264,31 @@ def test_the_strip_says_when_jax_moved_on_or_the_device_is_offline(browser: Brow
         expect(notice).to_have_text("No CPU executor is online right now, so it cannot be run at the moment.")
 
 
+def test_a_link_opened_before_its_run_is_all_stored_waits_for_the_rest(browser: Browser, live_stack):
+    """The recorder stores a run's last events a moment after the page that ran it saw them: a
+    link opened in that moment is answered the run without its end, and asks again."""
+    with fresh_page(browser, live_stack) as (page, _):
+        code = "import time\nprint('first', flush=True)\ntime.sleep(0.3)\nprint('last')\n"
+        run = page.request.post("/api/runs", data={"code": code}).json()
+        assert live_stack.wait_finished(run["id"])["status"] == "succeeded"
+        slug = page.request.post("/api/snippets", data={"code": code, "run": run["id"]}).json()["slug"]
+        answered = []
+
+        def not_yet_stored(route):
+            stored = route.fetch().json()
+            answered.append(len(answered) < 2)
+            if answered[-1]:  # as the recorder had it: the last batch (the last line, the end) missing
+                last = [e.get("text") for e in stored["events"]].index("last\n")
+                stored |= {"events": stored["events"][:last], "status": "running", "finished_at": None}
+            route.fulfill(json=stored)
+
+        page.route(f"**/api/runs/{run['id']}*", not_yet_stored)
+        open_playground(page, path=f"/s/{slug}")
+        expect(page.locator("#output")).to_have_text("first\nlast\n")
+        expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded")
+        assert answered[:3] == [True, True, False], answered
+
+
 def test_the_top_bar_has_the_account_links(page: Page, browser: Browser, live_stack):
     expect(page.get_by_role("link", name="Sign in")).to_have_attribute("href", "/accounts/login/?next=/")
     expect(page.get_by_role("link", name="Sign up")).to_have_attribute("href", "/accounts/signup/")

@@ -33,6 +33,20 @@ def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
         stack.stop()
 
 
+def released(stack: Stack, run_id: str, timeout: float = 30) -> None:
+    """Wait until the run's end has given back its slot and counted its seconds (the quota's
+    release, on the recorder's commit of the end)."""
+    import redis
+
+    from playground.quotas import _client_of
+
+    client = redis.Redis.from_url(stack.env["REDIS_URL"])
+    deadline = time.monotonic() + timeout
+    while client.exists(_client_of(run_id)):
+        assert time.monotonic() < deadline, f"run {run_id}'s share was not given back after {timeout} s"
+        time.sleep(0.05)
+
+
 @pytest.fixture(autouse=True)
 def _idle_executor(request):
     """Each test starts with no run waiting: runs wait in Redis until the one slot frees (and a
@@ -82,7 +96,7 @@ def test_runs_at_once_are_capped_per_client_and_the_slot_comes_back(quota_stack)
     assert post_run(quota_stack, "198.51.100.2", "print(4)")[0] == 201
     for _, run, _ in first:
         assert quota_stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
-    time.sleep(1)  # the recorder gives the slots back once it stored the ends
+        released(quota_stack, run["id"])  # the recorder gives the slot back once it stored the end
     assert post_run(quota_stack, "198.51.100.1", "print(5)")[0] == 201
 
 
@@ -98,7 +112,7 @@ def test_the_hourly_budget_of_executor_seconds(quota_stack):
     status, run, _ = post_run(quota_stack, "198.51.100.3", SLEEP.format(s=3.2))
     assert status == 201
     assert quota_stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
-    time.sleep(1)
+    released(quota_stack, run["id"])
     status, body, headers = post_run(quota_stack, "198.51.100.3", "print(1)")
     assert status == 429 and body["limit"] == "hourly_budget", body
     assert "3 s of cpu executor time" in body["error"]

@@ -193,3 +193,21 @@ def test_events_of_a_run_this_database_does_not_have_are_dropped():
     ghost = "11111111-1111-1111-1111-111111111111"
     do_record_events(ghost, [{"seq": 1, "type": "queued", "ts": time.time(), "position": 1}])
     assert not RunEvent.objects.filter(run_id=ghost).exists()
+
+
+def test_a_started_batch_recorded_after_the_end_still_says_where_it_ran():
+    """Two recorder processes may commit a run's batches in either order: the end first, then
+    the start. The run stays ended and still says where and when it ran."""
+    from playground.actions.runs import do_record_events
+
+    run = Run.objects.create(code="print(1)", device="cpu")
+    now = time.time()
+    do_record_events(str(run.id), [{"seq": 3, "type": ev.FINISHED, "ts": now + 0.05, "status": ev.SUCCEEDED,
+                                    "wall_ms": 40.0}])
+    do_record_events(str(run.id), [{"seq": 1, "type": ev.QUEUED, "ts": now - 0.1, "position": 1},
+                                   {"seq": 2, "type": ev.STARTED, "ts": now, "worker": "cpu-a@node",
+                                    "device": "cpu", "device_kind": "cpu"}])
+    run.refresh_from_db()
+    assert (run.status, run.worker, run.ran_on, run.device_kind) == (ev.SUCCEEDED, "cpu-a@node", "cpu", "cpu")
+    assert run.started_at is not None and run.started_at.timestamp() == pytest.approx(now)
+    assert list(run.events.values_list("seq", flat=True)) == [1, 2, 3]
