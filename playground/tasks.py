@@ -17,7 +17,7 @@ def recorder_task(name: str, **options):
     ``run_id`` logs with the run."""
 
     def decorate(fn):
-        settings = {"queue": "record", "ignore_result": True, "autoretry_for": (Exception,),
+        settings = {"ignore_result": True, "autoretry_for": (Exception,),
                     "retry_backoff": 1, "retry_backoff_max": 30, "max_retries": 5, **options}
 
         @app.task(name=name, **settings)

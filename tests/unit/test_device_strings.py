@@ -104,3 +104,19 @@ def test_a_clients_next_run_goes_behind_everyone_elses_earlier_ones(active, step
     from playground import quotas
 
     assert quotas.priority(active) == step
+
+
+def test_every_recorder_task_goes_to_the_record_queue_and_nothing_else_does():
+    """However a recorder task is sent (a retry, a grading's settle after the grace), it goes to
+    queue "record", where the recorder listens; the executor's run task to its kind's queue."""
+    import courses.tasks  # noqa: F401  (registers its tasks)
+    import playground.tasks  # noqa: F401
+    from executor.submit import RUN_TASK
+    from web.celery import app
+
+    recorder = sorted(name for name in app.tasks if name.startswith("recorder."))
+    assert {"recorder.record_events", "recorder.record_grade", "recorder.settle_grading"} <= set(recorder)
+    for name in recorder:
+        assert app.amqp.router.route({}, name)["queue"].name == "record", name
+        assert "queue" not in type(app.tasks[name]).__dict__, f"{name} sets the deprecated queue attribute"
+    assert app.amqp.router.route({"queue": registry.queue_name("gpu:h200")}, RUN_TASK)["queue"].name == "exec.gpu.h200"
