@@ -144,7 +144,7 @@ def do_settle_grading(grading_id: int) -> Grading | None:
     """The grading's run ended and no result came: graded with score 0, saying why. Nothing to do
     when a result landed, or while the run has not ended (its end settles it again)."""
     with transaction.atomic():
-        grading = Grading.objects.select_for_update().select_related("run").filter(pk=grading_id).first()
+        grading = Grading.objects.select_for_update(of=("self",)).select_related("run").filter(pk=grading_id).first()
         if grading is None or grading.status == GRADED or not grading.run.is_finished:
             return grading
         run = grading.run
@@ -180,7 +180,10 @@ def _land(grading: Grading, grade: dict, *, reported: bool) -> None:
     grading.status, grading.reported, grading.finished_at = GRADED, reported, now
     grading.save(update_fields=["score", "max_score", "checks", "message", "error", "log", "status", "reported",
                                 "finished_at"])
-    submission = Submission.objects.select_for_update().select_related("assignment").get(pk=grading.submission_id)
+    # Only the submission's row is locked: its assignment is read, and every grade of the assignment
+    # would otherwise wait for every other (and for each new submission's insert).
+    submission = Submission.objects.select_for_update(of=("self",)).select_related("assignment").get(
+        pk=grading.submission_id)
     if submission.grading_id is None or grading.pk >= submission.grading_id:
         for name in ("score", "max_score", "checks", "message", "error", "log"):
             setattr(submission, name, grade[name])
