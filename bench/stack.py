@@ -295,17 +295,19 @@ class Stack:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             run = self.get(f"/api/runs/{run_id}")
-            if run["status"] not in ("queued", "running") and _recorded_to_the_end(run):
+            if recorded_to_the_end(run):
                 return run
             time.sleep(0.1)
         raise TimeoutError(f"run {run_id} still {run['status']} (or its events not all recorded) after {timeout} s")
 
 
-def _recorded_to_the_end(run: dict) -> bool:
-    """The first page of a run's events is 1, 2, ... with nothing missing, and it is the last
-    page (events_next null) only if its last event is the end."""
+def recorded_to_the_end(run: dict) -> bool:
+    """A run (as GET /api/runs/<id> answers it) has ended and its events are all stored: the first
+    page is 1, 2, ... with nothing missing, and when it is the last page (events_next null) its
+    last event is the end."""
     events = run.get("events") or []
-    if [e["seq"] for e in events] != list(range(1, len(events) + 1)):
+    if run.get("status") in ("queued", "running", None) or [e["seq"] for e in events] != list(
+            range(1, len(events) + 1)):
         return False
     return run.get("events_next") is not None or bool(events and events[-1]["type"] == "finished")
 

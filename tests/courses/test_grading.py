@@ -21,9 +21,9 @@ import time
 import pytest
 from django.test import Client
 
+from bench.stack import recorded_to_the_end
 from courses.actions import do_create_assignment, do_join_course
 from courses.models import Submission
-from executor.events import TERMINAL_STATUSES
 from playground.models import Run, RunEvent
 
 from .conftest import client_of
@@ -54,11 +54,11 @@ def wait_recorded(run_id, timeout: float = 30) -> None:
     """Until the run has ended and its events 1..N, the last its end, are all stored."""
     deadline = time.monotonic() + timeout
     while True:
-        seqs = list(RunEvent.objects.filter(run_id=run_id).values_list("seq", "type"))
-        if (Run.objects.filter(pk=run_id, status__in=TERMINAL_STATUSES).exists() and seqs
-                and [n for n, _ in seqs] == list(range(1, len(seqs) + 1)) and seqs[-1][1] == "finished"):
+        run = Run.objects.filter(pk=run_id).values("status").first() or {}
+        run["events"] = list(RunEvent.objects.filter(run_id=run_id).order_by("seq").values("seq", "type"))
+        if recorded_to_the_end(run):
             return
-        assert time.monotonic() < deadline, f"run {run_id} not all recorded after {timeout} s: {seqs}"
+        assert time.monotonic() < deadline, f"run {run_id} not all recorded after {timeout} s: {run}"
         time.sleep(0.1)
 
 

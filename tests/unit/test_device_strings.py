@@ -110,7 +110,7 @@ def test_every_recorder_task_goes_to_the_record_queue_and_nothing_else_does():
     """However a recorder task is sent (a retry, a grading's settle after the grace), it goes to
     queue "record", where the recorder listens; the executor's run task to its kind's queue."""
     import courses.tasks  # noqa: F401  (registers its tasks)
-    import playground.tasks  # noqa: F401
+    import playground.tasks  # noqa: F401  (registers its tasks)
     from executor.submit import RUN_TASK
     from web.celery import app
 
