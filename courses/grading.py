@@ -16,7 +16,6 @@ passed, out of the points of every check reported or declared by the checks' sou
 from __future__ import annotations
 
 import logging
-import math
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -24,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from executor import events as ev
+from executor.runner import grades
 from playground.actions.runs import do_start_run
 
 from . import checks as checks_source
@@ -31,14 +31,6 @@ from .dashboard import broadcast_on_commit, regrade_item, submission_item
 from .models import GRADED, GRADING, QUEUED, Assignment, Grading, Submission
 
 log = logging.getLogger("courses")
-
-# What a result may hold (it comes from the sandbox's side of the executor).
-RESULT_CHECKS_MAX = 500
-CHECK_NAME_MAX = 200
-CHECK_MESSAGE_MAX = 2000
-ERROR_MAX = 20_000
-LOG_MAX = 64 * 1024
-
 
 def grade_grace_s() -> float:
     """How long after a graded run ended its result may still be on its way (the executor sends it
@@ -70,60 +62,15 @@ def do_grading_started(run_id: str) -> Grading | None:
     return grading
 
 
-def _finite(value, default: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return default
-    return float(value)
-
-
-def _string(value, limit: int) -> str:
-    if not isinstance(value, str):
-        return ""
-    value = value.replace("\x00", "")
-    return value if len(value) <= limit else value[: limit - 1] + "…"
-
-
-# How a student's code ended, in words ("Your code ...").
-ENDED = {ev.FAILED: "raised an exception", ev.TIMED_OUT: "ran out of time", ev.LIMIT_EXCEEDED: "went over a limit",
-         ev.CANCELLED: "was cancelled", ev.LOST: "was lost (its executor stopped responding)"}
-
-
-def _status_words(status: str) -> str:
-    return ENDED.get(status, f"ended {status.replace('_', ' ')}")
-
-
 def grade_from_result(result, declared: list[dict]) -> dict:
-    """The grade a result gives: its reported checks, then each declared check it did not report
-    (the code ended before it ran) as failed; the score is the sum of the passed checks' points,
-    out of all of theirs. ``message`` is for the student; ``error`` and ``log`` for instructors."""
+    """The grade an executor's result gives (``protocol.grade_fields``): the one rule of
+    ``executor.runner.grades.grade``, which ``executor.local`` uses too. A result that is not a
+    dict is a garbled one: no score."""
     result = result if isinstance(result, dict) else {}
-    checks = []
-    for c in (result.get("checks") if isinstance(result.get("checks"), list) else [])[:RESULT_CHECKS_MAX]:
-        if not isinstance(c, dict):
-            continue
-        checks.append({
-            "name": _string(c.get("name"), CHECK_NAME_MAX) or "(unnamed)",
-            "passed": c.get("passed") is True,
-            "points": max(_finite(c.get("points"), 1.0), 0.0),
-            "message": _string(c.get("message"), CHECK_MESSAGE_MAX),
-        })
-    student_status = result.get("student_status") if isinstance(result.get("student_status"), str) else None
-    reported = {c["name"] for c in checks}
-    missing = [d for d in declared if d["name"] not in reported]
-    ended = student_status not in (None, ev.SUCCEEDED)
-    for d in missing:
-        why = f"not reached: your code {_status_words(student_status)}" if ended else "not reached"
-        checks.append({"name": d["name"], "passed": False, "points": float(d["points"]), "message": why})
-    message = ""
-    if ended:
-        message = f"Your code {_status_words(student_status)}" + (
-            "; the checks it did not reach count as failed" if missing else "")
-    elif missing and checks and len(missing) == len(checks):
-        message = "The checks did not run"
-    score = sum(c["points"] for c in checks if c["passed"])
-    max_score = sum(c["points"] for c in checks)
-    return {"score": round(score, 6), "max_score": round(max_score, 6), "checks": checks, "message": message,
-            "error": _string(result.get("error"), ERROR_MAX), "log": _string(result.get("log"), LOG_MAX)}
+    outcome = result.get("outcome") if isinstance(result.get("outcome"), str) else grades.OUTCOME_INTERFERED
+    status = result.get("student_status") if isinstance(result.get("student_status"), str) else None
+    return grades.grade(result.get("checks"), declared, outcome=outcome, student_status=status,
+                        error=result.get("error"), log=result.get("log") or "")
 
 
 def do_record_grade(run_id: str, result) -> Grading | None:
@@ -148,7 +95,8 @@ def do_settle_grading(grading_id: int) -> Grading | None:
         if grading is None or grading.status == GRADED or not grading.run.is_finished:
             return grading
         run = grading.run
-        grade = grade_from_result({"checks": [], "student_status": run.status}, grading.declared)
+        grade = grade_from_result({"checks": [], "outcome": grades.OUTCOME_NOT_RUN, "student_status": run.status},
+                                  grading.declared)
         grade["message"] = f"No result: the grading run ended {run.status.replace('_', ' ')}" + (
             f" ({run.message})" if run.message else "") + "; submit again"
         grade["error"] = (f"no grading result came back: the run ended {run.status}"

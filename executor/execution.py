@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import threading
 import time
 
@@ -22,7 +21,8 @@ from .submit import GRADE_TASK, RECORD_TASK
 from .pool import RunnerPool
 from .runner import protocol
 from .sandbox import get_launcher
-from .supervisor import GradingSession, grade_result, supervise
+from .graded_run import GradedRun
+from .supervisor import supervise
 
 log = logging.getLogger("executor")
 
@@ -258,20 +258,21 @@ class Executor:
             return False  # asked again next tick
 
     def _execute(self, run_id, code, options, requested_limits, relay, alive, grade=None) -> None:
+        limits = self.launcher.limits.clamp(requested_limits)
         grading = None
         if isinstance(grade, dict) and isinstance(grade.get("checks"), str):
-            grading = GradingSession(checks=grade["checks"], nonce=secrets.token_hex(16),
-                                     token=secrets.token_hex(16))
+            # The checks get a runner of their own (runner/checker.py), taken while the code runs.
+            grading = GradedRun(checks=grade["checks"], acquire=self.pool.acquire, release=self.pool.release,
+                                launcher=self.launcher, limits=limits)
         try:
             runner = self.pool.acquire()
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             finished = protocol.finished_fields(ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0)
             if grading is not None:
-                self._send_grade(run_id, grading, finished)
+                self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
             return
-        limits = self.launcher.limits.clamp(requested_limits)
         last_alive = [time.monotonic()]
 
         def tick() -> None:
@@ -311,15 +312,14 @@ class Executor:
         # The result first, then the runner's cgroup is removed (which can wait on the kernel).
         try:
             if grading is not None:
-                self._send_grade(run_id, grading, finished)
+                self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
         finally:
             self.pool.release(runner)
 
-    def _send_grade(self, run_id: str, grading: GradingSession, finished: dict) -> None:
+    def _send_grade(self, run_id: str, result: dict) -> None:
         """The grade goes to the recorder before the run's ``finished``, so that whoever sees the
         run end finds its submission graded (or about to be) rather than still grading."""
-        result = grade_result(grading, finished)
         try:
             patiently("sending a grade to the recorder", lambda: self.app.send_task(
                 GRADE_TASK, args=[run_id, result], queue=settings.RECORD_QUEUE), REDIS_PATIENCE_S)

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 
 from . import events as ev
 from .sandbox import Limits, get_launcher
-from .supervisor import GradingSession, Runner, grade_result, supervise, wait_ready
+from .graded_run import GradedRun
+from .runner import grades
+from .supervisor import Runner, discard, supervise, wait_ready
 
 
 @dataclass
@@ -71,10 +73,42 @@ class RunResult:
         return f"RunResult({short})"
 
 
+def checker_runners(launcher):
+    """``(acquire, release)`` of a graded run's checker: a cold runner in a slot of its own."""
+
+    def acquire() -> Runner:
+        runner = Runner(proc=launcher.start(1), slot=1)
+        try:
+            wait_ready(runner, 120)
+        except BaseException:
+            discard(runner, launcher)
+            raise
+        return runner
+
+    return acquire, lambda runner: discard(runner, launcher)
+
+
+def graded_run(checks: str, launcher, limits: Limits) -> GradedRun:
+    acquire, release = checker_runners(launcher)
+    return GradedRun(checks=checks, acquire=acquire, release=release, launcher=launcher, limits=limits)
+
+
+def grade_local(code: str, checks: str, *, launcher, limits: Limits | None = None, on_event=None) -> tuple[list, dict]:
+    """Grade ``code`` with ``checks`` as the site does: the run's events, and the grade
+    (``grades.grade``: score, checks, messages)."""
+    limits = limits or launcher.limits
+    grading = graded_run(checks, launcher, limits)
+    events = run_local(code, launcher=launcher, limits=limits, on_event=on_event, grading=grading)
+    result = grading.finish(events[-1])
+    grade = grades.grade(result["checks"], grades.declared_checks(checks), outcome=result["outcome"],
+                         student_status=result["student_status"], error=result["error"], log=result["log"])
+    return events, grade
+
+
 def run_local(code: str, *, launcher, limits: Limits | None = None, options: dict | None = None,
-              on_event=None, grading: GradingSession | None = None) -> list[dict]:
+              on_event=None, grading: GradedRun | None = None) -> list[dict]:
     """Start a runner (cold), run ``code`` in it and return every event, ``finished`` last.
-    With ``grading``, the run is graded: ``grade_result(grading, events[-1])`` is its grade."""
+    With ``grading``, the run is graded: ``grading.finish(events[-1])`` is its result."""
     limits = limits or launcher.limits
     out: list[dict] = []
 
@@ -107,22 +141,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checks", help="an assignment's check code (a file): grade the snippet with it")
     args = parser.parse_args(argv)
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
-    grading = None
-    if args.checks:
-        import secrets
-
-        grading = GradingSession(checks=open(args.checks).read(), nonce=secrets.token_hex(16),
-                                 token=secrets.token_hex(16))
     limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
                             devices=tuple(args.device))
+    show = lambda e: print(json.dumps(e), flush=True)
     try:
-        events = run_local(code, launcher=launcher, limits=limits,
-                           on_event=lambda e: print(json.dumps(e), flush=True), grading=grading)
+        if args.checks:
+            events, grade = grade_local(code, open(args.checks).read(), launcher=launcher, limits=limits,
+                                        on_event=show)
+            print(json.dumps({"grade": grade}, indent=2))
+        else:
+            events = run_local(code, launcher=launcher, limits=limits, on_event=show)
     finally:
         launcher.close()
-    if grading is not None:
-        print(json.dumps({"grade": grade_result(grading, events[-1])}, indent=2))
     return 0 if events[-1]["status"] == ev.SUCCEEDED else 1
 
 

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
 import os
 import select
 import signal
 import subprocess
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from . import events as ev
+from .graded_run import GradedRun, write_all
 from .runner import protocol
 from .sandbox import Launcher, Limits, human_bytes
 
@@ -131,46 +130,8 @@ def wait_ready(runner: Runner, timeout: float) -> dict:
     return runner.info
 
 
-# A graded run: what its supervisor keeps apart from the run's events.
-GRADING_LOG_MAX_CHARS = 64 * 1024
-COMPILATION_TEXT_MAX_CHARS = 64 * 1024
-COMPILATIONS_MAX = 500
-COMPILATION_FIELDS = ("name", "flops", "bytes_accessed", "transcendentals", "compile_ms", "compiles",
-                      "in_types", "out_types", "recompile")
-
-
-@dataclass
-class GradingSession:
-    """The hidden checks of a graded run and what became of them. The checks go to the runner
-    only after its ``student_done`` (with ``nonce``); its ``grade`` counts only with ``token``.
-    Output and events after ``student_done`` are the checks': kept here, for the instructor."""
-
-    checks: str
-    nonce: str
-    token: str
-    phase: str = "student"  # → "grading" → "graded"
-    student_status: str | None = None
-    compilations: list = field(default_factory=list)
-    log: list = field(default_factory=list)
-    log_chars: int = 0
-    result: dict | None = None
-    forged: int = 0
-
-    def note_compiled(self, fields: dict) -> None:
-        if self.phase == "student" and len(self.compilations) < COMPILATIONS_MAX:
-            item = {k: fields.get(k) for k in COMPILATION_FIELDS}
-            item["jaxpr"] = (fields.get("jaxpr") or "")[:COMPILATION_TEXT_MAX_CHARS]
-            self.compilations.append(item)
-
-    def add_log(self, text: str) -> None:
-        room = GRADING_LOG_MAX_CHARS - self.log_chars
-        if room > 0:
-            self.log.append(text[:room])
-            self.log_chars += min(len(text), room)
-
-    def request(self) -> bytes:
-        return (json.dumps({"checks": self.checks, "token": self.token,
-                            "compilations": self.compilations}) + "\n").encode()
+# Messages of a graded run on the student's event pipe (or, the checker's, forged there).
+GRADED_RUN_MESSAGES = frozenset({"student_done", "answer"}) | protocol.CHECKER_ONLY
 
 
 class _Kill(Exception):
@@ -188,12 +149,13 @@ def supervise(
     should_cancel: Callable[[], bool] = lambda: False,
     tick: Callable[[], None] = lambda: None,
     tick_every_s: float = 0.2,
-    grading: GradingSession | None = None,
+    grading: GradedRun | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
     ``emit(type, **fields)`` is called for each event, in order, from this thread. With
-    ``grading``, the run is graded: its result is left in ``grading.result``.
+    ``grading``, the run is graded: once the student's code ended, its runner answers the
+    checker's questions (executor/graded_run.py), and ``grading.finish(finished)`` is its result.
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
                        tick_every_s=tick_every_s, grading=grading).run(request)
@@ -213,8 +175,10 @@ class Supervision:
 
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
                  should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
-                 grading: GradingSession | None = None):
+                 grading: GradedRun | None = None):
         self.grading = grading
+        self.deadline = 0.0
+        self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
         self.emit, self.should_cancel, self.tick, self.tick_every_s = emit, should_cancel, tick, tick_every_s
         self.fds = {self.proc.stdout.fileno(): ev.STDOUT, self.proc.stderr.fileno(): ev.STDERR,
@@ -276,8 +240,8 @@ class Supervision:
             data = data[: max(allowed, 0)]
         self.output_bytes += len(data)
         text = self.decoders[kind].decode(data)
-        if text and self.grading is not None and self.grading.phase != "student":
-            self.grading.add_log(text)  # the checks' output: the instructor's alone
+        if text and self.checking:
+            self.grading.add_log(text)  # output while the checks call the code: the instructor's alone
             text = ""
         if text:
             if self.pending and self.pending[-1][0] == kind:
@@ -295,9 +259,15 @@ class Supervision:
             raise _Kill(ev.LIMIT_EXCEEDED, f"output limit of {human_bytes(self.limits.output_bytes)} exceeded")
 
     def on_event_bytes(self, data: bytes) -> None:
-        self.event_bytes += len(data)
-        if self.event_bytes > EVENT_BYTES_CAP:
-            raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {human_bytes(EVENT_BYTES_CAP)} exceeded")
+        if self.checking:
+            # Answers to the checks (arrays) are bounded one by one, not by the run's event budget.
+            if len(self.event_buffer) + len(data) > protocol.ANSWER_MAX_BYTES:
+                raise _Kill(ev.LIMIT_EXCEEDED, "an answer to the checks was larger than "
+                                               f"{human_bytes(protocol.ANSWER_MAX_BYTES)}")
+        else:
+            self.event_bytes += len(data)
+            if self.event_bytes > EVENT_BYTES_CAP:
+                raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {human_bytes(EVENT_BYTES_CAP)} exceeded")
         self.event_buffer += data
         *lines, self.event_buffer = self.event_buffer.split(b"\n")
         self.event_lines.extend(line for line in lines if line.strip())
@@ -324,52 +294,60 @@ class Supervision:
             message.pop("seq", None)
             if not isinstance(type_, str):
                 problems.add("an event whose type is not a string (dropped)")
-            elif type_ in ("student_done", "grade"):
-                self.on_grading_message(type_, message)
-            elif self.grading is not None and self.grading.phase != "student":
-                pass  # what the checks compiled or displayed is not the run's
             elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
                     self.runner_exit = exit_["status"]
+            elif type_ in GRADED_RUN_MESSAGES:
+                self.on_graded_message(type_, message)
+            elif self.checking:
+                pass  # what the code compiled or displayed while the checks called it is not the run's
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
-                if type_ == "compiled" and self.grading is not None:
-                    self.grading.note_compiled(fields)
                 self.send(type_, draining=draining, **fields)
         elif message is not None:
             problems.add("an event that is not a JSON object (dropped)")
         self.note_problems(before)
 
-    def on_grading_message(self, type_: str, message: dict) -> None:
-        """``student_done`` with the nonce: the student's code has ended, so the checks go to the
-        runner (from a thread: a runner that does not read must not hold this one). ``grade``
-        with the token: the result. Anything else is the student's code imitating them."""
+    @property
+    def checking(self) -> bool:
+        """The student's code has ended and its runner answers the checks."""
+        return self.grading is not None and self.grading.phase != "student"
+
+    def on_graded_message(self, type_: str, message: dict) -> None:
+        """``student_done``: the code ended, the checks may ask. ``answer``: to the question asked.
+        A checker's message from the student's side is interference. In an ordinary run, none of
+        these mean anything and they are dropped."""
         grading = self.grading
         if grading is None:
             return
-        if type_ == "student_done" and grading.phase == "student" and message.get("nonce") == grading.nonce:
-            grading.phase = "grading"
-            status = message.get("status")
-            grading.student_status = status if status in (ev.SUCCEEDED, ev.FAILED) else ev.FAILED
+        if type_ in protocol.CHECKER_ONLY:
+            grading.interfered(f"a {type_!r} message from the student's side")
+        elif type_ == "student_done":
+            fields = protocol.rebuild(type_, message, protocol.Problems(), spec=protocol.RUNNER_MESSAGES)
             self.flush_output(draining=True)
-            payload = grading.request()
-            stdin = self.proc.stdin
+            grading.on_student_done(fields, write=self.write_student, close=self.close_student,
+                                    stop=self.request_stop)
+            self.deadline = max(self.deadline, time.monotonic() + grading.deadline_after_done())
+        elif type_ == "answer":
+            grading.on_answer(message)
 
-            def send() -> None:
-                try:
-                    stdin.write(payload)
-                    stdin.close()
-                except (OSError, ValueError):
-                    pass
+    def write_student(self, data: bytes, deadline: float) -> bool:
+        """A question to the student's runner (from the checking thread)."""
+        try:
+            return write_all(self.proc.stdin.fileno(), data, deadline)
+        except (OSError, ValueError):
+            return False
 
-            threading.Thread(target=send, name="grading-checks", daemon=True).start()
-        elif type_ == "grade" and grading.phase == "grading" and message.get("token") == grading.token:
-            grading.phase = "graded"
-            grading.result = {"checks": message.get("checks"), "error": message.get("error")}
-        else:
-            grading.forged += 1
+    def close_student(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
 
     def handle_event_lines(self, draining: bool = False) -> None:
         """Structured events, in order, after the output that came before them; at most
@@ -380,7 +358,7 @@ class Supervision:
                 return
             if not self.flush_output(draining):
                 return
-            if not draining and not self.budget.available():
+            if not draining and not self.checking and not self.budget.available():
                 return
             self.handle_event_line(self.event_lines.popleft(), draining)
 
@@ -437,7 +415,9 @@ class Supervision:
     def run(self, request: dict) -> dict:
         proc, launcher, limits = self.proc, self.launcher, self.limits
         t0 = time.monotonic()
-        deadline = t0 + limits.wall_s
+        self.deadline = t0 + limits.wall_s
+        if self.grading is not None:
+            self.grading.start()
         # Readable when the process exits (a pidfd, or the template's report); elsewhere (a Mac,
         # unsandboxed) the wait below is a plain tick.
         exit_fd = proc.exit_fd()
@@ -449,8 +429,8 @@ class Supervision:
             try:
                 # The wall clock goes with the code, so that what waits in the run (%timeit)
                 # can stop before it rather than be killed at it.
-                grade = {"grade": {"nonce": self.grading.nonce}} if self.grading is not None else {}
-                proc.stdin.write((json.dumps({**request, **grade, "wall_s": limits.wall_s}) + "\n").encode())
+                graded = {"graded": True} if self.grading is not None else {}
+                proc.stdin.write((json.dumps({**request, **graded, "wall_s": limits.wall_s}) + "\n").encode())
                 if self.grading is None:
                     proc.stdin.close()
                 else:
@@ -460,8 +440,11 @@ class Supervision:
             next_tick = t0
             while self.fds or self.pending or self.event_lines or not self.done():
                 now = time.monotonic()
+                deadline = self.deadline
                 if now >= deadline:
                     raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
+                if self.stop_requested:
+                    raise _Kill(ev.TIMED_OUT, "a call of the checks into the code did not return in time")
                 if now >= next_tick:
                     next_tick = now + self.tick_every_s
                     self.tick()
@@ -485,6 +468,8 @@ class Supervision:
         finally:
             launcher.stop(proc)
         self.drain()
+        if self.grading is not None:
+            self.grading.on_student_ended(cancelled=kill is not None and kill.status == ev.CANCELLED)
 
         if self.exit_info is None and self.runner_exit is None:
             self.exit_info = proc.wait_exit(block=True)
@@ -584,43 +569,3 @@ def _signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
-
-
-def grade_result(grading: GradingSession, finished: dict) -> dict:
-    """What the recorder stores of a graded run: the checks (name, passed, points, message: what a
-    student may see), the score, and for the instructor the checks' traceback and output."""
-    checks = []
-    reported = (grading.result or {}).get("checks")
-    for item in reported if isinstance(reported, list) else []:
-        if not isinstance(item, dict):
-            continue
-        points = item.get("points")
-        points = float(points) if isinstance(points, (int, float)) and not isinstance(points, bool) \
-            and math.isfinite(points) and points >= 0 else 0.0
-        checks.append({"name": protocol.clean_text(str(item.get("name") or "check"))[:200],
-                       "passed": item.get("passed") is True, "points": points,
-                       "message": protocol.clean_text(str(item.get("message") or ""))[:2000]})
-    error = (grading.result or {}).get("error")
-    error = protocol.clean_text(error)[:20000] if isinstance(error, str) else None
-    status = finished.get("status")
-    if grading.result is None:
-        if grading.phase == "student":
-            why = (f"the code ended the run before the checks could run ({status}"
-                   f"{': ' + finished['message'] if finished.get('message') else ''})")
-        else:
-            why = (f"the checks did not finish ({status}"
-                   f"{': ' + finished['message'] if finished.get('message') else ''})")
-        error = why if not error else f"{why}\n{error}"
-    if grading.forged:
-        note = f"the run sent {grading.forged} grading message(s) that were not the runner's; they were ignored"
-        error = note if not error else f"{error}\n{note}"
-    return {
-        "checks": checks,
-        "score": sum(c["points"] for c in checks if c["passed"]),
-        "max_score": sum(c["points"] for c in checks),
-        "student_status": grading.student_status or status,
-        "run_status": status,
-        "error": error,
-        "log": protocol.clean_text("".join(grading.log)),
-    }
-

@@ -47,11 +47,11 @@ def prepare_process() -> None:
     """What every run shares and a template can do once before forking: the capture hooks and
     the ``jaxplay`` module. Starts no thread and no backend."""
     _state["capture"] = capture.install()
-    from . import grading, jaxplay
+    from . import checklib, jaxplay
 
     sys.modules["jaxplay"] = jaxplay
-    sys.modules["jaxplay.grading"] = grading  # an assignment's check code imports its helpers here
-    jaxplay.grading = grading
+    sys.modules["jaxplay.grading"] = checklib  # an assignment's check code imports its helpers here
+    jaxplay.grading = checklib
 
 
 def prepare_run(channel, font_cache: str | None = None) -> None:

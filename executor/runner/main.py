@@ -209,19 +209,12 @@ def main(argv: list[str]) -> None:
     serve(channel, sys.stdin.buffer)
 
 
-def _read_line(stdin) -> bytes:
-    fd = stdin.fileno()
-    data = b""
-    while not data.endswith(b"\n"):
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
 def serve(channel: EventChannel, stdin) -> None:
-    """Wait for the one request, run its snippet, report, exit. Never returns."""
+    """Wait for the one request, run its snippet, report, exit. Never returns.
+
+    A graded run's student side answers the checker's questions once the code has ended
+    (``answers.serve_questions``); a runner given ``checks`` is that run's checker instead
+    (``checker.serve_checks``) and runs no snippet at all."""
     line = stdin.readline()
     if not line:
         os._exit(0)  # the pool is shutting down
@@ -231,25 +224,23 @@ def serve(channel: EventChannel, stdin) -> None:
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
     sys.stdout = _user_stream(1)
     sys.stderr = _user_stream(2)
-    grade = request.pop("grade", None)
-    hooks.configure(None if grade else request.get("options"))  # a graded run is always captured
-    grading = None
-    if isinstance(grade, dict):
-        from .grading import Grading
+    if "checks" in request:
+        from .checker import serve_checks
 
-        grading = Grading(str(grade.get("nonce")), channel.fd)
-        grading.install()
-    del grade
+        hooks.configure({"capture": False})
+        serve_checks(request, channel, stdin)
+    graded = request.get("graded") is True
+    hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
 
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     status = run_snippet(request.pop("code"), channel, namespace)
     hooks.finish()  # figures left open
     flush_user_streams()
-    if grading is not None:
-        # The checks come on stdin once the supervisor has the "student_done" grade() sends.
-        grading.grade(status, namespace, lambda: _read_line(stdin))
-    else:
-        channel.send("exit", status=status)
+    if graded:
+        from .answers import serve_questions
+
+        serve_questions(namespace, status, channel, stdin)
+    channel.send("exit", status=status)
     # The supervisor's end of the run: it need not wait while the kernel takes this process's
     # memory apart (milliseconds, for a fork of a large template).
     for fd in (1, 2, channel.fd):

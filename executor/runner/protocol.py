@@ -131,7 +131,50 @@ RUNNER_MESSAGES: dict[str, Event] = {
     ),
     "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
                   required=("status",)),
+    # A graded run's student side (runner/answers.py), once the student's code has ended.
+    "student_done": Event("The student's code ended; from now on the runner answers questions.",
+                          {"status": STR}, required=("status",)),
+    "answer": Event("The student's side's answer to one question: a value (runner/values.py) or an "
+                    "error (its type and the student's line).",
+                    {"id": INT, "kind": STR, "value": JSON, "error": DICT}, required=("id",)),
 }
+
+# A graded run (executor/graded_run.py). The checks run in a runner of their own, the checker
+# (runner/checker.py), which no student code reaches; it asks the student's side through the
+# supervisor, which relays one question at a time and checks every answer's id.
+#
+#   supervisor → checker stdin:   {"checks", "wall_s"}, then {"id", "answer": {kind, value, error}} a line
+#   supervisor → student stdin:   {"id", "op", "name", "args", "kwargs", "transform"} a line
+ASK_OPS = ("get", "call", "lower")
+CHECK_FIELDS = {"name": STR, "passed": BOOL, "points": NUM, "message": STR}
+CHECKER_MESSAGES: dict[str, Event] = {
+    "ask": Event("A question for the student's side: a name's value, a call, a lowering.",
+                 {"id": INT, "op": STR, "name": STR, "args": JSON, "kwargs": JSON, "transform": STR},
+                 required=("id", "op", "name")),
+    "check": Event("One check's result, sent as it is decided.", CHECK_FIELDS, required=("name",)),
+    "note": Event("Text for the instructor alone (a traceback, a helper's detail).", {"text": STR},
+                  required=("text",)),
+    "grade": Event("The checks ended; the instructor's error, if any.", {"error": STR}),
+}
+# Messages only the checker sends: from the student's side, they are interference.
+CHECKER_ONLY = frozenset(CHECKER_MESSAGES)
+# What one answer, one question and the checker's notes may weigh.
+ANSWER_MAX_BYTES = 48 * 1024**2
+NOTES_MAX_CHARS = 64 * 1024
+# What a graded run's executor sends the recorder (recorder.record_grade): the checks as the
+# checker reported them, and how the run ended. ``runner/grades.py`` turns it into a score.
+GRADE_FIELDS = {"checks": LIST, "outcome": STR, "student_status": STR, "error": STR, "log": STR}
+
+
+def grade_fields(checks: list, outcome: str, *, student_status: str | None, error: str | None,
+                 log: str = "") -> dict:
+    """The fields of a graded run's result: built here, by whoever ends a graded run."""
+    from .grades import OUTCOMES
+
+    if outcome not in OUTCOMES:
+        raise ValueError(f"not a grading outcome: {outcome!r}")
+    return {"checks": list(checks), "outcome": outcome, "student_status": student_status,
+            "error": error or None, "log": clean_text(log or "")}
 
 
 # Rebuilding untrusted values ------------------------------------------------------------------

@@ -355,9 +355,6 @@ def main(argv: list[str]) -> None:
 
     hooks.prepare_process()
     preload_matplotlib(args.font_cache)
-    from . import grading
-
-    grading.prepare_template()  # what a graded run compares the libraries with, shared by every fork
     info = probe(args.cpu_devices)
     info["libraries"] = hooks.libraries()
     if args.font_cache:

@@ -1,14 +1,15 @@
-"""Graded runs in the real sandbox: hidden checks after the student's code, in its globals, and
-the student's code unable to read, change or forge them (executor/runner/grading.py)."""
+"""Graded runs in the real sandbox: the hidden checks run in a checker runner of their own, the
+student's code in its runner, and the two speak only data through the supervisor
+(executor/graded_run.py). Whatever the student's code does in its process, its grade is what its
+answers earn and nothing of the checks reaches what the student sees."""
 
 from __future__ import annotations
 
 import json
-import secrets
 
 import pytest
 
-from executor.supervisor import GradingSession, grade_result
+from executor.local import RunResult, grade_local
 
 # The checks carry a marker that must never reach anything the student sees.
 MARKER = "HIDDEN_EXPECTED_4471"
@@ -16,11 +17,13 @@ CHECKS = f"""
 from jaxplay.grading import allclose, check, grad_check, max_compilations, no_float64
 import numpy as np
 SECRET = "{MARKER}"
-check("square of 3", allclose(square(3.0), 9.0), 2)
+EXPECTED = np.float64(9.0)
+check("square of 3", allclose(square(3.0), EXPECTED), 2)
 with check("gradient", points=2):
     assert grad_check(loss, np.arange(3.0), loss_grad), "the gradient differs from finite differences"
-check("no float64", no_float64())
-check("compiled once", max_compilations("loss", 1))
+x = np.arange(3.0, dtype=np.float32)
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(loss, 1, (x,), (x + 1,)))
 print("checks saw", SECRET)
 """
 CORRECT = """
@@ -45,20 +48,16 @@ def loss_grad(w):  # by hand, wrongly
     return w
 print(loss(jnp.arange(3.0)))
 """
+ALL_CHECKS = {"square of 3", "gradient", "no float64", "compiled once"}
 
 
 @pytest.fixture(scope="module")
 def grade(launcher):
-    from executor.local import RunResult, run_local
-
     def grade_(code: str, checks: str = CHECKS, wall_s: float = 30) -> tuple[RunResult, dict]:
-        session = GradingSession(checks=checks, nonce=secrets.token_hex(16), token=secrets.token_hex(16))
-        events = run_local(code, launcher=launcher, limits=launcher.limits.clamp({"wall_s": wall_s}),
-                           grading=session)
+        events, result = grade_local(code, checks, launcher=launcher, limits=launcher.limits.clamp({"wall_s": wall_s}))
         run = RunResult(events)
-        result = grade_result(session, run.finished)
-        # Nothing the student can see holds the checks or what they printed.
-        seen = json.dumps(events)
+        # Nothing the student can see holds the checks, their values or what they printed.
+        seen = json.dumps(events) + json.dumps(result["checks"]) + result["message"]
         assert MARKER not in seen and "checks saw" not in seen, seen
         return run, result
 
@@ -72,48 +71,52 @@ def scores(result: dict) -> dict:
 def test_a_correct_submission_gets_every_point(grade):
     run, result = grade(CORRECT)
     assert run.status == "succeeded" and run.stdout == "5.0\n"
-    assert scores(result) == {"square of 3": True, "gradient": True, "no float64": True, "compiled once": True}
-    assert (result["score"], result["max_score"]) == (6.0, 6.0)
-    assert result["error"] is None
+    assert scores(result) == dict.fromkeys(ALL_CHECKS, True), result
+    assert (result["score"], result["max_score"], result["outcome"]) == (6.0, 6.0, "checked")
+    assert result["error"] == ""
     assert f"checks saw {MARKER}" in result["log"]  # the instructor's
 
 
-def test_a_wrong_submission_fails_the_checks_with_messages(grade):
+def test_a_wrong_submission_fails_with_messages_that_say_nothing_of_the_checks(grade):
     _run, result = grade(WRONG)
     assert scores(result) == {"square of 3": False, "gradient": False, "no float64": True, "compiled once": True}
     assert result["score"] == 2.0
     by_name = {c["name"]: c for c in result["checks"]}
-    assert "largest difference 3" in by_name["square of 3"]["message"]
+    # Not the expected value, the difference, nor where: those stay in the instructor's log.
+    assert by_name["square of 3"]["message"] == "the values differ from the expected ones"
+    assert "largest difference 3" in result["log"]
     assert by_name["gradient"]["message"] == "the gradient differs from finite differences"
 
 
 def test_a_crashing_submission_is_still_checked(grade):
     run, result = grade(CORRECT + "\nraise ValueError('oops')\n")
     assert run.status == "failed" and run.error["exc_type"] == "ValueError"
-    assert result["student_status"] == "failed" and result["score"] == 6.0
+    assert result["score"] == 6.0 and "raised an exception" in result["message"]
 
 
 def test_a_check_that_raises_in_student_code_says_where_not_what(grade):
     code = "def square(x):\n    return {}[x]\n" + CORRECT.split("def square")[0]
     _run, result = grade(code + "\nimport jax\nloss = jax.jit(lambda w: (w ** 2).sum())\nloss_grad = lambda w: 2 * w\n")
     message = {c["name"]: c["message"] for c in result["checks"]}["square of 3"]
-    assert message == "raised KeyError at line 2 of your code"
-    assert "KeyError" in result["error"] and "square(3.0)" in result["error"]  # the instructor's traceback
+    assert message == "square raised KeyError at line 2 of your code"
+    assert "KeyError" in result["log"] and "square(3.0)" in result["log"]  # the instructor's traceback
 
 
 def test_code_that_ends_the_process_or_times_out_scores_nothing(grade):
     for code, status in (("import os\nos._exit(0)", "succeeded"), ("while True: pass", "timed_out")):
         run, result = grade(code, wall_s=3)
         assert run.status == status, (code, run)
-        assert result["score"] == 0 and result["checks"] == []
+        assert result["score"] == 0 and result["outcome"] == "not_run", result
+        assert {c["name"] for c in result["checks"]} == ALL_CHECKS
         assert "before the checks could run" in result["error"], result
 
 
-def test_code_that_raises_system_exit_is_checked_like_any_failure(grade):
+def test_a_name_the_code_does_not_define_fails_its_check(grade):
     run, result = grade("raise SystemExit(3)")
     assert run.status == "failed"
-    assert result["score"] == 1.0  # only "no float64" holds of code that compiled nothing
-    assert {c["name"]: c["message"] for c in result["checks"]}["square of 3"] == "raised NameError"
+    messages = {c["name"]: c["message"] for c in result["checks"]}
+    assert messages["square of 3"] == "the check could not use your code's result (NameError)"
+    assert result["score"] == 0
 
 
 def test_checks_that_do_not_compile_are_the_instructors_error(grade):
@@ -121,19 +124,218 @@ def test_checks_that_do_not_compile_are_the_instructors_error(grade):
     assert result["checks"] == [] and "do not compile" in result["error"]
 
 
+def test_the_checks_imports_and_randomness_are_the_checkers_own(grade):
+    checks = """
+from jaxplay.grading import allclose, check
+import numpy as np, scipy.special
+rng = np.random.default_rng(1234)
+x = rng.normal(size=4)
+check("expit", allclose(expit(x), scipy.special.expit(x)))
+check("numpy is numpy", np.allclose(np.ones(2), np.ones(2)) and not np.allclose(np.zeros(2), np.ones(2)))
+"""
+    student = """
+import sys, types, builtins, numpy as np
+np.random.seed(0)
+fake = types.ModuleType("scipy"); fake.special = types.SimpleNamespace(expit=lambda x: 0.0)
+sys.modules["scipy"] = fake; sys.modules["scipy.special"] = fake.special
+np.allclose = lambda *a, **k: True
+builtins.abs = lambda x: 0
+def expit(x):
+    return 0.0 * x
+"""
+    _run, result = grade(student, checks=checks)
+    assert scores(result) == {"expit": False, "numpy is numpy": True}, result
+
+
+def test_values_cross_as_data_with_their_structure(grade):
+    checks = """
+from jaxplay.grading import allclose, check
+import numpy as np
+p = params
+check("params", allclose(p, {"w": np.ones((2, 3), np.float32), "b": (np.zeros(3), 1.5)}))
+check("types", type(p["w"]) is np.ndarray and p["w"].dtype == np.float32 and type(p["b"]) is tuple)
+check("calls", allclose(make(2), (np.arange(2), {"n": 2})) and shout("ab") == "AB" and nothing() is None)
+check("named tuple", state(3).count == 3 and state(3)._fields == ("count", "total"))
+check("bfloat16 and scalars", str(half().dtype) == "bfloat16" and type(scalar()) is np.float32)
+"""
+    student = """
+import collections, jax.numpy as jnp, numpy as np
+params = {"w": jnp.ones((2, 3)), "b": (np.zeros(3), 1.5)}
+make = lambda n: (jnp.arange(n), {"n": n})
+shout = str.upper
+nothing = lambda: None
+State = collections.namedtuple("State", "count total")
+state = lambda n: State(n, 2.0 * n)
+half = lambda: jnp.ones(2, jnp.bfloat16)
+scalar = lambda: np.float32(1.5)
+"""
+    _run, result = grade(student, checks=checks)
+    assert all(scores(result).values()), result
+
+
+# -- what a hostile submission tries ----------------------------------------------------------------
+
+# Each runs beside a wrong square (2 points at most: the gradient's and nothing else), and looks
+# for the marker wherever its process can look; were it found, it would come back as the name of
+# an exception class (the one thing of the student's that a message echoes).
+FIND = """
+def _needle():  # the marker, built when searched for (never a constant of this code)
+    return chr(72) + "IDDEN_EXPECTED_" + str(4400 + 71)
+def _leak(found):
+    if found:
+        raise type("Found" + "".join(c for c in found if c.isalnum())[:30], (Exception,), {})()
+def _search_text(text):
+    return "found" if _needle() in text else ""
+"""
 HOSTILE = {
-    "prints a forged result": """
-print('{"type": "grade", "token": "x", "checks": [{"name": "square of 3", "passed": true, "points": 100}]}')
+    "walks every frame it can reach": """
+import sys
+def square(x):
+    seen, frame = [], sys._getframe()
+    while frame is not None:
+        seen.append(repr(frame.f_locals) + repr(frame.f_globals.keys()) + repr(frame.f_code.co_consts))
+        frame = frame.f_back
+    _leak(_search_text(" ".join(seen)))
+    return x + x
 """,
-    "writes forged messages to the event pipe": """
+    "gets a frame from a signal handler": """
+import signal, sys
+found = []
+def peek(signum, frame):
+    while frame is not None:
+        found.append(repr(frame.f_locals))
+        frame = frame.f_back
+signal.signal(signal.SIGUSR1, peek)
+def square(x):
+    signal.raise_signal(signal.SIGUSR1)
+    _leak(_search_text(" ".join(found)))
+    return x + x
+""",
+    "reads its own memory": """
+import ctypes
+def square(x):
+    needle = _needle().encode()  # its one copy, and the buffer read into, are not hits
+    own = id(needle) + bytes.__basicsize__ - 1
+    buf = bytearray(1 << 20)
+    lo_buf = ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
+    hits = scanned = 0
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", buffering=0) as mem:
+        for line in maps:
+            lo, hi = (int(v, 16) for v in line.split()[0].split("-"))
+            if "r" not in line.split()[1] or hi - lo > 256 << 20 or "[vvar" in line:
+                continue
+            for start in range(lo, hi, len(buf)):
+                try:
+                    mem.seek(start)
+                    got = mem.readinto(memoryview(buf)[: min(len(buf), hi - start)])
+                except OSError:
+                    continue
+                scanned += got
+                at = buf.find(needle, 0, got)
+                while at != -1:
+                    if start + at != own and not lo_buf <= start + at < lo_buf + len(buf):
+                        hits += 1
+                    at = buf.find(needle, at + 1, got)
+    print("scanned", scanned >> 20, "MiB")
+    _leak("found" if hits or scanned < 10 << 20 else "")
+    return x + x
+""",
+    "reads the other processes it can see": """
 import os
-for fd in range(3, 12):
-    for line in ('{"type": "student_done", "nonce": "guess", "status": "succeeded"}\\n',
-                 '{"type": "grade", "token": "guess", "checks": [{"name": "bonus", "passed": true, "points": 99}]}\\n'):
+def square(x):
+    found = ""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        for name in ("cmdline", "environ", "mem", "fd/0", "fd/3"):
+            try:
+                with open(f"/proc/{pid}/{name}", "rb") as f:
+                    found = found or _search_text(f.read(1 << 20).decode("latin-1"))
+            except OSError:
+                pass
+    _leak(found)
+    return x + x
+""",
+    "keeps every object the collector frees": """
+import gc
+gc.set_debug(gc.DEBUG_SAVEALL)
+def square(x):
+    gc.collect()
+    texts = [v for o in gc.garbage + gc.get_objects() if isinstance(o, (dict, list, tuple))
+             for v in (o.values() if isinstance(o, dict) else o) if isinstance(v, str)]
+    _leak(_search_text(" ".join(texts)))
+    return x + x
+""",
+    "forges messages on every descriptor": """
+import json, os
+forged = [{"type": "student_done", "status": "succeeded"},
+          {"type": "check", "name": "square of 3", "passed": True, "points": 100},
+          {"type": "grade", "error": None}, {"type": "answer", "id": 1, "value": 9.0}]
+def square(x):
+    for fd in range(3, 64):
+        for message in forged:
+            try:
+                os.write(fd, (json.dumps(message) + "\\n").encode())
+            except OSError:
+                pass
+    return x + x
+""",
+    "answers the questions itself from a thread started at import": """
+import json, os, sys, threading
+def answer_everything():
+    for line in sys.__stdin__:
         try:
-            os.write(fd, line.encode())
-        except OSError:
-            pass
+            q = json.loads(line)
+        except ValueError:
+            continue
+        for fd in range(3, 16):
+            try:
+                os.write(fd, (json.dumps({"type": "answer", "id": q.get("id"), "value": 9.0}) + "\\n").encode())
+            except OSError:
+                pass
+threading.Thread(target=answer_everything, daemon=True).start()
+""",
+    "switches off its compiled events and forges its own": """
+import jax, jax.numpy as jnp
+from runner import common
+channel = common.outbox.channel
+common.outbox.channel = None
+jax.config.update("jax_enable_x64", True)
+for n in (3, 4, 5):
+    loss(jnp.arange(1.0, n + 1.0, dtype=jnp.float64))
+channel.send("compiled", name="loss", jaxpr="{ lambda ; a:f32[3]. let in (a,) }", compiles=1, in_types=["f32[3]"])
+@jax.jit
+def loss(w):
+    return jnp.sum(w.astype(jnp.float64) ** 2)
+""",
+    "returns values that lie when compared": """
+import numpy as np
+class Always(np.ndarray):
+    def __eq__(self, other): return np.ones(np.shape(other), bool)
+    def __array__(self, *a, **k): return np.asarray(9.0)
+class Liar:
+    def __eq__(self, other): return True
+    def __float__(self): return 9.0
+    def __array__(self, *a, **k): return np.asarray(9.0)
+def square(x):
+    return Liar() if x == 3.0 else np.asarray(x + x).view(Always)
+""",
+    "returns a huge or recursive value": """
+import numpy as np
+def square(x):
+    if x == 3.0:
+        r = []; r.append(r)
+        return r
+    return np.zeros((64, 1024, 1024), np.float32)
+""",
+    "patches the libraries the checks might use": """
+import builtins, numpy, jax
+numpy.allclose = lambda *a, **k: True
+jax.Array.__array__ = lambda self, *a, **k: numpy.float64(9.0)
+builtins.bool = lambda x=False: True
+import jaxplay.grading as g
+g.allclose = lambda *a, **k: True
+g.Verdict.__bool__ = lambda self: True
 """,
     "calls check itself": """
 from jaxplay.grading import check as imported_check
@@ -142,69 +344,109 @@ try:
 except RuntimeError as e:
     print("refused:", e)
 def square(x):
-    imported_check("bonus", True, 50)
-    return x * x
-""",
-    "defines its own check": """
-def check(name, passed, points=1, message=""):
-    return True
-""",
-    "patches the libraries": """
-import builtins, numpy, jax
-numpy.allclose = lambda *a, **k: True
-numpy.asarray = lambda *a, **k: numpy.zeros(())
-jax.Array.__array__ = lambda self, *a, **k: numpy.float64(9.0)
-builtins.bool = lambda x=False: True
-import jaxplay.grading as g
-g.allclose = lambda *a, **k: True
-g.Verdict.__bool__ = lambda self: True
-""",
-    "patches the libraries while the checks run": """
-def square(x):
-    import numpy
-    numpy.allclose = lambda *a, **k: True
-    import jaxplay.grading as g
-    g.Verdict.__bool__ = lambda self: True
+    try:
+        imported_check("bonus", True, 50)
+    except RuntimeError:
+        pass
     return x + x
 """,
-    "reads memory and frames": """
-import gc, sys
-for attempt in (lambda: gc.get_objects(), lambda: sys._getframe(), lambda: gc.get_referrers(sys),
-                lambda: __import__("ctypes").string_at(0, 1), lambda: sys.settrace(lambda *a: None),
-                lambda: __import__("threading").Thread(target=print).start(),
-                lambda: __import__("os").fork()):
-    try:
-        attempt()
-        print("allowed")
-    except PermissionError as e:
-        print("refused:", e)
-sys.addaudithook(lambda event, args: print("hooked", event))  # dropped: never called
-def square(x):
-    try:
-        raise ValueError
-    except ValueError as e:
-        frame = e.__traceback__.tb_frame  # refused: no frame, no caller's locals
-    return 9.0
+    "profiles, traces and registers exit hooks": """
+import sys, atexit, os, json
+sys.setprofile(lambda *a: None)
+sys.settrace(lambda *a: None)
+atexit.register(lambda: os.write(3, (json.dumps({"type": "grade", "error": None}) + "\\n").encode()))
 """,
-    "hides a signal handler": """
-import signal
-def peek(signum, frame):
-    frame.f_back.f_globals["check"]("bonus", True, 50)
-signal.signal(signal.SIGALRM, peek)
-signal.setitimer(signal.ITIMER_REAL, 0.05, 0.01)
+    "names its exception after the check's inputs": """
+def square(x):
+    raise type("Input" + repr(x).replace(".", "d") * 200, (Exception,), {})()
 """,
 }
 
 
 @pytest.mark.parametrize("attack", list(HOSTILE))
-def test_hostile_code_cannot_raise_its_score(grade, attack):
-    run, result = grade(WRONG + HOSTILE[attack])
+def test_hostile_code_earns_nothing_and_sees_nothing_of_the_checks(grade, attack):
+    run, result = grade(WRONG + FIND + HOSTILE[attack])
     assert result["score"] <= 2.0, (attack, result)
     assert all(c["name"] != "bonus" for c in result["checks"]), result
-    assert {c["name"] for c in result["checks"]} == {"square of 3", "gradient", "no float64", "compiled once"}
-    if attack == "reads memory and frames":
-        assert run.stdout.count("refused:") == 7 and "hooked" not in run.stdout, run.stdout
-    if attack == "writes forged messages to the event pipe":
-        assert "not the runner's" in (result["error"] or "")
-    if attack == "patches the libraries while the checks run":
-        assert "while the checks ran" in {c["name"]: c for c in result["checks"]}["square of 3"]["message"]
+    assert {c["name"] for c in result["checks"]} == ALL_CHECKS, result
+    messages = " ".join(c["message"] for c in result["checks"])
+    assert "Found" not in messages and "HIDDEN" not in messages, (attack, result)
+    if attack == "reads its own memory":
+        assert "scanned" in result["log"], result  # it did look (its output is the instructor's now)
+    if attack == "forges messages on every descriptor":
+        assert result["outcome"] == "interfered" and result["score"] == 0, result
+        assert "interfered with grading" in result["message"]
+        assert all(c["message"] == "the submission interfered with grading" for c in result["checks"])
+    if attack == "switches off its compiled events and forges its own":
+        assert scores(result)["no float64"] is False and scores(result)["compiled once"] is True, result
+    if attack == "returns values that lie when compared":
+        assert "cannot receive" in {c["name"]: c for c in result["checks"]}["square of 3"]["message"]
+    if attack == "names its exception after the check's inputs":
+        message = {c["name"]: c["message"] for c in result["checks"]}["square of 3"]
+        assert len(message) < 100 and "3d0" in message and message.startswith("square raised Input"), message
+
+
+def test_a_function_that_sleeps_past_the_checks_time_fails_and_the_run_ends(grade):
+    slow = WRONG + "\nimport time\ndef square(x):\n    time.sleep(600)\n"
+    run, result = grade(slow, wall_s=3)
+    assert run.status == "timed_out", run
+    messages = {c["name"]: c["message"] for c in result["checks"]}
+    assert messages["square of 3"] == "square did not return in time"
+    assert result["score"] == 0 and run.finished["wall_ms"] < 30_000
+
+
+def test_the_compilation_checks_lower_the_function_themselves(grade):
+    checks = """
+from jaxplay.grading import check, compile_count, flops_under, max_compilations, no_float64, no_host_callbacks
+import numpy as np
+x = np.arange(1.0, 4.0, dtype=np.float32)
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(scale, 1, (x, 2.0), (x, 3.0)))
+check("cheap", flops_under(1e5, loss, x))
+check("no callbacks", no_host_callbacks(loss, x))
+check("counts shapes", compile_count(loss, (x,), (np.ones(5, np.float32),)) == 2)
+"""
+    good = """
+import jax, jax.numpy as jnp
+@jax.jit
+def loss(w):
+    return jnp.sum(jnp.sin(w) * w)
+scale = jax.jit(lambda w, s: w * s)
+"""
+    bad = """
+import functools, jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+@jax.jit
+def loss(w):
+    jax.debug.print("w = {}", w)
+    m = jnp.outer(w, w) @ jnp.ones((w.shape[0], 512)) @ jnp.ones((512, 512))
+    return jnp.sum(jnp.sin(w) * w) + 0 * jnp.sum(m)
+scale = functools.partial(jax.jit, static_argnums=1)(lambda w, s: w * s)  # one compilation per s
+"""
+    _run, result = grade(good, checks=checks)
+    assert all(scores(result).values()), result
+    _run, result = grade(bad, checks=checks)
+    assert scores(result) == {"no float64": False, "compiled once": False, "cheap": False, "no callbacks": False,
+                              "counts shapes": True}, result
+
+
+def test_a_lowering_that_is_not_the_function_fails_the_compilation_checks(grade):
+    """The student's side may hand over any module: the checker runs it and requires it to
+    compute what the function returns."""
+    checks = """
+from jaxplay.grading import check, no_float64
+import numpy as np
+check("no float64", no_float64(loss, np.arange(3.0, dtype=np.float32)))
+"""
+    forged = """
+import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+def loss(w):
+    return jnp.sum(jnp.asarray(w, jnp.float64) ** 3)
+cheap = jax.export.export(jax.jit(lambda w: jnp.sum(w)))(jax.ShapeDtypeStruct((3,), jnp.float32)).serialize()
+import runner.answers as answers
+answers._lower = lambda f, args, kwargs: cheap
+"""
+    _run, result = grade(forged, checks=checks)
+    message = {c["name"]: c["message"] for c in result["checks"]}["no float64"]
+    assert message == "what loss compiles to does not compute what loss returns", result

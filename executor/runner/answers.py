@@ -1,0 +1,104 @@
+"""The student's side of a graded run: once the student's code has ended, its runner answers the
+checker's questions about the names the code left, one JSON line a question on stdin, one
+``answer`` event each. This process holds no secret: it sees only the questions (a name, and the
+inputs a check chose), and what it answers is data the checker judges for itself.
+
+    {"id", "op": "get", "name"}                    → {"kind": "callable" | "module" | "value" | "missing", "value"?}
+    {"id", "op": "call", "name", "args", "kwargs", "transform"?: "grad"}
+                                                   → {"value"} | {"error": {"type", "line"}}
+    {"id", "op": "lower", "name", "args", "kwargs"} → {"value": a jax.export module (bytes), or {"text"}}
+"""
+
+from __future__ import annotations
+
+import json
+import types
+
+from . import common, values
+
+_MISSING = object()
+
+
+def _error(exc: BaseException) -> dict:
+    from .main import user_frames
+
+    if isinstance(exc, values.Unsendable):
+        return {"type": "Unsendable", "reason": str(exc)[:200]}
+    frames = user_frames(exc.__traceback__)
+    return {"type": values.short_name(type(exc).__name__), "line": frames[-1].lineno if frames else None}
+
+
+def _get(namespace: dict, name: str) -> dict:
+    value = namespace.get(name, _MISSING)
+    if value is _MISSING:
+        return {"kind": "missing"}
+    if isinstance(value, types.ModuleType):
+        return {"kind": "module", "value": str(getattr(value, "__name__", ""))[:200]}
+    if callable(value):
+        return {"kind": "callable"}
+    return {"kind": "value", "value": values.encode(value)}
+
+
+def _function(namespace: dict, name: str, transform):
+    f = namespace.get(name, _MISSING)
+    if f is _MISSING:
+        raise NameError(name)
+    if transform == "grad":
+        import jax
+
+        f = jax.grad(f)
+    return f
+
+
+def _lower(f, args: list, kwargs: dict):
+    import jax
+
+    jitted = f if hasattr(f, "lower") and hasattr(f, "trace") else jax.jit(f)
+    try:
+        return jax.export.export(jitted)(*args, **kwargs).serialize()
+    except NotImplementedError:  # host callbacks cannot be serialised: their text says what they are
+        return {"text": jitted.lower(*args, **kwargs).as_text()}
+
+
+def answer(question: dict, namespace: dict) -> dict:
+    op, name = question.get("op"), question.get("name")
+    if not isinstance(name, str):
+        return {"error": {"type": "missing"}}
+    try:
+        if op == "get":
+            return _get(namespace, name)
+        args = values.decode(question.get("args") or [])
+        kwargs = values.decode(question.get("kwargs") or {})
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise values.Unsendable("malformed arguments")
+        f = _function(namespace, name, question.get("transform"))
+        if op == "call":
+            return {"value": values.encode(f(*args, **kwargs))}
+        if op == "lower":
+            return {"value": values.encode(_lower(f, args, kwargs))}
+        return {"error": {"type": "missing"}}
+    except NameError as exc:
+        if exc.args == (name,):
+            return {"error": {"type": "missing"}}
+        return {"error": _error(exc)}
+    except Exception as exc:  # noqa: BLE001 - the student's function failing is an answer
+        return {"error": _error(exc)}
+
+
+def serve_questions(namespace: dict, status: str, channel, stdin) -> None:
+    """Say the code ended, then answer until the supervisor closes stdin."""
+    common.flush_user_streams()
+    channel.send("student_done", status=status)
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        try:
+            question = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(question, dict):
+            continue
+        reply = answer(question, namespace)
+        common.flush_user_streams()
+        channel.send("answer", id=question.get("id"), **reply)

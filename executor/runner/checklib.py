@@ -1,0 +1,320 @@
+"""``jaxplay.grading``: what an assignment's check code imports (``from jaxplay.grading import
+check, allclose, ...``). It runs in the checker (``runner.checker``), never beside the student's
+code; in a student's run, ``check`` refuses.
+
+Values the student's functions return arrive as data (NumPy arrays and Python builtins built by
+the checker), so every comparison here is the checker's own. Compilation checks judge what the
+student's side hands over when asked to lower a function for given arguments (a ``jax.export``
+module): the checker reads its types and custom calls itself, compiles it itself for XLA's cost
+analysis, runs it on the same arguments and requires it to compute what the student's function
+returns. Nothing of the student's run (its ``compiled`` events) is used.
+
+A helper's answer is a ``Verdict``: its ``message`` is what the student sees (never the check's
+inputs, expected values or budgets), its ``detail`` goes to the instructor alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_MISSING = object()
+
+
+class Verdict:
+    """A helper's answer: true when the check passes, a message for the student, a detail for the
+    instructor."""
+
+    is_verdict = True
+
+    def __init__(self, passed: bool, message: str = "", detail: str = ""):
+        self.passed, self.message, self.detail = bool(passed), message, detail
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.passed}, {self.message!r})"
+
+
+def _session():
+    from . import checker
+
+    sess = checker.session()
+    if sess is None:
+        raise RuntimeError("check() reports only from an assignment's checks")
+    return sess
+
+
+def check(name, passed=_MISSING, points=1, message=""):
+    """``check(name, passed, points=1, message="")`` reports one check; ``with check(name,
+    points=1):`` passes unless its block raises. Returns whether it passed."""
+    sess = _session()
+    if passed is _MISSING:
+        return _Block(name, points)
+    detail = ""
+    if getattr(passed, "is_verdict", False) is True:
+        message = message or passed.message
+        detail = passed.detail
+    ok = bool(passed)
+    sess.record(name, ok, points, message, detail)
+    return ok
+
+
+class _Block:
+    def __init__(self, name, points):
+        self.name, self.points = name, points
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        from . import checker
+
+        sess = _session()
+        if exc is None:
+            sess.record(self.name, True, self.points, "")
+            return False
+        if not isinstance(exc, Exception):
+            return False  # SystemExit, KeyboardInterrupt: the checks end
+        sess.record(self.name, False, self.points, checker.student_message(exc))
+        sess.note(f"check {self.name!r}:\n{checker.instructor_traceback(exc)}")
+        return True
+
+
+def student_function(f, transform: str | None = None):
+    """A function of the student's code, by name or as the checks found it."""
+    from .checker import StudentFunction
+
+    if isinstance(f, StudentFunction):
+        return StudentFunction(f.name, transform) if transform else f
+    if isinstance(f, str):
+        return StudentFunction(f, transform)
+    raise TypeError(f"expected a function of the student's code (or its name), got {type(f).__name__}")
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+
+def allclose(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> Verdict:
+    """Values (arrays, scalars, pytrees of them) equal within tolerances, compared as float64
+    NumPy arrays. The student is told only that they differ; the instructor where and by how much."""
+    import jax
+    import numpy as np
+
+    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
+    if a_tree != e_tree:
+        return Verdict(False, "the result is not structured like the expected one",
+                       f"expected {e_tree}, got {a_tree}")
+    for i, (a, e) in enumerate(zip(a_leaves, e_leaves)):
+        where = f" (leaf {i})" if len(a_leaves) > 1 else ""
+        try:
+            a = np.array(a, dtype=np.complex128 if np.iscomplexobj(e) or np.iscomplexobj(a) else np.float64)
+        except (TypeError, ValueError):
+            return Verdict(False, f"the result{where} is not a number or an array", f"got {type(a).__name__}")
+        e = np.asarray(e, dtype=a.dtype)
+        if a.shape != e.shape:
+            return Verdict(False, f"the result{where} has shape {a.shape}, not the expected shape",
+                           f"expected shape {e.shape}")
+        if not np.all(np.isfinite(a) == np.isfinite(e)) or not np.allclose(a, e, rtol=rtol, atol=atol,
+                                                                             equal_nan=True):
+            diff = np.abs(np.nan_to_num(a - e, nan=np.inf))
+            at = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
+            return Verdict(False, f"the values{where} differ from the expected ones",
+                           f"largest difference {float(diff.max()):.3g}"
+                           f"{f' at index {tuple(int(i) for i in at)}' if at else ''} (rtol={rtol:g}, atol={atol:g})")
+    return Verdict(True, "")
+
+
+def finite_differences(f, x, *, eps: float = 1e-3):
+    """The gradient of scalar ``f`` at ``x`` by central differences, in float64 NumPy: ``f`` is
+    called (in the student's process, for a student's function) at ``x ± eps`` along each axis."""
+    import numpy as np
+
+    x = np.array(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    flat, g = x.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        old = flat[i]
+        flat[i] = old + eps
+        up = float(np.asarray(f(x.astype(np.float32))))
+        flat[i] = old - eps
+        down = float(np.asarray(f(x.astype(np.float32))))
+        flat[i] = old
+        g[i] = (up - down) / (2 * eps)
+    return grad
+
+
+def grad_check(f, x, grad=None, *, eps: float = 1e-3, rtol: float = 1e-2, atol: float = 1e-3) -> Verdict:
+    """``grad`` (a function of ``x``; by default ``jax.grad`` of the student's ``f``, taken in the
+    student's process) against central finite differences of ``f`` at ``x``."""
+    import numpy as np
+
+    if grad is None:
+        grad = student_function(f, "grad")
+    expected = finite_differences(f, x, eps=eps)
+    verdict = allclose(np.asarray(grad(np.asarray(x, dtype=np.float32))), expected, rtol=rtol, atol=atol)
+    if not verdict:
+        verdict.message = "the gradient does not match finite differences"
+    return verdict
+
+
+# -- compilation ------------------------------------------------------------------------------------
+
+_CUSTOM_CALL = re.compile(r'(?:stablehlo\.custom_call\s*@|call_target_name\s*=\s*")([A-Za-z0-9_.$\-]+)')
+_FLOAT64 = re.compile(r"\b(f64|complex<f64>)\b")
+_LOCATION = re.compile(r"\s*loc\([^)]*\)|^#loc.*$", re.M)
+
+
+class Lowered:
+    """What the student's side handed over for ``f`` lowered on given arguments: a ``jax.export``
+    module (``blob``), or, where JAX cannot serialise it (host callbacks), its StableHLO text.
+    Everything here is computed by the checker from that, and ``faithful`` says whether running
+    it gives what the student's function returned for the same arguments."""
+
+    def __init__(self, name: str, args: tuple, kwargs: dict, answer):
+        from . import jaxcompat
+
+        self.name, self.args, self.kwargs = name, args, kwargs
+        self.exported = None
+        self.text = ""
+        self.problem = ""
+        if isinstance(answer, bytes):
+            try:
+                import jax
+
+                self.exported = jax.export.deserialize(bytearray(answer))
+                self.text = self.exported.mlir_module()
+            except Exception as exc:  # noqa: BLE001 - whatever the student's side sent
+                self.problem = f"what your side sent for {name} is not a compiled function"
+                self.detail = f"deserialize: {type(exc).__name__}: {str(exc)[:300]}"
+        elif isinstance(answer, dict) and isinstance(answer.get("text"), str):
+            self.text = answer["text"]
+        else:
+            self.problem = f"{name} could not be lowered"
+        self.custom_calls = sorted(set(_CUSTOM_CALL.findall(self.text)))
+        stable = jaxcompat.stable_custom_calls()
+        self.callbacks = [t for t in self.custom_calls if t not in stable]
+        self.float64 = bool(_FLOAT64.search(self.text))
+        body = _LOCATION.sub("", self.text)
+        body = re.sub(r"^module @\S+", "module", body, count=1, flags=re.M)
+        self.fingerprint = hashlib.sha256(body.encode()).hexdigest()
+        self._flops = _MISSING
+        self._faithful = _MISSING
+
+    def runnable(self) -> bool:
+        """Whether the checker may compile and run it: a module with no custom call outside JAX's
+        stable list (a host callback's would reach into the student's process)."""
+        return self.exported is not None and not self.callbacks
+
+    def call(self, *args):
+        if not self.runnable():
+            raise RuntimeError(self.problem or f"{self.name} calls back to the host; the checks do not run it")
+        return self.exported.call(*args)
+
+    @property
+    def flops(self) -> float | None:
+        """XLA's FLOP count for the module, compiled here."""
+        if self._flops is _MISSING:
+            self._flops = None
+            if self.runnable():
+                import jax
+
+                from . import jaxcompat
+
+                compiled = jax.jit(self.exported.call).lower(*self.args, **self.kwargs).compile()
+                self._flops = jaxcompat.cost_value(compiled, "flops")
+        return self._flops
+
+    @property
+    def faithful(self) -> bool:
+        """The module, run here, computes what the student's function returned (the same arguments)."""
+        if self._faithful is _MISSING:
+            self._faithful = False
+            if self.runnable():
+                mine = self.call(*self.args, **self.kwargs)
+                theirs = student_function(self.name)(*self.args, **self.kwargs)
+                self._faithful = bool(allclose(theirs, mine, rtol=1e-3, atol=1e-5))
+        return self._faithful
+
+
+def lowered(f, *args, **kwargs) -> Lowered:
+    """The student's ``f`` lowered (under ``jax.jit``, or its own jit) for these arguments."""
+    fn = student_function(f)
+    answer = _session().ask("lower", fn.name, args=args, kwargs=kwargs)
+    return Lowered(fn.name, args, kwargs, answer)
+
+
+def _needs_arguments(helper: str, args: tuple) -> None:
+    if not args:
+        raise TypeError(f"{helper} needs the function and the arguments to lower it with, "
+                        f"e.g. {helper}(loss, x): the checks lower it themselves")
+
+
+def _judged(low: Lowered, passed: bool, message: str, detail: str = "") -> Verdict:
+    """A compilation verdict, provided the module is the student's function (it runs and agrees)."""
+    if low.problem:
+        return Verdict(False, low.problem, getattr(low, "detail", ""))
+    if low.runnable() and not low.faithful:
+        return Verdict(False, f"what {low.name} compiles to does not compute what {low.name} returns",
+                       "the exported module's outputs differ from the function's on the check's arguments")
+    return Verdict(passed, message, detail)
+
+
+def no_float64(f=None, *args, **kwargs) -> Verdict:
+    """``f`` lowered for ``args`` has no float64 (or complex128) anywhere."""
+    _needs_arguments("no_float64", (f, *args) if f is not None else ())
+    low = lowered(f, *args, **kwargs)
+    return _judged(low, not low.float64, f"{low.name} computes in float64" if low.float64 else "")
+
+
+def no_host_callbacks(f=None, *args, **kwargs) -> Verdict:
+    """``f`` lowered for ``args`` calls no Python on the host (``pure_callback``, ``io_callback``,
+    ``jax.debug.print``)."""
+    _needs_arguments("no_host_callbacks", (f, *args) if f is not None else ())
+    low = lowered(f, *args, **kwargs)
+    if low.callbacks:
+        return Verdict(False, f"{low.name} calls back to the host", f"custom calls: {', '.join(low.callbacks)}")
+    return _judged(low, True, "")
+
+
+def flops_under(budget: float, f=None, *args, **kwargs) -> Verdict:
+    """XLA's FLOP count of ``f`` lowered for ``args`` (compiled by the checker) is within ``budget``."""
+    _needs_arguments("flops_under", (f, *args) if f is not None else ())
+    low = lowered(f, *args, **kwargs)
+    if low.callbacks:
+        return Verdict(False, f"{low.name} calls back to the host, so its cost cannot be measured")
+    flops = low.flops if not low.problem else None
+    if flops is None:
+        return _judged(low, False, f"the cost of {low.name} could not be measured")
+    return _judged(low, flops <= budget, f"{low.name} takes {flops:.3g} FLOPs" + ("" if flops <= budget
+                                                                                 else ", over the budget"),
+                   f"{flops:.6g} FLOPs, budget {budget:.6g}")
+
+
+def compile_count(f, *calls) -> int:
+    """How many different compilations the student's ``f`` needs for these calls (each an argument
+    tuple): the distinct modules it lowers to."""
+    if not calls:
+        raise TypeError("compile_count needs the calls to count, e.g. compile_count(loss, (x3,), (x4,))")
+    return len({lowered(f, *call).fingerprint for call in calls})
+
+
+def max_compilations(f, n: int, *calls) -> Verdict:
+    """The calls (argument tuples) need at most ``n`` compilations of ``f`` (a function that
+    recompiles for every shape or Python value is the usual jit mistake)."""
+    if not calls:
+        raise TypeError("max_compilations needs the calls, e.g. max_compilations(loss, 1, (x,), (2 * x,))")
+    lows = [lowered(f, *(call if isinstance(call, tuple) else (call,))) for call in calls]
+    for low in lows:
+        if low.problem:
+            return Verdict(False, low.problem)
+    count = len({low.fingerprint for low in lows})
+    name = lows[0].name
+    return _judged(lows[0], count <= n, f"{name} compiles {count} time{'s' * (count != 1)} for these calls"
+                                        f"{'' if count <= n else f'; at most {n} expected'}")
+
+
+__all__ = ["Verdict", "check", "allclose", "finite_differences", "grad_check", "lowered", "Lowered", "no_float64",
+           "no_host_callbacks", "flops_under", "compile_count", "max_compilations", "student_function"]
