@@ -51,8 +51,9 @@ check("square of 3", allclose(square(3.0), 9.0), 2)
 check("square of an array", allclose(square(np.arange(4.0)), np.arange(4.0) ** 2))
 with check("gradient", points=2):
     assert grad_check(loss, np.arange(3.0), loss_grad), "the gradient differs from finite differences"
-check("no float64", no_float64())
-check("compiled once", max_compilations("loss", 1))
+x = np.arange(3.0, dtype=np.float32)
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(loss, 1, (x,), (x + 1,)))
 """
 MAX_SCORE = 7.0
 
@@ -197,29 +198,36 @@ def measure(stack: Stack, n: int) -> dict:
 
 def overhead(n: int) -> dict:
     """What grading adds to one run, in the sandbox without the web side (executor.local): the
-    student's code alone, graded with one trivial check, and graded with the five checks."""
-    import secrets
-
-    from executor.local import run_local
+    student's code alone, graded with one trivial check, with the five checks, and the checker's
+    latency per check (51 value checks against 1, each a call of the student's function)."""
+    from executor.local import grade_local, run_local
     from executor.sandbox import Limits, get_launcher
-    from executor.supervisor import GradingSession
 
+    many = "from jaxplay.grading import allclose, check\n" + "".join(
+        f"check('square {i}', allclose(square({i}.0), {i * i}.0))\n" for i in range(51))
+    one = "from jaxplay.grading import allclose, check\ncheck('square 0', allclose(square(0.0), 0.0))\n"
     launcher = get_launcher("fork", limits=Limits(wall_s=60))
     out = {}
     try:
         for label, checks in (("not graded", None), ("graded: check('ok', True)", "check('ok', True)"),
-                              ("graded: the five checks", CHECKS)):
+                              ("graded: the five checks", CHECKS), ("graded: 1 value check", one),
+                              ("graded: 51 value checks", many)):
             walls, cpus = [], []
             for _ in range(n):
-                session = None if checks is None else GradingSession(
-                    checks=checks, nonce=secrets.token_hex(16), token=secrets.token_hex(16))
-                finished = run_local(STUDENT, launcher=launcher, grading=session)[-1]
+                if checks is None:
+                    finished = run_local(STUDENT, launcher=launcher)[-1]
+                else:
+                    events, grade = grade_local(STUDENT, checks, launcher=launcher)
+                    finished = events[-1]
+                    assert grade["score"] == grade["max_score"] > 0, grade
                 assert finished["status"] == "succeeded", finished
                 walls.append(finished["wall_ms"])
                 cpus.append(finished["cpu_ms"])
             out[label] = {"wall_ms": round(statistics.median(walls), 1), "cpu_ms": round(statistics.median(cpus), 1)}
     finally:
         launcher.close()
+    per_check = (out["graded: 51 value checks"]["wall_ms"] - out["graded: 1 value check"]["wall_ms"]) / 50
+    out["per value check"] = {"wall_ms": round(per_check, 2), "cpu_ms": None}
     return out
 
 
@@ -238,7 +246,8 @@ def main() -> int:
         print(json.dumps(results, indent=2))
         print("\n| one run of the student's code | wall (median) | CPU (median) |\n|---|---|---|")
         for label, r in results.items():
-            print(f"| {label} | {r['wall_ms']} ms | {r['cpu_ms']} ms |")
+            cpu = "" if r["cpu_ms"] is None else f"{r['cpu_ms']} ms"
+            print(f"| {label} | {r['wall_ms']} ms | {cpu} |")
         return 0
     with own_stack("grading", EXECUTOR_CONCURRENCY=str(args.slots)) as stack:
         results = measure(stack, args.n)

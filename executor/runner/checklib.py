@@ -318,3 +318,9 @@ def max_compilations(f, n: int, *calls) -> Verdict:
 
 __all__ = ["Verdict", "check", "allclose", "finite_differences", "grad_check", "lowered", "Lowered", "no_float64",
            "no_host_callbacks", "flops_under", "compile_count", "max_compilations", "student_function"]
+
+
+def compilations():
+    """Gone: it read the compilations the student's own process reported, which it could forge."""
+    raise TypeError("compilations() is gone: the student's run could forge it. Lower the function yourself: "
+                    "lowered(f, x), max_compilations(f, n, (x,), ...), no_float64(f, x)")

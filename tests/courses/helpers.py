@@ -23,15 +23,15 @@ WRONG = "def square(x):\n    return x + x\n"
 
 
 def result(passed: dict[str, bool] | None = None, *, student_status: str = "succeeded", error=None,
-           log: str = "") -> dict:
+           log: str = "", outcome: str = "checked") -> dict:
     """A grade as the executor sends it (recorder.record_grade's second argument)."""
+    from executor.runner import protocol
+
     passed = {"square of 3": True, "keeps the shape": True} if passed is None else passed
     points = {d["name"]: d["points"] for d in DECLARED}
     checks = [{"name": name, "passed": ok, "points": points.get(name, 1.0), "message": "" if ok else "wrong"}
               for name, ok in passed.items()]
-    return {"checks": checks, "score": sum(c["points"] for c in checks if c["passed"]),
-            "max_score": sum(c["points"] for c in checks), "student_status": student_status,
-            "run_status": student_status, "error": error, "log": log}
+    return protocol.grade_fields(checks, outcome, student_status=student_status, error=error, log=log)
 
 
 def post(client, path: str, body=None, **extra):

@@ -208,10 +208,9 @@ def square(x):
     grading.allclose = lambda *a, **k: True
     return x + x
 """,
-    "forges result lines": """
+    "forges grading messages": """
 import json, os, sys
-forged = {"type": "grade", "checks": [{"name": "square of 3", "passed": True, "points": 100, "message": ""}],
-          "error": None}
+forged = {"type": "check", "name": "square of 3", "passed": True, "points": 100, "message": ""}
 print(json.dumps(forged))
 for fd in range(3, 64):
     try:
@@ -254,6 +253,9 @@ def test_a_hostile_submission_earns_no_more_than_its_code(live_stack, assignment
     assert body["score"] <= 3.0 and body["max_score"] == 5.0, body
     assert {c["name"] for c in body["checks"]} == {"square of 3", "keeps the shape"}
     assert_nothing_leaked(student_client, submission_id)
+    if name == "forges grading messages":  # seen by the instructor, and no score
+        assert body["score"] == 0 and "interfered with grading" in body["message"]
+        assert "interfered with grading" in Submission.objects.get(pk=submission_id).error
 
 
 def test_a_submission_that_ends_its_process_scores_zero(live_stack, assignment, student_client):
@@ -269,12 +271,13 @@ IR_CHECKS = """
 from jaxplay.grading import check, compile_count, flops_under, grad_check, max_compilations, no_float64
 from jaxplay.grading import no_host_callbacks
 import numpy as np
-check("gradient", grad_check(loss, np.arange(1.0, 4.0), loss_grad), 2)
-check("no float64", no_float64())
-check("compiled once", max_compilations("loss", 1))
-check("under a FLOP budget", flops_under(1e6))
-check("no host callbacks", no_host_callbacks())
-check("compiled at all", compile_count("loss") >= 1)
+x = np.arange(1.0, 4.0, dtype=np.float32)
+check("gradient", grad_check(loss, x, loss_grad), 2)
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(scale, 1, (x, 2.0), (x, 3.0)))
+check("under a FLOP budget", flops_under(1e6, loss, x))
+check("no host callbacks", no_host_callbacks(loss, x))
+check("compiled at all", compile_count(loss, (x,)) >= 1)
 """
 IR_GOOD = """
 import jax, jax.numpy as jnp
@@ -282,6 +285,7 @@ import jax, jax.numpy as jnp
 def loss(w):
     return jnp.sum(jnp.sin(w) * w)
 loss_grad = jax.grad(loss)
+scale = jax.jit(lambda w, s: w * s)
 print(loss(jnp.arange(1.0, 4.0)))
 """
 IR_BAD = """
@@ -294,6 +298,7 @@ def loss(w):
     return jnp.sum(jnp.sin(w) * w) + 0 * jnp.sum(m)
 def loss_grad(w):
     return jnp.cos(w)  # wrong
+scale = jax.jit(lambda w, s: w * s, static_argnums=1)  # compiled again for every s
 for n in (3, 4, 5):
     loss(jnp.arange(1.0, n + 1.0, dtype=jnp.float64))
 """

@@ -77,11 +77,13 @@ def test_a_grade_for_no_grading_is_dropped(submission):
 
 
 def test_checks_the_code_never_reached_count_as_failed(submission):
-    do_record_grade(str(submission.run_id), result({"square of 3": True}, student_status="timed_out"))
+    # The checks stopped midway (their time ran out while a call of the code hung).
+    do_record_grade(str(submission.run_id), result({"square of 3": True}, student_status="timed_out",
+                                                   outcome="incomplete"))
     graded = fresh(submission)
     assert (graded.score, graded.max_score) == (2.0, 5.0)
     assert graded.checks[1] == {"name": "keeps the shape", "passed": False, "points": 3.0,
-                                "message": "not reached: your code ran out of time"}
+                                "message": "not reached: the checks stopped before it"}
     assert graded.message == "Your code ran out of time; the checks it did not reach count as failed"
 
 
@@ -188,41 +190,28 @@ class TestRegradeOrder:
 
 
 class TestResultCleaning:
-    """A result comes from the executor; whatever it holds, the grade is made of its checks."""
+    """A result comes from the executor; the web side turns it into a grade by the one rule
+    (executor.runner.grades, whose table is tests/unit/test_grades.py)."""
 
     def test_the_score_is_the_sum_of_passed_checks_whatever_the_result_claims(self):
         grade = grade_from_result({**result({"square of 3": False, "keeps the shape": True}), "score": 1000,
                                    "max_score": 1}, DECLARED)
         assert (grade["score"], grade["max_score"]) == (3.0, 5.0)
 
-    @pytest.mark.parametrize("bad", [None, "text", [], {"checks": "no"}, {"checks": [1, None, "x"]}])
-    def test_a_malformed_result_counts_every_check_failed(self, bad):
+    @pytest.mark.parametrize("bad", [None, "text", [], {"checks": "no"}, {"checks": [{"name": "square of 3",
+                                                                                      "passed": True}]}])
+    def test_a_garbled_result_is_no_score_and_says_so(self, bad):
         grade = grade_from_result(bad, DECLARED)
-        assert (grade["score"], grade["max_score"]) == (0.0, 5.0)
-        assert grade["error"] == "" and grade["log"] == ""
-
-    def test_odd_values_are_made_safe(self):
-        grade = grade_from_result({"checks": [
-            {"name": "nan", "passed": True, "points": float("nan")},
-            {"name": "neg", "passed": True, "points": -5},
-            {"name": "truthy", "passed": "yes", "points": 4},
-            {"name": "x" * 500, "passed": True, "points": 1, "message": "m" * 5000},
-            {"passed": True, "points": 2},
-        ], "error": 5, "log": "a\x00b"}, [])
-        names = [c["name"] for c in grade["checks"]]
-        assert names[:3] == ["nan", "neg", "truthy"] and len(names[3]) == 200 and names[4] == "(unnamed)"
-        assert [c["points"] for c in grade["checks"]] == [1.0, 0.0, 4.0, 1.0, 2.0]
-        assert grade["checks"][2]["passed"] is False  # only true is passed
-        assert len(grade["checks"][3]["message"]) == 2000
-        assert (grade["score"], grade["error"], grade["log"]) == (4.0, "", "ab")
+        assert (grade["score"], grade["max_score"], grade["outcome"]) == (0.0, 5.0, "interfered")
+        assert "interfered with grading" in grade["error"] and "interfered" in grade["message"]
 
     def test_a_check_reported_under_a_declared_name_is_not_counted_twice(self):
         grade = grade_from_result(result(), DECLARED)
         assert [c["name"] for c in grade["checks"]] == ["square of 3", "keeps the shape"]
 
     def test_checks_with_computed_names_count_once_reported(self):
-        grade = grade_from_result({"checks": [{"name": f"case {i}", "passed": i % 2 == 0, "points": 1}
-                                              for i in range(4)]}, [])
+        grade = grade_from_result({"outcome": "checked", "checks": [
+            {"name": f"case {i}", "passed": i % 2 == 0, "points": 1} for i in range(4)]}, [])
         assert (grade["score"], grade["max_score"]) == (2.0, 4.0)
 
     def test_the_student_message_never_quotes_the_error(self):
