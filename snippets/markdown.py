@@ -1,8 +1,11 @@
-"""Descriptions are Markdown, rendered safely: no raw HTML passes (it is shown as text), link
-targets are limited to http(s), mailto and relative ones, and every link opens as ``nofollow``."""
+"""Descriptions are Markdown, rendered safely: no raw HTML passes (it is shown as text), no image
+(a request to another site from every reader), link targets are limited to http(s), mailto and
+relative ones, and every link opens as ``nofollow``. A notebook's Markdown cell gets the same
+rendering (``for_notebook``): Jupyter and Colab render raw HTML and images in Markdown."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
@@ -31,3 +34,21 @@ def plain(text: str, limit: int = 200) -> str:
     """The first words of a description without markup, for link previews."""
     words = " ".join((text or "").replace("#", " ").replace("*", " ").replace("`", "").split())
     return words if len(words) <= limit else words[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+# Every ASCII punctuation character may be escaped with a backslash in CommonMark.
+_PUNCTUATION = re.compile(r"""([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~])""")
+
+
+def for_notebook(text: str) -> str:
+    """A description for a notebook's Markdown cell, shown as the page shows it: the page's own
+    HTML, on one line, so that the whole of it is one HTML block, whose inside a Markdown renderer
+    passes as it is (a blank line would end the block, and what followed would be Markdown
+    again: an image, raw HTML). Newlines become ``&#10;``, the same whitespace in HTML, and in a
+    code block the same line break."""
+    return render(text).strip().replace("\r", "").replace("\n", "&#10;")
+
+
+def escape(text: str) -> str:
+    """Plain text (a title) as Markdown that shows it as it is: no markup, no raw HTML."""
+    return _PUNCTUATION.sub(r"\\\1", " ".join(text.split()))

@@ -1,11 +1,13 @@
-"""A snippet as a Jupyter notebook: one code cell with the code and the saved run's outputs
-(text, errors, figures), in nbformat 4, so it opens in Jupyter and Colab as it ran here."""
+"""A snippet as a Jupyter notebook: a Markdown cell with its title and description, then one code
+cell with the code and the saved run's outputs (text, errors, figures), in nbformat 4, so it
+opens in Jupyter and Colab as it ran here."""
 
 from __future__ import annotations
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
+from . import markdown
 from .models import Snippet
 
 
@@ -29,9 +31,12 @@ def outputs_of(events: list[dict]) -> list:
 
 
 def notebook(snippet: Snippet, events: list[dict], url: str) -> str:
+    """The title and description come first, in a Markdown cell, as the snippet's page shows them:
+    Jupyter and Colab render raw HTML and images in Markdown, so the description goes as the
+    page's own sanitised HTML (``markdown.for_notebook``) and the title as plain text."""
     cells = []
-    header = f"# {snippet.title}\n\n" if snippet.title else ""
-    header += (snippet.description + "\n\n") if snippet.description else ""
+    header = f"# {markdown.escape(snippet.title)}\n\n" if snippet.title else ""
+    header += (markdown.for_notebook(snippet.description) + "\n\n") if snippet.description else ""
     header += f"From the JAX Playground: <{url}>"
     if snippet.jax_version:
         header += f" (saved with JAX {snippet.jax_version} on {snippet.device})"
