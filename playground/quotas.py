@@ -1,27 +1,37 @@
 """Fair shares of the executors, per client: admission in front of Celery's queues.
 
-    client    a signed-in account ("user:<id>"), else its address; an IPv6 address counts per /64
-              (one host holds a whole /64: rotating through it must not buy more runs)
+    client    ``playground.clients.client_key``: a signed-in account ("user:<id>") and only it,
+              else its address; an IPv6 address counts per /64 (one host holds a whole /64:
+              rotating through it must not buy more runs)
     active    runs queued or running at once, at most RUN_MAX_ACTIVE_PER_CLIENT: one person
               submitting 100 runs has a few in the queue, so everyone else's wait behind at most
               that many of theirs
     order     a run goes into the queue at the priority of how many the client already has
               queued or running: a client's first run is taken before anyone's second, its
-              second before anyone's third (Celery's priorities, one Redis list a step)
+              second before anyone's third (Celery's priorities, one Redis list a step); the
+              last step is a regrade's, below every run a person is waiting for
     budget    executor seconds (runs' wall time) per hour and per day for each device kind
-    queue     a kind whose queue already holds RUN_QUEUE_MAX runs answers 503 at once
+    queue     a kind whose queue already holds RUN_QUEUE_MAX runs answers 503 at once (a
+              regrade's runs wait apart and are not counted against people's runs)
 
-Going over a limit is a 429 (a full queue a 503) whose JSON says which limit was hit and when to
-come back, as does its Retry-After. A run's slot is given back and its seconds counted when the
-recorder stores its end (``run_status_changed``), whatever the end was; a slot whose end never
-came (a database restored from a backup, say) expires after RUN_QUEUE_TIMEOUT_S + the wall clock.
+Every run a person starts is admitted by ``check_admit_run``: a run of the playground, a free run
+on an assignment's page and a submission alike. A regrade is its instructor's: its runs count
+against the instructor's budget, take no active slot (one regrade queues a run per student) and
+are queued at the regrade step (``check_admit_regrade``, ``admit_regrade``).
+
+Going over a limit is a 429 (a full queue a 503) whose JSON is ``{"error", "limit",
+"retry_after"}``, with a Retry-After, on every endpoint. A run's slot is given back and its
+seconds counted when the recorder stores its end (``run_status_changed``), whatever the end was;
+a slot whose end never came (a database restored from a backup, say) expires after
+RUN_QUEUE_TIMEOUT_S + the wall clock.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from django.conf import settings
 from django.dispatch import receiver
@@ -30,10 +40,18 @@ from executor import events as ev
 from executor import registry
 
 from .actions.errors import ActionError
+from .clients import client_key
+from .ratelimit import check_rate
 from .redis import get_redis
 from .signals import run_status_changed
 
+__all__ = ["client_key", "check_admit_run", "check_admit_regrade", "admit_regrade", "release"]
+
 KEY_TTL_S = 2 * 24 * 3600
+# Priority steps: a person's runs take the first steps, by how many they already have; a
+# regrade's runs take the last, so a worker takes one only when no person's run is waiting.
+INTERACTIVE_STEPS = registry.PRIORITY_STEPS[:-1]
+REGRADE_STEP = registry.PRIORITY_STEPS[-1]
 # The Retry-After of a client at its cap of active runs.
 ACTIVE_RETRY_S = 2.0
 
@@ -53,21 +71,6 @@ return {n, ARGV[1]}
 """
 
 
-def client_key(address: str, user=None) -> str:
-    """Whom a run counts against: the account when signed in, else the address (IPv6 per /64)."""
-    if user is not None and getattr(user, "is_authenticated", False):
-        return f"user:{user.pk}"
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return f"ip:{address}"
-    if ip.version == 6:
-        if ip.ipv4_mapped is not None:
-            return f"ip:{ip.ipv4_mapped}"
-        return f"ip:{ipaddress.ip_network(f'{ip}/64', strict=False)}"
-    return f"ip:{ip}"
-
-
 def _kind(device: str) -> str:
     return device.split(":", 1)[0]
 
@@ -80,6 +83,70 @@ def refuse(message: str, limit: str, retry_s: float, status: int = 429) -> Actio
     retry = max(1, math.ceil(retry_s))
     return ActionError(f"{message}; try again in {retry} s", status=status,
                        headers={"Retry-After": str(retry)}, data={"limit": limit, "retry_after": retry})
+
+
+def check_admit_run(who: str, device: str, run_id: str) -> int:
+    """Admit a run a person starts (``who``: their client key) on ``device``, or refuse: the run
+    rate, the device's queue, the hourly and daily budget, then one of their active slots.
+    Returns the priority step to queue it at. The caller releases the slot (``release``) if the
+    run is not made after all."""
+    check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
+    check_queue_length(device, interactive_queue_depth(device))
+    check_budget(who, device)
+    return admit(who, device, run_id)
+
+
+def check_admit_regrade(who: str, device: str, runs: int) -> None:
+    """A regrade of ``runs`` submissions by the instructor ``who``: refused while the instructor's
+    budget of the kind is used up, or when the regrade's runs would not fit in the queue."""
+    check_budget(who, device)
+    cap = _limits(_kind(device))["queue_max"]
+    waiting = regrade_queue_depth(device)
+    if cap and waiting + runs > cap:
+        raise refuse(f"the {device} queue has {waiting} regrade runs waiting; {runs} more would pass its "
+                     f"{cap}", "queue_length", settings.RUN_LIMITS["wall_s"], status=503)
+
+
+def admit_regrade(who: str, run_id: str) -> int:
+    """A regrade's run: its seconds count against the instructor ``who`` when it ends; it takes no
+    active slot. Returns the regrade step."""
+    get_redis().set(_client_of(run_id), who, ex=KEY_TTL_S)
+    return REGRADE_STEP
+
+
+def interactive_queue_depth(device: str) -> int:
+    """Runs of people waiting in the device's queue (every step but the regrade's)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for key in registry.queue_lists(device)[:-1]:
+        pipe.llen(key)
+    return sum(pipe.execute())
+
+
+def regrade_queue_depth(device: str) -> int:
+    return get_redis().llen(registry.queue_lists(device)[-1])
+
+
+# The admission of the run about to be started where the code that starts it cannot be handed
+# it (courses.grading.queue_grading starts a submission's run): {"run_id", "priority"}.
+_pending: ContextVar[dict | None] = ContextVar("playground_quotas_pending", default=None)
+
+
+@contextmanager
+def starting(run_id, priority: int):
+    """Within the block, the next ``pending_admission()`` answers this run id and priority."""
+    token = _pending.set({"run_id": run_id, "priority": priority})
+    try:
+        yield
+    finally:
+        _pending.reset(token)
+
+
+def pending_admission() -> dict:
+    """``do_start_run``'s ``run_id`` and ``priority`` for the run admitted by the enclosing
+    ``starting`` block (once: a second run in the block gets its own id), else {}."""
+    pending = _pending.get()
+    _pending.set(None)
+    return dict(pending or {})
 
 
 def check_queue_length(device: str, queue_length: int) -> None:
@@ -127,8 +194,9 @@ def admit(client: str, device: str, run_id: str) -> int:
 
 
 def priority(active_before: int) -> int:
-    """The priority step of a client's next run, from how many it already has (0 first)."""
-    return registry.PRIORITY_STEPS[min(active_before, len(registry.PRIORITY_STEPS) - 1)]
+    """The priority step of a client's next run, from how many it already has (0 first); never
+    the regrade's step."""
+    return INTERACTIVE_STEPS[min(active_before, len(INTERACTIVE_STEPS) - 1)]
 
 
 def release(run_id: str, *, wall_ms: float | None = None, device: str | None = None) -> None:
@@ -148,6 +216,12 @@ def release(run_id: str, *, wall_ms: float | None = None, device: str | None = N
             pipe.incrbyfloat(key, wall_ms / 1000)
             pipe.expire(key, window + 60)
     pipe.execute()
+
+
+def client_of(run_id: str) -> str | None:
+    """The client key a queued or running run was admitted for (None once it ended)."""
+    client = get_redis().get(_client_of(run_id))
+    return client.decode() if client is not None else None
 
 
 def _active_key(client: str) -> str:

@@ -1,4 +1,7 @@
-"""Fixed-window rate limits in Redis, shared by every web process: runs, snippets, sign-ups."""
+"""Fixed-window rate limits in Redis, shared by every web process: runs, snippets, sign-ups,
+sign-ins, drafts, dashboards. ``who`` is a client key (``playground.clients.client_key``) or,
+for sign-in failures, an account's name. Every refusal is the same 429: ``{"error", "limit":
+"rate", "retry_after"}`` and a Retry-After."""
 
 from __future__ import annotations
 
@@ -8,20 +11,52 @@ from .actions.errors import ActionError
 from .redis import get_redis
 
 
-def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str) -> None:
+def _key(bucket: str, who: str, window_s: int, now: float) -> str:
+    return f"ratelimit:{bucket}:{who}:{int(now // window_s)}"
+
+
+def _refuse(what: str, limit: int, window_s: int, now: float) -> ActionError:
+    retry = max(1, int(window_s - now % window_s))
+    per = {60: "a minute", 900: "in 15 minutes", 3600: "an hour"}.get(window_s, f"per {window_s} s")
+    return ActionError(f"too many {what}: at most {limit} {per}; try again in {retry} s",
+                       status=429, headers={"Retry-After": str(retry)}, data={"limit": "rate", "retry_after": retry})
+
+
+def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str, *, redis=None) -> None:
     """Count one more ``what`` for ``who`` in the current window; over ``limit``, a 429 whose
-    message and Retry-After say when to come back. A limit of 0 is no limit."""
+    message and Retry-After say when to come back. A limit of 0 is no limit. ``redis``: a client
+    of the caller's own (the readiness check's, with short timeouts)."""
     if not limit:
         return
     now = time.time()
-    window = int(now // window_s)
-    key = f"ratelimit:{bucket}:{who}:{window}"
-    pipe = get_redis().pipeline()
+    key = _key(bucket, who, window_s, now)
+    pipe = (redis or get_redis()).pipeline()
     pipe.incr(key)
     pipe.expire(key, window_s + 1)
     count, _ = pipe.execute()
     if count > limit:
-        retry = max(1, int(window_s - now % window_s))
-        per = "a minute" if window_s == 60 else ("an hour" if window_s == 3600 else f"per {window_s} s")
-        raise ActionError(f"too many {what}: at most {limit} {per}; try again in {retry} s",
-                          status=429, headers={"Retry-After": str(retry)}, data={"limit": "rate", "retry_after": retry})
+        raise _refuse(what, limit, window_s, now)
+
+
+def check_count(bucket: str, who: str, limit: int, window_s: int, what: str) -> None:
+    """Refuse (the same 429) when ``who`` already has ``limit`` counted (``count_one``) in the
+    current window, without counting this one: for limits on failures, which are counted only
+    once they happened."""
+    if not limit:
+        return
+    now = time.time()
+    count = int(get_redis().get(_key(bucket, who, window_s, now)) or 0)
+    if count >= limit:
+        raise _refuse(what, limit, window_s, now)
+
+
+def count_one(bucket: str, who: str, window_s: int) -> None:
+    key = _key(bucket, who, window_s, time.time())
+    pipe = get_redis().pipeline()
+    pipe.incr(key)
+    pipe.expire(key, window_s + 1)
+    pipe.execute()
+
+
+def forget(bucket: str, who: str, window_s: int) -> None:
+    get_redis().delete(_key(bucket, who, window_s, time.time()))

@@ -90,7 +90,7 @@ def client_address(request) -> str:
 @api("POST")
 def api_format(request):
     """The code, formatted by ruff (the editor's Shift+Alt+F)."""
-    return JsonResponse({"code": check_format(parse_json(request), client=client_address(request))})
+    return JsonResponse({"code": check_format(parse_json(request), client=clients.request_client_key(request))})
 
 
 @api("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -156,6 +156,9 @@ def api_run_cancel(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
         raise Http404("no such run")
+    from snippets.access import check_may_cancel
+
+    check_may_cancel(run, clients.request_client_key(request))
     status = check_cancel_run(run)
     return JsonResponse({"id": str(run.id), "status": status}, status=202)
 

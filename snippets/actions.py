@@ -35,7 +35,8 @@ def _optional_text(payload: dict, name: str, limit: int) -> str:
 
 
 def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
-    """Validate a share and save it; (snippet, created). The same content gives the same snippet."""
+    """Validate a share and save it; (snippet, created). The same content gives the same snippet.
+    ``client``: who shares it (``playground.clients.client_key``), whom the hourly limit counts."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
@@ -58,14 +59,14 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     if run is not None and (run.code != code or run.device != device):
         run = None
     check_rate("snippets", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
-    if user is not None and user.is_authenticated:
-        check_rate("snippets-user", str(user.pk), settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
     return do_create_snippet(code=code, title=title, description=description, device=device, run=run,
-                             parent=parent, owner=user if user is not None and user.is_authenticated else None)
+                             parent=parent, owner=user if user is not None and user.is_authenticated else None,
+                             sharer=client)
 
 
 def do_create_snippet(*, code: str, title: str, description: str, device: str, run: Run | None,
-                      parent: Snippet | None, owner) -> tuple[Snippet, bool]:
+                      parent: Snippet | None, owner, sharer: str = "") -> tuple[Snippet, bool]:
+    """``sharer``: the client key of who shares it (the first to share this content)."""
     options: dict = {}
     digest = content_hash(code, title, description, device, options)
     existing = Snippet.objects.filter(content_hash=digest).first()
@@ -81,7 +82,7 @@ def do_create_snippet(*, code: str, title: str, description: str, device: str, r
                 return Snippet.objects.create(
                     slug=slug, content_hash=digest, code=code, title=title, description=description, device=device,
                     options=options, jax_version=jax_version, jaxlib_version=jaxlib_version, run=run,
-                    parent=parent, owner=owner,
+                    parent=parent, owner=owner, sharer_key=sharer[:80],
                 ), True
         except IntegrityError:
             same = Snippet.objects.filter(content_hash=digest).first()
@@ -107,9 +108,13 @@ def versions(run: Run | None, device: str) -> tuple[str, str]:
     return str(jax_version)[:40], str(libraries.get("jaxlib") or "")[:40]
 
 
-def do_attach_first_run(slug: str, run: Run) -> None:
-    """A snippet shared unrun keeps the first run of its code as its saved output."""
-    Snippet.objects.filter(slug=slug, run__isnull=True, code=run.code, device=run.device).update(run=run)
+def do_attach_first_run(slug: str, run: Run, *, who: str) -> None:
+    """A snippet shared unrun keeps the first run of its code that its sharer (``who``, a client
+    key) starts as its saved output. Anyone else's run of that code (a visitor of a link shared a
+    moment ago) is not kept: it would become what the link shows for good, and a run its starter
+    could cancel under the link."""
+    Snippet.objects.filter(slug=slug, run__isnull=True, code=run.code, device=run.device,
+                           sharer_key=who).update(run=run)
 
 
 def do_hide_snippet(snippet: Snippet) -> None:

@@ -17,7 +17,8 @@ from django.views.decorators.http import require_GET
 
 from executor import events as ev
 from playground.actions.errors import ActionError
-from playground.views import api, client_address, page_context, parse_json, query_int
+from playground.clients import request_client_key
+from playground.views import api, page_context, parse_json, query_int
 
 from . import markdown
 from .access import access_own_snippets, access_snippet_for_user
@@ -48,7 +49,8 @@ def _all_events(snippet: Snippet) -> list[dict]:
 
 @api("POST")
 def api_snippets(request):
-    snippet, created = check_create_snippet(parse_json(request), user=request.user, client=client_address(request))
+    snippet, created = check_create_snippet(parse_json(request), user=request.user,
+                                            client=request_client_key(request))
     return JsonResponse({"slug": snippet.slug, "url": request.build_absolute_uri(snippet.get_absolute_url()),
                          "created": created, "run": str(snippet.run_id) if snippet.run_id else None},
                         status=201 if created else 200)

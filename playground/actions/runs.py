@@ -19,7 +19,6 @@ from executor.runner import protocol
 from ..models import Run, RunEvent
 from ..signals import run_status_changed
 from .. import devices, quotas
-from ..ratelimit import check_rate
 from .errors import ActionError
 from ..redis import get_event_log, get_redis
 
@@ -37,11 +36,8 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
     if snippet is not None and not isinstance(snippet, str):
         raise ActionError("'snippet' must be a snippet's slug")
     who = quotas.client_key(client, owner)
-    check_rate_limit(who)
-    quotas.check_queue_length(device, registry.queue_depth(get_redis(), device))
-    quotas.check_budget(who, device)
     run_id = uuid.uuid4()
-    priority = quotas.admit(who, device, str(run_id))
+    priority = quotas.check_admit_run(who, device, str(run_id))
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
                            run_id=run_id, priority=priority)
@@ -51,7 +47,7 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
     if snippet:
         from snippets.actions import do_attach_first_run
 
-        do_attach_first_run(snippet, run)
+        do_attach_first_run(snippet, run, who=who)
     return run
 
 
@@ -70,17 +66,18 @@ def check_code(code) -> str:
     return code
 
 
-def check_rate_limit(client: str) -> None:
-    check_rate("runs", client, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
-
-
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
                  limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
                  priority: int = 0) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
-    ``priority``: the queue's priority step (quotas.priority; 0, the first, by default)."""
+    ``priority``: the queue's priority step (quotas.priority; 0, the first, by default). Without
+    a ``run_id``, a run started within ``quotas.starting`` takes that admission's id and priority
+    (a submission's or a regrade's run, which ``courses.grading.queue_grading`` starts)."""
+    if run_id is None:
+        pending = quotas.pending_admission()
+        run_id, priority = pending.get("run_id"), pending.get("priority", priority)
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
     queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), device) + 1)

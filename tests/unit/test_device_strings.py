@@ -99,11 +99,13 @@ def test_queue_lists_are_the_ones_kombus_redis_transport_uses():
     other.flushdb()
 
 
-@pytest.mark.parametrize("active, step", [(0, 0), (1, 3), (2, 6), (3, 9), (10, 9)])
+@pytest.mark.parametrize("active, step", [(0, 0), (1, 3), (2, 6), (3, 6), (10, 6)])
 def test_a_clients_next_run_goes_behind_everyone_elses_earlier_ones(active, step):
+    """The last step (9) is a regrade's: below every run a person is waiting for."""
     from playground import quotas
 
     assert quotas.priority(active) == step
+    assert quotas.REGRADE_STEP == 9
 
 
 def test_every_recorder_task_goes_to_the_record_queue_and_nothing_else_does():
