@@ -1,14 +1,18 @@
-"""State changes of accounts: sign-ups, API tokens, and deleting one's own runs. ``check_*``
-validates and raises ``ActionError``; ``do_*`` changes state without validating."""
+"""State changes of accounts: sign-ups, sign-ins, API tokens, drafts. ``check_*`` validates and
+raises ``ActionError``; ``do_*`` changes state without validating."""
 
 from __future__ import annotations
 
+import logging
 import re
+from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
 from playground.actions.errors import ActionError
-from playground.ratelimit import check_rate
+from playground.ratelimit import check_count, check_rate, count_one, forget
 
 from .auth import PREFIX_SHOWN, hash_secret, new_secret
 from .models import ApiToken, Draft
@@ -16,6 +20,12 @@ from .models import ApiToken, Draft
 TOKEN_NAME_MAX = 100
 # Enough for one per script and machine; a runaway loop that makes tokens stops here.
 TOKENS_MAX = 100
+# A token may be made to expire after this many days at most (or never, by default).
+TOKEN_EXPIRY_DAYS_MAX = 3650
+# Failed sign-ins are counted in windows of this long, per account and per client.
+SIGN_IN_WINDOW_S = 15 * 60
+
+log = logging.getLogger("accounts")
 
 
 # Sign-ups and password resets -------------------------------------------------------------------
@@ -37,6 +47,34 @@ def check_password_reset(*, client: str) -> None:
     check_rate("password-resets", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "password reset emails")
 
 
+# Sign-ins ---------------------------------------------------------------------------------------
+
+def _account(username: str) -> str:
+    return username.strip().lower()[:150]
+
+
+def check_sign_in(*, username: str, client: str) -> None:
+    """Refuse a sign-in before its password is hashed (a third of a second of CPU each) when the
+    account has had SIGNIN_FAILURES_PER_ACCOUNT failures in the last window (password guessing),
+    or the client SIGNIN_FAILURES_PER_CLIENT (guessing across accounts, or burning the CPU)."""
+    check_count("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
+                SIGN_IN_WINDOW_S, "failed sign-ins to this account")
+    check_count("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, SIGN_IN_WINDOW_S,
+                "failed sign-ins from your address")
+
+
+def do_count_failed_sign_in(*, username: str, client: str | None) -> None:
+    count_one("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
+    if client is not None:
+        count_one("sign-in-failures", client, SIGN_IN_WINDOW_S)
+
+
+def do_forget_failed_sign_ins(username: str) -> None:
+    """The account's owner signed in: their typos so far no longer count against the account (the
+    client's count stays: signing into one's own account must not buy guesses at others)."""
+    forget("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
+
+
 # API tokens -------------------------------------------------------------------------------------
 
 def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
@@ -53,21 +91,58 @@ def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
     name = name.strip()
     if len(name) > TOKEN_NAME_MAX:
         raise ActionError(f"'name' is {len(name)} characters; the limit is {TOKEN_NAME_MAX}")
+    days = payload.get("expires_in_days")
+    if days is not None and (isinstance(days, bool) or not isinstance(days, int)
+                             or not 1 <= days <= TOKEN_EXPIRY_DAYS_MAX):
+        raise ActionError(f"'expires_in_days' must be a whole number of days from 1 to {TOKEN_EXPIRY_DAYS_MAX}, "
+                          "or null for a token that lasts until it is revoked")
     if ApiToken.objects.filter(user=user).count() >= TOKENS_MAX:
         raise ActionError(f"you have {TOKENS_MAX} tokens, the most one account may hold; revoke one first",
                           status=409)
-    return do_create_token(user, name)
+    return do_create_token(user, name, expires_in_days=days)
 
 
-def do_create_token(user, name: str) -> tuple[ApiToken, str]:
+def do_create_token(user, name: str, *, expires_in_days: int | None = None) -> tuple[ApiToken, str]:
     secret = new_secret()
-    token = ApiToken.objects.create(user=user, name=name, prefix=secret[:PREFIX_SHOWN], key_hash=hash_secret(secret))
+    expires_at = timezone.now() + timedelta(days=expires_in_days) if expires_in_days else None
+    token = ApiToken.objects.create(user=user, name=name, prefix=secret[:PREFIX_SHOWN], key_hash=hash_secret(secret),
+                                    expires_at=expires_at)
     return token, secret
 
 
 def do_revoke_token(token: ApiToken) -> None:
-    """Revoked is gone: the next request with its secret answers 401."""
+    """Revoked is gone: the next request with its secret answers 401, and the websockets it
+    opened (a course's dashboard) are closed once the revocation is committed."""
     ApiToken.objects.filter(pk=token.pk).delete()
+    _close_sockets_on_commit([token.group])
+
+
+def do_revoke_all_tokens(user) -> int:
+    """Every token of ``user`` (their password changed: whoever learnt the old one may have made
+    tokens with it). Returns how many."""
+    tokens = list(ApiToken.objects.filter(user=user))
+    ApiToken.objects.filter(pk__in=[t.pk for t in tokens]).delete()
+    _close_sockets_on_commit([t.group for t in tokens])
+    return len(tokens)
+
+
+def _close_sockets_on_commit(groups: list[str]) -> None:
+    if groups:
+        transaction.on_commit(lambda: close_token_sockets(groups))
+
+
+def close_token_sockets(groups: list[str]) -> None:
+    """Tell the websockets of these tokens' groups to close (``courses.consumers``). A channel
+    layer that is away loses the message; the sockets then close at their next check."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    try:
+        for group in groups:
+            async_to_sync(layer.group_send)(group, {"type": "token.revoked"})
+    except Exception:  # the revocation is done; only the sockets' prompt close is lost
+        log.exception("could not tell the websockets of %d revoked tokens to close", len(groups))
 
 
 # Drafts -----------------------------------------------------------------------------------------
@@ -79,7 +154,13 @@ DRAFT_TITLE_MAX = 200
 DRAFTS_MAX = 100
 
 
+def check_draft_rate(user) -> None:
+    """Draft writes (each change the editor sends, a few seconds apart at most) per account."""
+    check_rate("drafts", f"user:{user.pk}", settings.DRAFT_RATE_LIMIT_PER_MINUTE, 60, "draft saves")
+
+
 def check_save_draft(key: str, payload, *, user) -> Draft:
+    check_draft_rate(user)
     if not DRAFT_KEY.fullmatch(key):
         raise ActionError("a draft's key is 'own', 'example:<slug>', 'snippet:<slug>' or 'assignment:<id>'", status=404)
     if not isinstance(payload, dict):

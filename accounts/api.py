@@ -9,7 +9,7 @@ from playground.actions.errors import ActionError
 from playground.views import api, parse_json
 
 from .access import access_own_draft, access_own_drafts, access_own_token, access_own_tokens
-from .actions import check_create_token, check_save_draft, do_delete_draft, do_revoke_token
+from .actions import check_create_token, check_draft_rate, check_save_draft, do_delete_draft, do_revoke_token
 from .serializers import draft_detail, token_summary
 
 
@@ -53,6 +53,7 @@ def api_me_draft(request, key):
     user = _signed_in(request, "your drafts")
     if request.method == "PUT":
         return JsonResponse(draft_detail(check_save_draft(key, parse_json(request), user=user)))
+    check_draft_rate(user)
     draft = access_own_draft(user, key)
     if draft is None:
         raise Http404("no such draft of yours")

@@ -53,13 +53,14 @@ def bearer_secret(request) -> str | None:
 
 
 def token_for_secret(secret: str) -> ApiToken | None:
-    """The live token with this secret, whose owner may still sign in; None otherwise."""
+    """The live token with this secret (not revoked, not expired), whose owner may still sign in;
+    None otherwise."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
     token = ApiToken.objects.select_related("user").filter(key_hash=hash_secret(secret)).first()
-    if token is None or not token.user.is_active:
-        return None
     now = timezone.now()
+    if token is None or not token.user.is_active or token.is_expired(now):
+        return None
     if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
         ApiToken.objects.filter(Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
                                 pk=token.pk).update(last_used_at=now)
@@ -75,7 +76,8 @@ def authenticate_api_request(request) -> None:
     if secret is not None:
         token = token_for_secret(secret)
         if token is None:
-            raise ActionError("the API token is not valid: it was revoked, mistyped or its account is disabled; "
+            raise ActionError("the API token is not valid: it was revoked, expired, mistyped or its account is "
+                              "disabled (a password change revokes every token); "
                               "make a new one on your account page (/accounts/)", status=401,
                               headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         request.user, request.auth_token = token.user, token

@@ -1,6 +1,11 @@
 from django import forms
 from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+
+from playground.actions.errors import ActionError
+from playground.clients import request_client_key
+
+from .actions import check_sign_in
 
 
 class SignUpForm(UserCreationForm):
@@ -20,3 +25,21 @@ class EmailForm(forms.ModelForm):
         fields = ("email",)
         help_texts = {"email": "Where a password reset link is sent. Leave empty to have none."}
         widgets = {"email": forms.EmailInput(attrs={"autocomplete": "email"})}
+
+
+class SignInForm(AuthenticationForm):
+    """Django's sign-in form, which first says so when the account or the client is over its limit
+    of failed sign-ins (``throttled`` then holds the refusal, for the page's 429)."""
+
+    throttled: ActionError | None = None
+
+    def clean(self):
+        username = self.cleaned_data.get("username")
+        if username and self.cleaned_data.get("password") and self.request is not None:
+            try:
+                check_sign_in(username=username, client=request_client_key(self.request))
+            except ActionError as exc:
+                self.throttled = exc
+                raise forms.ValidationError(exc.message[:1].upper() + exc.message[1:] + ".",
+                                            code="throttled") from None
+        return super().clean()

@@ -2,6 +2,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class ApiToken(models.Model):
@@ -17,12 +18,22 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # None: until revoked. After it the token is refused, and its open websockets are closed.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self):
         return f"{self.prefix}… {self.name or '(unnamed)'} of {self.user}"
+
+    @property
+    def group(self) -> str:
+        """The channel-layer group of the websockets this token opened: revoking it closes them."""
+        return f"token-{self.pk.hex}"
+
+    def is_expired(self, now=None) -> bool:
+        return self.expires_at is not None and (now or timezone.now()) >= self.expires_at
 
 
 class Draft(models.Model):

@@ -13,6 +13,7 @@ def token_summary(token: ApiToken) -> dict:
         "prefix": token.prefix,
         "created_at": token.created_at.isoformat(),
         "last_used_at": token.last_used_at.isoformat() if token.last_used_at else None,
+        "expires_at": token.expires_at.isoformat() if token.expires_at else None,
     }
 
 

@@ -14,8 +14,7 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     # Django's contrib.auth.urls, each given a template of ours: the admin's own registration/
     # templates would win over any we named the same (its app comes first in INSTALLED_APPS).
-    path("login/", auth_views.LoginView.as_view(template_name="accounts/login.html", redirect_authenticated_user=True),
-         name="login"),
+    path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password_change/", auth_views.PasswordChangeView.as_view(template_name="accounts/password_change_form.html"),
          name="password_change"),

@@ -22,14 +22,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from playground.actions.errors import ActionError
 from playground.actions.runs import check_delete_run
-from playground.views import client_address
+from playground.clients import request_client_key
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
 from snippets.models import Snippet
 
 from .access import access_own_run, access_own_runs, access_own_token, access_own_tokens
 from .actions import check_create_token, check_password_reset, check_sign_up, do_revoke_token
-from .forms import EmailForm, SignUpForm
+from .forms import EmailForm, SignInForm, SignUpForm
 
 PAGE = 50
 # The secret of a token just made, kept in the session from the POST that made it to the page
@@ -60,7 +60,7 @@ def signup(request):
     form = SignUpForm(request.POST if request.method == "POST" else None)
     if form.is_bound and form.is_valid():
         try:
-            user = check_sign_up(form, client=client_address(request))
+            user = check_sign_up(form, client=request_client_key(request))
         except ActionError as exc:
             form.add_error(None, exc.message)
             return _with_headers(render(request, "accounts/signup.html", {"form": form, "next": next_url},
@@ -68,6 +68,22 @@ def signup(request):
         login(request, user)
         return redirect(next_url or settings.LOGIN_REDIRECT_URL)
     return render(request, "accounts/signup.html", {"form": form, "next": next_url})
+
+
+class LoginView(auth_views.LoginView):
+    """Django's, through our template, with sign-ins throttled (``SignInForm``): refused, the page
+    answers 429 with a Retry-After and says why."""
+
+    template_name = "accounts/login.html"
+    redirect_authenticated_user = True
+    authentication_form = SignInForm
+
+    def form_invalid(self, form):
+        response = super().form_invalid(form)
+        if form.throttled is not None:
+            response.status_code = form.throttled.status
+            _with_headers(response, form.throttled.headers)
+        return response
 
 
 class PasswordResetView(auth_views.PasswordResetView):
@@ -79,7 +95,7 @@ class PasswordResetView(auth_views.PasswordResetView):
 
     def form_valid(self, form):
         try:
-            check_password_reset(client=client_address(self.request))
+            check_password_reset(client=request_client_key(self.request))
         except ActionError as exc:
             form.add_error(None, exc.message)
             response = self.form_invalid(form)
@@ -119,7 +135,10 @@ def account_email(request):
 @require_POST
 def account_token_create(request):
     try:
-        token, secret = check_create_token({"name": request.POST.get("name", "")}, user=request.user)
+        days = request.POST.get("expires_in_days", "")
+        token, secret = check_create_token({"name": request.POST.get("name", ""),
+                                            "expires_in_days": int(days) if days.isdigit() else None},
+                                           user=request.user)
     except ActionError as exc:
         messages.error(request, exc.message)
         return redirect("account")

@@ -36,6 +36,37 @@ if not SECRET_KEY:
     SECRET_KEY = "insecure-development-key-set-SECRET_KEY-in-production"
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "http://127.0.0.1,http://localhost")
+# Reverse proxies of our own in front of daphne (each appends to X-Forwarded-For); 0 when
+# clients connect directly, so that a client cannot choose its address by sending the header.
+TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
+
+# Served over TLS (by daphne, or by a proxy of ours that sets X-Forwarded-Proto): cookies only
+# over https, HSTS, the proxy's word for the scheme. On by default in production (DEBUG off) for
+# any host name but this machine's own: a site reached as 127.0.0.1 or localhost (the test
+# suite, a trial run) is plain http, and a Secure cookie would never come back from it.
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
+HTTPS = env_bool("HTTPS", not DEBUG and any(h not in _LOOPBACK_HOSTS for h in ALLOWED_HOSTS))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+if HTTPS:
+    # A year, as `check --deploy` asks; the subdomains and the browsers' preload list are the
+    # domain owner's to choose (they bind every other site under it).
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    if TRUSTED_PROXIES:
+        # Our proxy took TLS and says so; a client cannot, as X-Forwarded-For cannot either.
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Usually the proxy redirects http to https itself; SECURE_SSL_REDIRECT=1 has Django do it
+# (never for the health checks: load balancers poll them over plain http).
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# Deliberate choices `check --deploy` would otherwise warn of: no redirect unless asked (the
+# proxy's job), HSTS without subdomains or preload unless asked.
+SILENCED_SYSTEM_CHECKS = [
+    *([] if SECURE_SSL_REDIRECT else ["security.W008"]),
+    *(["security.W005"] if HTTPS and not SECURE_HSTS_INCLUDE_SUBDOMAINS else []),
+    *(["security.W021"] if HTTPS and not SECURE_HSTS_PRELOAD else []),
+]
 
 INSTALLED_APPS = [
     "daphne",
@@ -149,9 +180,6 @@ MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, mi
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
 # The formatter (POST /api/format) costs a few milliseconds of ruff a call.
 FORMAT_RATE_LIMIT_PER_MINUTE = env_int("FORMAT_RATE_LIMIT_PER_MINUTE", 120)
-# Reverse proxies of our own in front of daphne (each appends to X-Forwarded-For); 0 when
-# clients connect directly, so that a client cannot choose its address by sending the header.
-TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 # Limits asked for each run; an executor enforces the stricter of these and its own.
 RUN_LIMITS = {
     "wall_s": env_int("RUN_WALL_S", 30, minimum=1),
@@ -218,6 +246,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Sign-ins: Django's, throttled (accounts/backends.py): failed sign-ins one account, and one
+# client, may have in 15 minutes before further tries are refused (without hashing anything).
+AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
+SIGNIN_FAILURES_PER_ACCOUNT = env_int("SIGNIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
+SIGNIN_FAILURES_PER_CLIENT = env_int("SIGNIN_FAILURES_PER_CLIENT", 30, minimum=0)
+# Draft saves (PUT/DELETE /api/me/drafts) one account may make a minute: the editor sends a
+# change a few seconds after typing stops.
+DRAFT_RATE_LIMIT_PER_MINUTE = env_int("DRAFT_RATE_LIMIT_PER_MINUTE", 120, minimum=0)
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/"
@@ -225,6 +261,15 @@ LOGOUT_REDIRECT_URL = "/"
 # Courses. A graded run that ended without a grade (lost, cancelled) is graded 0, saying why, after
 # this many seconds (its grade may still be on its way: the recorder takes tasks in any order).
 COURSES_GRADE_GRACE_S = env_int("COURSES_GRADE_GRACE_S", 5, minimum=1)
+# Dashboard snapshots (GET /api/courses/<id>/dashboard, each socket's first message) one client
+# may take a minute, and regrades one instructor may start an hour.
+DASHBOARD_RATE_LIMIT_PER_MINUTE = env_int("DASHBOARD_RATE_LIMIT_PER_MINUTE", 30, minimum=0)
+REGRADE_RATE_LIMIT_PER_HOUR = env_int("REGRADE_RATE_LIMIT_PER_HOUR", 20, minimum=0)
+
+# /readyz answers from a result at most READYZ_CACHE_S old (one database and Redis check a second
+# per process, however often it is polled), at most READYZ_RATE_LIMIT_PER_MINUTE a client.
+READYZ_CACHE_S = float(env_int("READYZ_CACHE_S", 1, minimum=0))
+READYZ_RATE_LIMIT_PER_MINUTE = env_int("READYZ_RATE_LIMIT_PER_MINUTE", 120, minimum=0)
 
 # Websockets. A client (address) may hold this many open at once; an event larger than
 # WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).
