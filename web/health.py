@@ -1,13 +1,17 @@
-"""Health checks for load balancers and orchestrators: no authentication, no CSRF, no rate limit.
+"""Health checks for load balancers and orchestrators: no authentication, no CSRF.
 
-    GET /healthz   the process is up and answers: 200 {"status": "ok"}; touches nothing else
+    GET /healthz   the process is up and answers: 200 {"status": "ok"}; touches nothing else,
+                   and has no rate limit
     GET /readyz    it can serve: the database, Redis, and at least one executor online
                    200 {"status": "ready", "checks": {...}}
                    503 {"status": "unavailable", "checks": {...}} naming what failed and why
 
-Cheap enough to poll every few seconds: one new database connection (2 s to connect) running
-``SELECT 1 FROM django_migrations``, and a Redis client of its own with 1 s timeouts for a PING
-and the executors' heartbeats (executor.registry).
+A check is one new database connection (2 s to connect) running ``SELECT 1 FROM
+django_migrations``, and a Redis client of its own with 1 s timeouts for a PING and the
+executors' heartbeats (executor.registry). /readyz is public, so it must not let anyone open
+database connections at will: its answer is kept READYZ_CACHE_S (a second), so a process checks
+at most once a second however often it is asked, and one client may ask
+READYZ_RATE_LIMIT_PER_MINUTE times a minute (counted in Redis; while Redis is away, not counted).
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from executor import registry
+from playground.actions.errors import ActionError
+from playground.clients import client_address, client_key
+from playground.ratelimit import check_rate
 
 DATABASE_TIMEOUT_S = 2
 REDIS_TIMEOUT_S = 1.0
@@ -33,6 +40,8 @@ log = logging.getLogger("web.health")
 _was_ready: bool | None = None
 _redis: dict[str, redis.Redis] = {}
 _redis_lock = threading.Lock()
+_check_lock = threading.Lock()
+_cached: tuple[float, bool, dict] | None = None
 
 
 def _no_store(response: JsonResponse) -> JsonResponse:
@@ -49,6 +58,43 @@ def healthz(request):
 @csrf_exempt
 @require_GET
 def readyz(request):
+    try:
+        # By address only: who is signed in would take a database query.
+        address = client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+        check_rate("readyz", client_key(address), settings.READYZ_RATE_LIMIT_PER_MINUTE, 60,
+                   "readiness checks", redis=_client())
+    except ActionError as exc:
+        response = _no_store(JsonResponse({"error": exc.message, **exc.data}, status=exc.status))
+        for name, value in exc.headers.items():
+            response[name] = value
+        return response
+    except redis.RedisError:
+        pass  # Redis is away: the answer (cached) says so; there is nothing to count with
+    ready, checks = readiness()
+    return _no_store(JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks},
+                                  status=200 if ready else 503))
+
+
+def readiness() -> tuple[bool, dict]:
+    """(ready, checks), checked at most once every READYZ_CACHE_S in this process: concurrent
+    requests wait for the one check under way rather than each opening a connection."""
+    global _cached
+    with _check_lock:
+        if _cached is not None and time.monotonic() - _cached[0] < settings.READYZ_CACHE_S:
+            return _cached[1], _cached[2]
+        ready, checks = _check_all()
+        _cached = (time.monotonic(), ready, checks)
+        return ready, checks
+
+
+def forget_readiness() -> None:
+    """The next /readyz checks again (tests that change what it checks)."""
+    global _cached
+    with _check_lock:
+        _cached = None
+
+
+def _check_all() -> tuple[bool, dict]:
     checks = {"database": _timed(check_database)}
     checks["redis"] = _timed(check_redis)
     if checks["redis"]["ok"]:
@@ -57,8 +103,7 @@ def readyz(request):
         checks["executors"] = {"ok": False, "error": "not checked: Redis is unreachable"}
     ready = all(c["ok"] for c in checks.values())
     _log_change(ready, checks)
-    return _no_store(JsonResponse({"status": "ready" if ready else "unavailable", "checks": checks},
-                                  status=200 if ready else 503))
+    return ready, checks
 
 
 def _log_change(ready: bool, checks: dict) -> None:

@@ -84,3 +84,13 @@ def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     return {**env, "DJANGO_SETTINGS_MODULE": "web.settings", "PYTHONUNBUFFERED": "1",
             **{k: str(v) for k, v in extra.items()}}
+
+
+@pytest.fixture(autouse=True)
+def fresh_readiness():
+    """/readyz keeps its answer a second (web/health.py): each test checks what it set up."""
+    from web.health import forget_readiness
+
+    forget_readiness()
+    yield
+    forget_readiness()

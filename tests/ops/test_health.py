@@ -23,6 +23,7 @@ def beat(url: str, name: str = "cpu-probe@test") -> None:
 @pytest.fixture
 def on_redis(settings, own_redis):
     settings.REDIS_URL = own_redis.url
+    settings.READYZ_CACHE_S = 0  # these tests change what it checks from one request to the next
     return own_redis
 
 
@@ -129,3 +130,36 @@ def test_health_is_not_rate_limited(web_server, own_redis, django_db_setup):
     beat(own_redis.url)
     statuses = {server.get("/readyz")[0] for _ in range(30)} | {server.get("/healthz")[0] for _ in range(30)}
     assert statuses == {200}
+
+
+@pytest.mark.django_db
+def test_readyz_checks_at_most_once_a_second(client, on_redis, settings, monkeypatch):
+    """It is public: polling it as fast as one likes opens one database connection a second."""
+    from web import health
+
+    settings.READYZ_CACHE_S = 1
+    beat(on_redis.url)
+    checked = []
+    real = health.check_database
+    monkeypatch.setattr(health, "check_database", lambda: checked.append(1) or real())
+    statuses = {client.get("/readyz").status_code for _ in range(20)}
+    assert statuses == {200}
+    assert len(checked) == 1
+    time.sleep(1.1)
+    assert client.get("/readyz").status_code == 200
+    assert len(checked) == 2
+
+
+@pytest.mark.django_db
+def test_readyz_is_rate_limited_per_client(on_redis, settings):
+    from django.test import Client
+
+    settings.READYZ_RATE_LIMIT_PER_MINUTE = 3
+    beat(on_redis.url)
+    prober = Client(REMOTE_ADDR="2001:db8:1:2::1")
+    assert [prober.get("/readyz").status_code for _ in range(3)] == [200, 200, 200]
+    refused = Client(REMOTE_ADDR="2001:db8:1:2::99").get("/readyz")  # the same /64
+    assert refused.status_code == 429
+    assert set(refused.json()) == {"error", "limit", "retry_after"} and refused["Retry-After"]
+    assert Client(REMOTE_ADDR="203.0.113.7").get("/readyz").status_code == 200
+    assert prober.get("/healthz").status_code == 200  # the liveness check has no limit

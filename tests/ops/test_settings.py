@@ -75,3 +75,43 @@ def test_the_key_in_use_is_the_one_given():
     done = python(["-c", "import django; django.setup(); from django.conf import settings; print(settings.SECRET_KEY)"],
                   env_without_secret(DEBUG="0", SECRET_KEY="given-" + "k" * 40))
     assert done.stdout.strip() == "given-" + "k" * 40
+
+
+# Production behind TLS ----------------------------------------------------------------------------
+
+DEPLOYED = {"DEBUG": "0", "SECRET_KEY": "a-long-random-production-key-" + "Zq8" * 12,
+            "ALLOWED_HOSTS": "play.example.org", "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend"}
+SECURITY = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS, "
+            "getattr(s, 'SECURE_PROXY_SSL_HEADER', None), s.SECURE_SSL_REDIRECT)")
+
+
+def test_a_deployment_passes_djangos_deploy_check():
+    done = python(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env_without_secret(**DEPLOYED))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "System check identified no issues" in done.stdout, done.stdout + done.stderr
+    assert "WARNING" not in done.stderr
+
+
+def test_behind_a_tls_proxy_cookies_are_secure_and_the_proxy_says_https():
+    done = python(["-c", SECURITY], env_without_secret(**DEPLOYED, TRUSTED_PROXIES="1"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "31536000", "('HTTP_X_FORWARDED_PROTO',", "'https')", "False"]
+
+
+def test_without_trusted_proxies_no_header_says_https():
+    """A client could send X-Forwarded-Proto itself."""
+    done = python(["-c", SECURITY], env_without_secret(**DEPLOYED))
+    assert "None" in done.stdout.split()
+
+
+def test_redirecting_to_https_is_asked_for():
+    done = python(["-c", SECURITY], env_without_secret(**DEPLOYED, SECURE_SSL_REDIRECT="1"))
+    assert done.stdout.split()[-1] == "True"
+
+
+@pytest.mark.parametrize("env", [{"DEBUG": "1"}, {"DEBUG": "0", "SECRET_KEY": "k" * 50}])
+def test_this_machine_over_plain_http_keeps_plain_cookies(env):
+    """Development (DEBUG=1), and a production build tried on 127.0.0.1 (the test suite), are http."""
+    done = python(["-c", SECURITY], env_without_secret(**env))
+    assert done.stdout.split()[:2] == ["False", "False"]
