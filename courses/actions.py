@@ -7,7 +7,8 @@ to a submission once queued is in ``courses.grading``."""
 from __future__ import annotations
 
 import math
-from datetime import UTC
+import uuid
+from datetime import UTC, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -16,8 +17,10 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from playground import quotas
 from playground.actions.errors import ActionError
 from playground.actions.runs import check_code, do_start_run
+from playground.clients import client_key
 from playground.models import Run
 from playground.ratelimit import check_rate
 from playground.devices import check_device, check_online
@@ -26,7 +29,7 @@ from . import checks as checks_source
 from .dashboard import broadcast_on_commit, regrade_item, run_item, submission_item
 from .grading import queue_grading
 from .models import (
-    INSTRUCTOR, JOIN_CODE_ALPHABET, ROLES, STUDENT, Assignment, Course, CourseRun, Membership,
+    INSTRUCTOR, JOIN_CODE_ALPHABET, ROLES, STUDENT, Assignment, Ban, Course, CourseRun, Invitation, Membership,
     Submission, new_join_code,
 )
 
@@ -36,6 +39,17 @@ DESCRIPTION_MAX = 20_000
 # Far more than a person makes by hand; a script's runaway loop stops here.
 COURSES_PER_HOUR = 30
 JOINS_PER_HOUR = 30  # join codes have 40 bits; this keeps anyone from trying them in bulk
+# Invitations one instructor may send an hour: a class's co-instructors and a few students, not
+# a way to try usernames in bulk.
+INVITATIONS_PER_HOUR = 60
+INVITATION_DAYS = 14
+REMOVED = ("you were removed from this course by its instructors; ask one of them to invite you "
+           "again or to let you back in")
+
+
+def _who(user) -> str:
+    """The client key every limit of a signed-in person counts against (``playground.clients``)."""
+    return client_key(None, user)
 
 
 def _text(payload: dict, name: str, limit: int, *, required: bool = False, strip: bool = False) -> str | None:
@@ -73,7 +87,7 @@ def check_create_course(payload, *, user) -> Course:
     title = _text(payload, "title", TITLE_MAX, required=True, strip=True)
     if not title:
         raise ActionError("'title' must not be empty")
-    check_rate("courses", str(user.pk), COURSES_PER_HOUR, 3600, "courses created")
+    check_rate("courses", _who(user), COURSES_PER_HOUR, 3600, "courses created")
     return do_create_course(user, title)
 
 
@@ -98,7 +112,7 @@ def normalize_join_code(code: str) -> str:
 def check_join_course(payload, *, user) -> Membership:
     payload = _object(payload)
     code = _text(payload, "code", 64, required=True)
-    check_rate("course-joins", str(user.pk), JOINS_PER_HOUR, 3600, "attempts to join a course")
+    check_join_rate(user)
     code = normalize_join_code(code)
     if len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
         raise ActionError("no course has this join code", status=404)
@@ -108,8 +122,20 @@ def check_join_course(payload, *, user) -> Membership:
     existing = Membership.objects.select_related("course").filter(course=course, user=user).first()
     if existing is not None:
         return existing  # joining again changes nothing: instructors stay instructors
+    check_not_banned(course, user)
     _not_archived(course)
     return do_join_course(course, user)
+
+
+def check_join_rate(user) -> None:
+    """Joining and looking a join code up count together (the join page shows a code's course)."""
+    check_rate("course-joins", _who(user), JOINS_PER_HOUR, 3600, "attempts to join a course")
+
+
+def check_not_banned(course: Course, user) -> None:
+    """A removal sticks: someone an instructor removed cannot come back by the join code."""
+    if Ban.objects.filter(course=course, user=user).exists():
+        raise ActionError(REMOVED, status=403)
 
 
 def do_join_course(course: Course, user) -> Membership:
@@ -126,19 +152,78 @@ def _broadcast_member(course_id: int, user, role: str | None) -> None:
                                      "at": timezone.now().isoformat()})
 
 
-def check_add_member(course: Course, payload) -> Membership:
-    """An instructor adds someone by username: a co-instructor (the default) or a student. A
-    student already in the course is promoted."""
+def check_add_member(acting: Membership, payload) -> dict:
+    """An instructor adds someone by username, as a co-instructor (the default) or a student: an
+    invitation that makes them a member once they accept it, answered the same whether or not
+    anyone has the username (``{"username", "role", "status": "invited", "expires_at"}``), so the
+    answer tells no one who has an account. A member's role changes at once instead (members are
+    no secret to an instructor): stepping down to student, or, to become an instructor, an
+    invitation too. The course's creator is never stepped down by someone else."""
     payload = _object(payload)
+    course = acting.course
     _not_archived(course)
     username = _text(payload, "username", 150, required=True, strip=True)
+    if not username:
+        raise ActionError("'username' must not be empty")
     role = payload.get("role", INSTRUCTOR)
     if role not in ROLES:
         raise ActionError(f"'role' must be one of {', '.join(ROLES)}")
+    check_rate("course-invitations", _who(acting.user), INVITATIONS_PER_HOUR, 3600, "invitations")
     user = get_user_model().objects.filter(username=username, is_active=True).first()
-    if user is None:
-        raise ActionError(f"no one has the username {username!r}")
-    return do_set_member(course, user, role)
+    member = None if user is None else Membership.objects.filter(course=course, user=user).first()
+    if member is not None and (role == STUDENT or member.role == INSTRUCTOR):
+        if member.role != role:
+            _check_not_the_creator(acting, member)
+        member = do_set_member(course, user, role)
+        return {"username": user.username, "role": member.role, "status": "member", "id": user.pk}
+    invitation = do_invite(course, username, user, role, by=acting.user)
+    return invitation_for_instructors(invitation)
+
+
+def invitation_for_instructors(invitation: Invitation) -> dict:
+    """What instructors see of an invitation: the same for a name no one has."""
+    return {"username": invitation.username, "role": invitation.role, "status": "invited",
+            "expires_at": invitation.expires_at.isoformat()}
+
+
+def do_invite(course: Course, username: str, user, role: str, *, by) -> Invitation:
+    """Invite ``username`` (``user``: who has it, None for no one); inviting again renews it."""
+    invitation, _ = Invitation.objects.update_or_create(course=course, username=username, defaults={
+        "user": user, "role": role, "invited_by": by,
+        "expires_at": timezone.now() + timedelta(days=INVITATION_DAYS)})
+    return invitation
+
+
+def pending_invitations(user):
+    """The invitations ``user`` may still accept, newest first."""
+    return (Invitation.objects.filter(user=user, expires_at__gt=timezone.now(), course__archived_at__isnull=True)
+            .select_related("course", "invited_by"))
+
+
+def check_answer_invitation(invitation_id, user, *, accept: bool) -> Membership | None:
+    """Accept (a member, with the invitation's role; a removal of theirs is lifted: an instructor
+    asked them back) or decline. One's own pending invitations only; any other is "not found"."""
+    from .access import _id
+
+    pk = _id(invitation_id)
+    invitation = None if pk is None else pending_invitations(user).filter(pk=pk).first()
+    if invitation is None:
+        raise ActionError("no such invitation of yours (it may have lapsed or been answered)", status=404)
+    if not accept:
+        Invitation.objects.filter(pk=invitation.pk).delete()
+        return None
+    _not_archived(invitation.course)
+    return do_accept_invitation(invitation)
+
+
+def do_accept_invitation(invitation: Invitation) -> Membership:
+    with transaction.atomic():
+        Ban.objects.filter(course=invitation.course, user=invitation.user).delete()
+        existing = Membership.objects.filter(course=invitation.course, user=invitation.user).first()
+        role = INSTRUCTOR if existing is not None and existing.role == INSTRUCTOR else invitation.role
+        membership = do_set_member(invitation.course, invitation.user, role)
+        Invitation.objects.filter(pk=invitation.pk).delete()
+    return membership
 
 
 def do_set_member(course: Course, user, role: str) -> Membership:
@@ -163,9 +248,18 @@ def _keep_an_instructor(course: Course, leaving: Membership) -> None:
         raise ActionError("a course needs an instructor: add another one first", status=409)
 
 
+def _check_not_the_creator(acting: Membership, target: Membership) -> None:
+    """A co-instructor cannot remove or step down the course's creator (who may leave)."""
+    if target.user_id == acting.course.created_by_id and target.user_id != acting.user_id:
+        raise ActionError("the course's creator cannot be removed or made a student by another instructor",
+                          status=403)
+
+
 def check_remove_member(acting: Membership, user_id) -> None:
-    """An instructor removes a student (or a co-instructor, while another remains); a student
-    may leave. Whom one may not remove is "not found", like whom one may not see."""
+    """An instructor removes a student (or a co-instructor, while another remains, never the
+    course's creator), who cannot come back by the join code (a ban, until an instructor lifts
+    it); a student may leave (and join again). Whom one may not remove is "not found", like whom
+    one may not see."""
     from .access import _id
 
     course = acting.course
@@ -174,17 +268,33 @@ def check_remove_member(acting: Membership, user_id) -> None:
     if target is None or (not acting.is_instructor and target.user_id != acting.user_id):
         raise ActionError("no such member of this course", status=404)
     _not_archived(course)
+    _check_not_the_creator(acting, target)
     with transaction.atomic():
         if target.role == INSTRUCTOR:
             _keep_an_instructor(course, target)
-        do_remove_member(target)
+        do_remove_member(target, banned_by=acting.user if target.user_id != acting.user_id else None)
 
 
-def do_remove_member(membership: Membership) -> None:
-    """Their submissions are kept (an instructor may add them again); they no longer see the
-    course, and an open dashboard socket of theirs closes."""
-    Membership.objects.filter(pk=membership.pk).delete()
+def do_remove_member(membership: Membership, *, banned_by=None) -> None:
+    """Their submissions are kept (an instructor may let them back); they no longer see the
+    course, and an open dashboard socket of theirs closes. Removed by someone else (``banned_by``),
+    they are banned: the join code no longer lets them in."""
+    with transaction.atomic():
+        Membership.objects.filter(pk=membership.pk).delete()
+        if banned_by is not None:
+            Ban.objects.get_or_create(course_id=membership.course_id, user_id=membership.user_id,
+                                      defaults={"banned_by": banned_by})
     _broadcast_member(membership.course_id, membership.user, None)
+
+
+def check_lift_ban(course: Course, user_id) -> None:
+    """An instructor lets a removed person back: they may join by the code again."""
+    from .access import _id
+
+    target_id = _id(user_id)
+    if target_id is None or not Ban.objects.filter(course=course, user_id=target_id).exists():
+        raise ActionError("no one removed from this course has this id", status=404)
+    Ban.objects.filter(course=course, user_id=target_id).delete()
 
 
 def check_archive_course(course: Course, payload) -> Course:
@@ -304,10 +414,13 @@ def do_update_assignment(assignment: Assignment, fields: dict) -> Assignment:
 
 # Runs and submissions ----------------------------------------------------------------------------
 
-def _check_can_run(assignment: Assignment, user) -> None:
-    """A class runs from one address (a lecture hall's), so the run limit counts per account."""
+def _check_admit(assignment: Assignment, user) -> tuple[uuid.UUID, int]:
+    """A student's run or submission is a run like any other: it counts against their shares
+    (``quotas.check_admit_run``: the run rate, the queue, the budget, an active slot), per
+    account (a class runs from one lecture hall's address). Returns (run id, priority step)."""
     check_online(assignment.device)
-    check_rate("course-runs", str(user.pk), settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
+    run_id = uuid.uuid4()
+    return run_id, quotas.check_admit_run(_who(user), assignment.device, str(run_id))
 
 
 def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
@@ -315,13 +428,19 @@ def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
     payload = _object(payload)
     _not_archived(assignment.course)
     code = check_code(payload.get("code"))
-    _check_can_run(assignment, user)
-    return do_start_course_run(assignment, user, code)
+    run_id, priority = _check_admit(assignment, user)
+    try:
+        return do_start_course_run(assignment, user, code, run_id=run_id, priority=priority)
+    except BaseException:
+        quotas.release(str(run_id))
+        raise
 
 
-def do_start_course_run(assignment: Assignment, user, code: str) -> Run:
+def do_start_course_run(assignment: Assignment, user, code: str, *, run_id: uuid.UUID | None = None,
+                        priority: int = 0) -> Run:
     with transaction.atomic():
-        run = do_start_run(code, assignment.device, owner=user, limits=assignment.limits)
+        run = do_start_run(code, assignment.device, owner=user, limits=assignment.limits, run_id=run_id,
+                           priority=priority)
         course_run = CourseRun.objects.create(run=run, assignment=assignment, student=user)
         broadcast_on_commit(assignment.course_id, lambda: run_item(run, course_run.student_id, assignment.pk))
     return run
@@ -331,41 +450,74 @@ def check_submit(assignment: Assignment, payload, *, user) -> Submission:
     payload = _object(payload)
     _not_archived(assignment.course)
     code = check_code(payload.get("code"))
-    _check_can_run(assignment, user)
-    return do_submit(assignment, user, code)
+    run_id, priority = _check_admit(assignment, user)
+    try:
+        return do_submit(assignment, user, code, run_id=run_id, priority=priority)
+    except BaseException:
+        quotas.release(str(run_id))
+        raise
 
 
-def do_submit(assignment: Assignment, user, code: str) -> Submission:
+def do_submit(assignment: Assignment, user, code: str, *, run_id: uuid.UUID | None = None,
+              priority: int = 0) -> Submission:
+    """The submission and its first grading; its run takes the admission's id and priority
+    (``quotas.starting``: ``queue_grading`` starts it)."""
     now = timezone.now()
     with transaction.atomic():
         submission = Submission.objects.create(assignment=assignment, student=user, code=code,
                                                late=assignment.is_past_due(now))
-        grading = queue_grading(submission, assignment)
+        with quotas.starting(run_id, priority):
+            grading = queue_grading(submission, assignment)
         submission.run = grading.run
         submission.save(update_fields=["run"])
         broadcast_on_commit(assignment.course_id, lambda: submission_item(submission))
     return submission
 
 
-def check_regrade(assignment: Assignment) -> int:
+def _latest_submissions(assignment: Assignment):
+    """The latest submission of each member who submitted (the one that counts: grades are the
+    latest graded submission's)."""
+    members = Membership.objects.filter(course_id=assignment.course_id).values_list("user_id", flat=True)
+    return (Submission.objects.filter(assignment=assignment, student_id__in=members)
+            .values("student_id").annotate(latest=Max("id")).values_list("latest", flat=True))
+
+
+def check_regrade(assignment: Assignment, *, user=None) -> int:
+    """A regrade is the instructor's (``user``): at most REGRADE_RATE_LIMIT_PER_HOUR an hour, its
+    runs' seconds count against their budget (refused while it is used up), and they are queued
+    below every run a person is waiting for, so regrading a class never delays anyone's Run."""
     _not_archived(assignment.course)
     check_online(assignment.device)
-    return do_regrade(assignment)
+    who = _who(user) if user is not None else None
+    if who is not None:
+        check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, "regrades")
+        quotas.check_admit_regrade(who, assignment.device, _latest_submissions(assignment).count())
+    return do_regrade(assignment, by=who)
 
 
-def do_regrade(assignment: Assignment) -> int:
+def do_regrade(assignment: Assignment, *, by: str | None = None) -> int:
     """Queue a grading with the current checks for the latest submission of each member who
-    submitted (the one that counts: grades are the latest graded submission's). Gradings run in
-    parallel, one task each on the device kind's queue. Returns how many were queued."""
-    with transaction.atomic():
-        Assignment.objects.filter(pk=assignment.pk).update(regrades=F("regrades") + 1)
-        assignment.refresh_from_db(fields=["regrades", "checks", "checks_version", "device", "limits"])
-        members = Membership.objects.filter(course_id=assignment.course_id).values_list("user_id", flat=True)
-        latest = (Submission.objects.filter(assignment=assignment, student_id__in=members)
-                  .values("student_id").annotate(latest=Max("id")).values_list("latest", flat=True))
-        submissions = list(Submission.objects.filter(pk__in=list(latest)).order_by("pk"))
-        for submission in submissions:
-            queue_grading(submission, assignment, regrade=assignment.regrades)
-        Submission.objects.filter(pk__in=[s.pk for s in submissions]).update(regrading=True)
-        broadcast_on_commit(assignment.course_id, lambda: regrade_item(assignment))
+    submitted. Gradings run in parallel, one task each on the device kind's queue, at the regrade
+    priority step; ``by``: the client key their seconds count against. Returns how many were
+    queued."""
+    run_ids: list[str] = []
+    try:
+        with transaction.atomic():
+            Assignment.objects.filter(pk=assignment.pk).update(regrades=F("regrades") + 1)
+            assignment.refresh_from_db(fields=["regrades", "checks", "checks_version", "device", "limits"])
+            submissions = list(Submission.objects.filter(pk__in=list(_latest_submissions(assignment))).order_by("pk"))
+            for submission in submissions:
+                run_id = uuid.uuid4()
+                priority = quotas.REGRADE_STEP
+                if by is not None:
+                    run_ids.append(str(run_id))
+                    priority = quotas.admit_regrade(by, str(run_id))
+                with quotas.starting(run_id, priority):
+                    queue_grading(submission, assignment, regrade=assignment.regrades)
+            Submission.objects.filter(pk__in=[s.pk for s in submissions]).update(regrading=True)
+            broadcast_on_commit(assignment.course_id, lambda: regrade_item(assignment))
+    except BaseException:
+        for run_id in run_ids:
+            quotas.release(run_id)
+        raise
     return len(submissions)

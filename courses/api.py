@@ -10,6 +10,7 @@ import io
 from django.http import Http404, HttpResponse, JsonResponse
 
 from playground.actions.errors import ActionError
+from playground.clients import request_client_key
 from playground.serializers import run_summary
 from playground.views import api, parse_json, query_int
 
@@ -17,10 +18,11 @@ from . import actions
 from .access import (
     access_assignment_for_user, access_course_for_user, access_submission_for_user, courses_for_user,
 )
-from .dashboard import snapshot
+from .dashboard import check_snapshot_rate, snapshot
 from .models import GRADED, INSTRUCTOR, STUDENT, Membership, Submission
 from .serializers import (
-    assignment_detail, course_created, course_detail, course_summary, submission_detail, submission_summary,
+    assignment_detail, course_created, course_detail, course_summary, invitation_summary, submission_detail,
+    submission_summary,
 )
 
 SUBMISSIONS_PAGE = 100
@@ -72,9 +74,35 @@ def api_course(request, course_id):
 
 @api("POST")
 def api_course_members(request, course_id):
+    """202 and an invitation, the same whether or not anyone has the username; 200 when a member's
+    role changed at once."""
     membership = _course(request, course_id, instructor=True)
-    member = actions.check_add_member(membership.course, parse_json(request))
-    return JsonResponse({"id": member.user_id, "username": member.user.username, "role": member.role}, status=201)
+    answer = actions.check_add_member(membership, parse_json(request))
+    return JsonResponse(answer, status=202 if answer["status"] == "invited" else 200)
+
+
+@api("DELETE")
+def api_course_ban(request, course_id, user_id):
+    actions.check_lift_ban(_course(request, course_id, instructor=True).course, user_id)
+    return HttpResponse(status=204)
+
+
+@api("GET")
+def api_me_invitations(request):
+    user = _signed_in(request)
+    return JsonResponse({"invitations": [invitation_summary(i) for i in actions.pending_invitations(user)]})
+
+
+@api("POST")
+def api_invitation_accept(request, invitation_id):
+    membership = actions.check_answer_invitation(invitation_id, _signed_in(request), accept=True)
+    return JsonResponse(course_summary(membership.course, membership.role))
+
+
+@api("POST")
+def api_invitation_decline(request, invitation_id):
+    actions.check_answer_invitation(invitation_id, _signed_in(request), accept=False)
+    return HttpResponse(status=204)
 
 
 @api("DELETE")
@@ -99,7 +127,9 @@ def api_course_assignments(request, course_id):
 
 @api("GET")
 def api_course_dashboard(request, course_id):
-    return JsonResponse(snapshot(_course(request, course_id, instructor=True).course))
+    course = _course(request, course_id, instructor=True).course
+    check_snapshot_rate(request_client_key(request))
+    return JsonResponse(snapshot(course))
 
 
 @api("GET")
@@ -182,7 +212,7 @@ def api_assignment_submissions(request, assignment_id):
 @api("POST")
 def api_assignment_regrade(request, assignment_id):
     assignment, _ = _assignment(request, assignment_id, instructor=True)
-    queued = actions.check_regrade(assignment)
+    queued = actions.check_regrade(assignment, user=request.user)
     assignment.refresh_from_db(fields=["regrades"])
     return JsonResponse({"queued": queued, "regrade": assignment.regrades}, status=202)
 

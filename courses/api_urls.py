@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/courses/<str:course_id>", api.api_course, name="api-course"),
     path("api/courses/<str:course_id>/members", api.api_course_members, name="api-course-members"),
     path("api/courses/<str:course_id>/members/<str:user_id>", api.api_course_member, name="api-course-member"),
+    path("api/courses/<str:course_id>/bans/<str:user_id>", api.api_course_ban, name="api-course-ban"),
     path("api/courses/<str:course_id>/archive", api.api_course_archive, name="api-course-archive"),
     path("api/courses/<str:course_id>/assignments", api.api_course_assignments, name="api-course-assignments"),
     path("api/courses/<str:course_id>/dashboard", api.api_course_dashboard, name="api-course-dashboard"),
@@ -21,4 +22,7 @@ urlpatterns = [
          name="api-assignment-submissions"),
     path("api/assignments/<str:assignment_id>/regrade", api.api_assignment_regrade, name="api-assignment-regrade"),
     path("api/submissions/<str:submission_id>", api.api_submission, name="api-submission"),
+    path("api/me/invitations", api.api_me_invitations, name="api-me-invitations"),
+    path("api/invitations/<str:invitation_id>/accept", api.api_invitation_accept, name="api-invitation-accept"),
+    path("api/invitations/<str:invitation_id>/decline", api.api_invitation_decline, name="api-invitation-decline"),
 ]

@@ -5,25 +5,38 @@ closed with 4404, as if the course did not exist.
 On connect it joins the course's group and sends ``{"type": "snapshot", ...}``
 (``courses.dashboard.snapshot``), then ``{"type": "update", "item": ...}`` for each item sent to
 the group. It joins before taking the snapshot, so an update may repeat what the snapshot holds
-but none is missed between the two.
+but none is missed between the two. Snapshots count against the client's dashboard rate
+(a socket over it is closed with 4429).
+
+A socket opened with a token lasts as long as the token: it joins the token's group, and
+revoking the token (a password change revokes them all) closes it with 4401; it closes at the
+token's expiry too, and looks the token up again every TOKEN_RECHECK_S in case a revocation's
+message was lost.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
+from django.utils import timezone
 
 from accounts.auth import token_for_secret
-from playground.clients import scope_client_address
+from accounts.models import ApiToken
+from playground.actions.errors import ActionError
+from playground.clients import scope_client_address, scope_client_key
 from playground.consumers import CLOSE_NOT_FOUND, CLOSE_TOO_MANY
 from playground.streams import get_hub
 
 from .access import access_course_for_user
-from .dashboard import group_name, snapshot
+from .dashboard import check_snapshot_rate, group_name, snapshot
 from .models import INSTRUCTOR
+
+CLOSE_TOKEN_GONE = 4401
+TOKEN_RECHECK_S = 60.0
 
 
 def _bearer(scope) -> str | None:
@@ -37,8 +50,10 @@ def _bearer(scope) -> str | None:
 
 @database_sync_to_async
 def _instructor_of(course_id, scope):
-    """(user id, course id) when the connecting person teaches the course; None otherwise."""
+    """(user, course id, token or None) when the connecting person teaches the course; None
+    otherwise."""
     user = scope.get("user")
+    token = None
     secret = _bearer(scope)
     if secret is not None:
         token = token_for_secret(secret)
@@ -46,7 +61,7 @@ def _instructor_of(course_id, scope):
     membership = access_course_for_user(course_id, user)
     if membership is None or membership.role != INSTRUCTOR:
         return None
-    return membership.user_id, membership.course_id
+    return membership.user, membership.course_id, token
 
 
 @database_sync_to_async
@@ -56,9 +71,26 @@ def _snapshot(course_id: int):
     return snapshot(Course.objects.get(pk=course_id))
 
 
+@database_sync_to_async
+def _token_alive(token_id) -> bool:
+    token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
+    return token is not None and token.user.is_active and not token.is_expired()
+
+
+@database_sync_to_async
+def _check_snapshot_rate(who: str) -> str | None:
+    try:
+        check_snapshot_rate(who)
+    except ActionError as exc:
+        return exc.message
+    return None
+
+
 class CourseConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.group = None
+        self.token_group = None
+        self.watcher = None
         self.socket_id = uuid.uuid4().hex
         self.hub = get_hub()
         # Accepted first, so that a refusal reaches the client as a close code it can read.
@@ -67,22 +99,52 @@ class CourseConsumer(AsyncJsonWebsocketConsumer):
         if found is None:
             await self.close(code=CLOSE_NOT_FOUND, reason="no such course")
             return
-        self.user_id, course_id = found
+        user, course_id, token = found
+        self.user_id = user.pk
+        refused = await _check_snapshot_rate(scope_client_key(self.scope, user))
+        if refused is not None:
+            await self.close(code=CLOSE_TOO_MANY, reason=refused[:120])
+            return
         if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
             await self.close(code=CLOSE_TOO_MANY, reason=(
                 f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))
             return
+        if token is not None:
+            self.token_group = token.group
+            await self.channel_layer.group_add(self.token_group, self.channel_name)
+            self.watcher = asyncio.create_task(self._watch_token(token.pk, token.expires_at))
         self.group = group_name(course_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.send_json({"type": "snapshot", **await _snapshot(course_id)})
 
+    async def _watch_token(self, token_id, expires_at) -> None:
+        """Close at the token's expiry, and when a look-up finds it gone."""
+        while True:
+            wait = TOKEN_RECHECK_S
+            if expires_at is not None:
+                wait = max(0.0, min(wait, (expires_at - timezone.now()).total_seconds()))
+            await asyncio.sleep(wait)
+            if not await _token_alive(token_id):
+                await self._token_gone("the API token expired or was revoked")
+                return
+
+    async def _token_gone(self, reason: str) -> None:
+        await self.close(code=CLOSE_TOKEN_GONE, reason=reason)
+
     async def disconnect(self, code):
+        if self.watcher is not None and self.watcher is not asyncio.current_task():
+            self.watcher.cancel()
         if self.group:
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        if self.token_group:
+            await self.channel_layer.group_discard(self.token_group, self.channel_name)
         await self.hub.free_slot(self.socket_id)
 
     async def receive_json(self, content, **kwargs):
         pass  # the dashboard only listens
+
+    async def token_revoked(self, event):
+        await self._token_gone("the API token was revoked")
 
     async def course_update(self, event):
         item = event["item"]

@@ -29,6 +29,12 @@ Items (the feed, and the ``update`` messages of the websocket):
                                                    (an instructor who is one no more: socket closed)
 
 Items go to instructors only: they carry scores whatever the assignment shows its students.
+
+A snapshot's cost grows with the class (students × assignments), never with its history: cells
+and histograms take each pair's latest row by the index (assignment, student, -created_at), one
+lookup per pair; the feed reads the last FEED_LENGTH rows, and the common errors the errors of the
+last RUNS_SCANNED free runs and submissions. Snapshots are limited per client
+(DASHBOARD_RATE_LIMIT_PER_MINUTE: the API's and each socket's first message).
 """
 
 from __future__ import annotations
@@ -38,12 +44,14 @@ from collections import Counter, defaultdict
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from executor import events as ev
 from playground.models import Run, RunEvent
+from playground.ratelimit import check_rate
 
 from .models import GRADED, STUDENT, Assignment, Course, CourseRun, Grading, Membership, Submission
 
@@ -53,7 +61,16 @@ FEED_LENGTH = 50
 ERRORS_LISTED = 20
 # The most recent error events looked at for the common errors (a class's worth, many times over).
 ERROR_EVENTS_SCANNED = 5000
+# The latest free runs, and the latest submissions, whose errors are counted: a term's worth of a
+# large class, not every run the course ever had.
+RUNS_SCANNED = 2000
 HISTOGRAM_BINS = 10
+
+
+def check_snapshot_rate(who: str) -> None:
+    """A snapshot reads the whole class: a client (``playground.clients.client_key``) may take
+    DASHBOARD_RATE_LIMIT_PER_MINUTE a minute (a page open on it takes one, then updates)."""
+    check_rate("dashboard", who, settings.DASHBOARD_RATE_LIMIT_PER_MINUTE, 60, "dashboard snapshots")
 
 
 def group_name(course_id: int) -> str:
@@ -132,23 +149,30 @@ def regrade_item(assignment: Assignment) -> dict:
     return {"kind": "regrade", "assignment": assignment.pk, **progress, "at": timezone.now().isoformat()}
 
 
-def _latest_per_pair(queryset, *related: str) -> list:
-    """The newest row of each (student, assignment) pair (ids grow with time)."""
-    ids = queryset.values("student_id", "assignment_id").annotate(latest=Max("id")).values_list("latest", flat=True)
-    rows = queryset.model.objects.filter(pk__in=list(ids))
+def _latest_per_pair(model, students, assignments, *related: str, **filters) -> list:
+    """The newest row of ``model`` (Submission or CourseRun, with ``filters``) of each (student,
+    assignment) pair: one query per assignment, each a lookup per student on the index
+    (assignment, student, -created_at), so the cost is the class's size, not its history."""
+    ids: list[int] = []
+    for assignment in assignments:
+        newest = (model.objects.filter(assignment_id=assignment.pk, student_id=OuterRef("user_id"), **filters)
+                  .order_by("-created_at", "-id").values("id")[:1])
+        ids += [pk for pk in students.annotate(latest=Subquery(newest)).values_list("latest", flat=True) if pk]
+    rows = model.objects.filter(pk__in=ids)
     return list(rows.select_related(*related) if related else rows)
 
 
 def snapshot(course: Course) -> dict:
-    students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
-                    .order_by("user__username"))
+    student_rows = Membership.objects.filter(course=course, role=STUDENT)
+    students = list(student_rows.select_related("user").order_by("user__username"))
     student_ids = [m.user_id for m in students]
     assignments = list(course.assignments.order_by("due_at", "created_at"))
     submissions = Submission.objects.filter(assignment__course=course, student_id__in=student_ids)
     course_runs = CourseRun.objects.filter(assignment__course=course, student_id__in=student_ids)
 
-    latest_submissions = _latest_per_pair(submissions)
-    latest_runs = {(r.student_id, r.assignment_id): r for r in _latest_per_pair(course_runs, "run")}
+    latest_submissions = _latest_per_pair(Submission, student_rows, assignments)
+    latest_runs = {(r.student_id, r.assignment_id): r
+                   for r in _latest_per_pair(CourseRun, student_rows, assignments, "run")}
     run_ids = [s.run_id for s in latest_submissions if s.run_id]
     submission_runs = {str(r.pk): r for r in Run.objects.filter(pk__in=run_ids)}
 
@@ -179,8 +203,8 @@ def snapshot(course: Course) -> dict:
                         for a in assignments],
         "cells": cells,
         "feed": _feed(submissions, course_runs),
-        "errors": _common_errors(course, student_ids),
-        "histograms": _histograms(submissions, assignments),
+        "errors": _common_errors(submissions, course_runs),
+        "histograms": _histograms(student_rows, assignments),
     }
 
 
@@ -196,15 +220,14 @@ def _feed(submissions, course_runs) -> list[dict]:
     return [item for _, item in items[:FEED_LENGTH]]
 
 
-def _common_errors(course: Course, student_ids: list[int]) -> list[dict]:
+def _common_errors(submissions, course_runs) -> list[dict]:
+    """Over the last RUNS_SCANNED free runs and submissions of the class."""
     owners: dict[str, tuple[int, int]] = {}
-    for run_id, student_id, assignment_id in CourseRun.objects.filter(
-            assignment__course=course, student_id__in=student_ids).values_list("run_id", "student_id",
-                                                                                "assignment_id"):
+    for run_id, student_id, assignment_id in course_runs.order_by("-id").values_list(
+            "run_id", "student_id", "assignment_id")[:RUNS_SCANNED]:
         owners[str(run_id)] = (student_id, assignment_id)
-    for run_id, student_id, assignment_id in Submission.objects.filter(
-            assignment__course=course, student_id__in=student_ids, run__isnull=False).values_list(
-            "run_id", "student_id", "assignment_id"):
+    for run_id, student_id, assignment_id in submissions.filter(run__isnull=False).order_by("-id").values_list(
+            "run_id", "student_id", "assignment_id")[:RUNS_SCANNED]:
         owners[str(run_id)] = (student_id, assignment_id)
     if not owners:
         return []
@@ -228,9 +251,9 @@ def _common_errors(course: Course, student_ids: list[int]) -> list[dict]:
              "message": example[k]} for k, n in counts.most_common(ERRORS_LISTED)]
 
 
-def _histograms(submissions, assignments) -> dict[str, list[int]]:
+def _histograms(students, assignments) -> dict[str, list[int]]:
     histograms = {str(a.pk): [0] * HISTOGRAM_BINS for a in assignments}
-    for s in _latest_per_pair(submissions.filter(status=GRADED)):
+    for s in _latest_per_pair(Submission, students, assignments, status=GRADED):
         if not s.max_score or s.score is None:
             continue
         ratio = min(max(s.score / s.max_score, 0.0), 1.0)

@@ -2,6 +2,8 @@
 submission to an assignment is graded by one or more gradings, each a graded run in the sandbox.
 
     Course ─┬─ Membership (user, role)
+            ├─ Invitation (username, role): a member only once they accept it
+            ├─ Ban (user): removed by an instructor, the join code no longer lets them in
             └─ Assignment (description, starter code, HIDDEN checks) ─┬─ Submission ── Grading (one per run)
                                                                       └─ CourseRun (a free run on its page)
 
@@ -82,6 +84,49 @@ class Membership(models.Model):
     @property
     def is_instructor(self) -> bool:
         return self.role == INSTRUCTOR
+
+
+class Invitation(models.Model):
+    """An instructor asked someone, by username, to join as an instructor or a student: they
+    become a member only when they accept it (``courses.actions.check_answer_invitation``).
+    ``user`` is None when no one had the username: the instructor sees such an invitation as any
+    other (their answer never says who exists), and no one can accept it (a name taken later does
+    not inherit it). It lapses at ``expires_at``."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name="course_invitations")
+    role = models.CharField(max_length=16, choices=[(r, r) for r in ROLES])
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["course", "username"], name="one_invitation_per_name")]
+
+    def __str__(self):
+        return f"{self.username} invited as {self.role} to {self.course}"
+
+
+class Ban(models.Model):
+    """Someone an instructor removed from the course: its join code no longer lets them in (they
+    are told so), until an instructor lets them back (lifts it) or invites them and they accept."""
+
+    course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="bans")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="course_bans")
+    banned_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["course", "user"], name="one_ban_per_course")]
+
+    def __str__(self):
+        return f"{self.user} removed from {self.course}"
 
 
 class Assignment(models.Model):

@@ -5,10 +5,12 @@ when the assignment says so."""
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from snippets import markdown
 
 from .dashboard import regrade_progress
-from .models import INSTRUCTOR, Assignment, Course, Membership, Submission
+from .models import INSTRUCTOR, Assignment, Course, Invitation, Membership, Submission
 
 RESULTS_SHOWN = "shown"
 RESULTS_AFTER_DUE = "after_due"
@@ -44,7 +46,22 @@ def course_detail(membership: Membership) -> dict:
         detail["join_url"] = course.join_url
         detail["members"] = [{"id": m.user_id, "username": m.user.username, "role": m.role}
                              for m in course.memberships.select_related("user").order_by("role", "user__username")]
+        # Pending: the same for a name no one has (courses.models.Invitation).
+        detail["invitations"] = [{"username": i.username, "role": i.role, "expires_at": _iso(i.expires_at)}
+                                 for i in course.invitations.filter(expires_at__gt=timezone.now())
+                                 .order_by("username")]
+        detail["removed"] = [{"id": b.user_id, "username": b.user.username, "at": _iso(b.created_at)}
+                             for b in course.bans.select_related("user").order_by("user__username")]
     return detail
+
+
+def invitation_summary(invitation: Invitation) -> dict:
+    """An invitation as its invitee sees it."""
+    return {"id": invitation.pk, "course": {"id": invitation.course_id, "title": invitation.course.title},
+            "role": invitation.role, "invited_by": invitation.invited_by.username if invitation.invited_by else None,
+            "created_at": _iso(invitation.created_at), "expires_at": _iso(invitation.expires_at),
+            "accept": f"/api/invitations/{invitation.pk}/accept",
+            "decline": f"/api/invitations/{invitation.pk}/decline"}
 
 
 def assignment_summary(assignment: Assignment, role: str, mine: Submission | None = None) -> dict:

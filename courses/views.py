@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import redis.exceptions
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Count, F
 from django.http import Http404
@@ -19,16 +21,18 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from playground.actions.errors import ActionError
-from playground.ratelimit import check_rate
 from playground import devices
 from snippets import markdown
 
 from .access import access_assignment_for_user, access_course_for_user, courses_for_user
-from .actions import JOINS_PER_HOUR, normalize_join_code
-from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Course, Membership, Submission
+from .actions import (
+    check_answer_invitation, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
+    pending_invitations,
+)
+from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Ban, Course, Membership, Submission
 
 
 def page(view):
@@ -84,7 +88,55 @@ def courses_page(request):
     rows = [{"course": c, "role": roles.get(c.pk, STUDENT), "students": students.get(c.pk, 0),
              "assignments": assignments.get(c.pk, 0)} for c in courses]
     rows.sort(key=lambda r: r["course"].archived)  # stable: newest first within active, then archived
-    return render(request, "courses/courses.html", {"nav": "courses", "rows": rows})
+    return render(request, "courses/courses.html", {"nav": "courses", "rows": rows,
+                                                    "invitations": list(pending_invitations(request.user))})
+
+
+# /courses/invitations/<id>/accept, /decline, /courses/<id>/removed/<user>/readmit ---------------
+
+def form_post(view):
+    """A button's form on a course page (works without the page's script): POST only, CSRF
+    checked by the middleware, signed in; an ActionError comes back as a message."""
+
+    @require_POST
+    @login_required
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except ActionError as exc:
+            if exc.status == 404:
+                raise Http404(exc.message) from None
+            messages.error(request, exc.message[:1].upper() + exc.message[1:] + ".")
+            return redirect("courses")
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+@form_post
+def invitation_accept(request, invitation_id):
+    membership = check_answer_invitation(invitation_id, request.user, accept=True)
+    messages.success(request, f"You joined {membership.course.title}.")
+    return redirect(membership.course.get_absolute_url())
+
+
+@form_post
+def invitation_decline(request, invitation_id):
+    check_answer_invitation(invitation_id, request.user, accept=False)
+    messages.success(request, "Invitation declined.")
+    return redirect("courses")
+
+
+@form_post
+def readmit(request, course_id, user_id):
+    """An instructor lets someone they removed join again."""
+    membership = _membership_or_404(request, course_id)
+    if membership.role != INSTRUCTOR:
+        raise Http404("no such course")
+    check_lift_ban(membership.course, user_id)
+    messages.success(request, "They may join again with the code or the link.")
+    return redirect(membership.course.get_absolute_url())
 
 
 # /courses/join/<code> ----------------------------------------------------------------------------
@@ -98,7 +150,7 @@ def join_page(request, code):
     if not code or len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
         raise Http404("no course has this join code")
     try:
-        check_rate("course-joins", str(request.user.pk), JOINS_PER_HOUR, 3600, "attempts to join a course")
+        check_join_rate(request.user)
     except ActionError as exc:
         context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
         return render(request, "courses/join.html", context, status=exc.status)
@@ -108,6 +160,12 @@ def join_page(request, code):
     if access_course_for_user(course.pk, request.user) is not None:
         return redirect(course.get_absolute_url())
     context["course"] = course
+    try:
+        check_not_banned(course, request.user)
+    except ActionError as exc:
+        context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
+        context["removed"] = True
+        return render(request, "courses/join.html", context, status=exc.status)
     return render(request, "courses/join.html", context)
 
 
@@ -154,6 +212,9 @@ def course_page(request, course_id):
             "rows": [{"assignment": a, "past_due": a.is_past_due(now), "submitted": submitted.get(a.pk, 0)}
                      for a in assignments],
             "members": members,
+            "creator_id": course.created_by_id,
+            "invitations": list(course.invitations.filter(expires_at__gt=now).order_by("username")),
+            "removed": list(Ban.objects.filter(course=course).select_related("user").order_by("user__username")),
             "students_count": len(student_ids),
             "instructors_count": len(members) - len(student_ids),
             "join_url": request.build_absolute_uri(course.join_url),

@@ -120,8 +120,14 @@ def schema() -> dict:
             "/api/me/tokens": {
                 "get": {"summary": "Your API tokens (without their secrets)", "operationId": "listTokens",
                         "responses": {"200": {"description": "The tokens"}, "401": _error("Not signed in")}},
-                "post": {"summary": "Create a personal API token (from a signed-in session)",
+                "post": {"summary": "Create a personal API token (from a signed-in session); it lasts until "
+                                    "revoked, or expires_in_days; a password change revokes every token",
                          "operationId": "createToken",
+                         "requestBody": {"required": False, "content": {"application/json": {"schema": {
+                             "type": "object", "properties": {
+                                 "name": {"type": "string", "maxLength": 100},
+                                 "expires_in_days": {"type": ["integer", "null"], "minimum": 1,
+                                                     "maximum": 3650}}}}}},
                          "responses": {"201": _json("TokenCreated", "The token, shown once"),
                                        "401": _error("Not signed in"),
                                        "403": _error("Tokens cannot create tokens; CSRF check failed")}},
@@ -243,6 +249,7 @@ def schema() -> dict:
                 "id": {"type": "string", "format": "uuid"}, "token": {"type": "string", "description": "Shown once"},
                 "name": {"type": "string"}, "prefix": {"type": "string"},
                 "created_at": {"type": "string", "format": "date-time"},
+                "expires_at": {"type": ["string", "null"], "format": "date-time"},
             }},
             "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
                 "id": {"type": "string", "format": "uuid"},
@@ -354,6 +361,7 @@ def _course_paths() -> dict:
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
             "responses": {"200": _json("CourseSummary", "You are a member"), "401": _error("Not signed in"),
+                          "403": _error("You were removed from this course"),
                           "404": _error("No course has this code"), "409": _error("The course is archived"),
                           "429": _error("Too many attempts")},
         }},
@@ -363,18 +371,43 @@ def _course_paths() -> dict:
             "responses": {"200": _json("Course", "The course"), "404": _error(NOT_FOUND)},
         }},
         "/api/courses/{course_id}/members": {"post": {
-            "summary": "Add a co-instructor (or a student) by username; a student already in is promoted",
+            "summary": "Invite a co-instructor (or a student) by username: a member once they accept; the answer "
+                       "is the same whether or not anyone has the username. A member's role changes at once "
+                       "(a member made an instructor is invited)",
             "operationId": "addCourseMember", "parameters": [COURSE_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["username"], "properties": {
                     "username": {"type": "string"},
                     "role": {"type": "string", "enum": ["instructor", "student"], "default": "instructor"}}}}}},
-            "responses": {"201": _json("Member", "The member"), "400": _error("No such username; bad role"),
-                          "404": _error(NOT_FOUND), "409": _error("Archived; or it would leave no instructor")},
+            "responses": {"202": _json("MemberAnswer", "Invited"), "200": _json("MemberAnswer", "The role changed"),
+                          "400": _error("Bad username or role"), "403": _error("The creator cannot be stepped down"),
+                          "404": _error(NOT_FOUND), "409": _error("Archived; or it would leave no instructor"),
+                          "429": _error("Too many invitations")},
+        }},
+        "/api/courses/{course_id}/bans/{user_id}": {"delete": {
+            "summary": "Let someone removed from the course join again (instructors)",
+            "operationId": "liftCourseBan", "parameters": [COURSE_ID, _id_param("user_id", "removed person")],
+            "responses": {"204": {"description": "They may join again"}, "404": _error("No such removed person")},
+        }},
+        "/api/me/invitations": {"get": {
+            "summary": "The invitations to courses you may accept", "operationId": "listMyInvitations",
+            "responses": {"200": _json("InvitationList", "Newest first"), "401": _error("Not signed in")},
+        }},
+        "/api/invitations/{invitation_id}/accept": {"post": {
+            "summary": "Accept an invitation: you are a member with its role", "operationId": "acceptInvitation",
+            "parameters": [_id_param("invitation_id", "invitation")],
+            "responses": {"200": _json("CourseSummary", "You are a member"),
+                          "404": _error("No such invitation of yours"), "409": _error("The course is archived")},
+        }},
+        "/api/invitations/{invitation_id}/decline": {"post": {
+            "summary": "Decline an invitation", "operationId": "declineInvitation",
+            "parameters": [_id_param("invitation_id", "invitation")],
+            "responses": {"204": {"description": "Declined"}, "404": _error("No such invitation of yours")},
         }},
         "/api/courses/{course_id}/members/{user_id}": {"delete": {
-            "summary": "Remove a member (instructors: a student or a co-instructor; a student: themselves). "
-                       "Their submissions are kept",
+            "summary": "Remove a member (instructors: a student or a co-instructor, never the creator, who then "
+                       "cannot rejoin by the code until let back in; a student: themselves). Their submissions "
+                       "are kept",
             "operationId": "removeCourseMember",
             "parameters": [COURSE_ID, _id_param("user_id", "member")],
             "responses": {"204": {"description": "Removed"}, "404": _error("No such member (or course)"),
@@ -399,7 +432,8 @@ def _course_paths() -> dict:
             "summary": "The dashboard's snapshot (instructors); the websocket /ws/courses/{course_id}/ sends it "
                        "first, then {type: update, item} as students run and submit",
             "operationId": "getCourseDashboard", "parameters": [COURSE_ID],
-            "responses": {"200": _json("Dashboard", "The snapshot"), "404": _error(NOT_FOUND)},
+            "responses": {"200": _json("Dashboard", "The snapshot"), "404": _error(NOT_FOUND),
+                          "429": _error("Too many snapshots from this client")},
         }},
         "/api/courses/{course_id}/grades.csv": {"get": {
             "summary": "Grades as CSV (instructors): a row per student, a column per assignment with the score "
@@ -454,7 +488,9 @@ def _course_paths() -> dict:
             "responses": {"202": {"description": "Queued", "content": {"application/json": {"schema": {
                 "type": "object", "required": ["queued", "regrade"],
                 "properties": {"queued": {"type": "integer"}, "regrade": {"type": "integer"}}}}}},
-                "404": _error(NOT_FOUND), "409": _error("Archived"), "503": _error("No executor online")},
+                "404": _error(NOT_FOUND), "409": _error("Archived"),
+                "429": _error("Too many regrades, or your executor budget is used up"),
+                "503": _error("No executor online; or the regrade would not fit in the queue")},
         }},
         "/api/submissions/{submission_id}": {"get": {
             "summary": "A submission and its grade (yours, or any of a course you teach)",
@@ -483,12 +519,23 @@ def _course_schemas() -> dict:
             "courses": {"type": "array", "items": ref("CourseSummary")}}},
         "Member": {"type": "object", "required": ["id", "username", "role"], "properties": {
             "id": integer, "username": string, "role": role}},
+        "MemberAnswer": {"type": "object", "required": ["username", "role", "status"], "properties": {
+            "username": string, "role": role, "status": {"type": "string", "enum": ["invited", "member"]},
+            "expires_at": when, "id": integer}},
+        "Invitation": {"type": "object", "required": ["id", "course", "role", "expires_at"], "properties": {
+            "id": integer, "course": {"type": "object", "properties": {"id": integer, "title": string}},
+            "role": role, "invited_by": {"type": ["string", "null"]}, "created_at": when, "expires_at": when,
+            "accept": string, "decline": string}},
+        "InvitationList": {"type": "object", "required": ["invitations"], "properties": {
+            "invitations": {"type": "array", "items": ref("Invitation")}}},
         "Course": {"allOf": [ref("CourseSummary"), {
             "type": "object", "required": ["assignments"], "properties": {
                 "assignments": {"type": "array", "items": ref("AssignmentSummary")},
                 "created_at": when, "archived_at": when,
                 "join_code": string, "join_url": string,
-                "members": {"type": "array", "items": ref("Member"), "description": "Instructors only"}}}]},
+                "members": {"type": "array", "items": ref("Member"), "description": "Instructors only"},
+                "invitations": {"type": "array", "description": "Instructors only: pending invitations"},
+                "removed": {"type": "array", "description": "Instructors only: who may not rejoin by the code"}}}]},
         "AssignmentSummary": {"type": "object", "required": ["id", "title", "due", "device", "max_score"],
                               "properties": {
             "id": integer, "title": string, "url": string, "device": DEVICE,

@@ -11,9 +11,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from courses.actions import do_archive_course, do_create_assignment, do_join_course
+from courses.actions import do_archive_course, do_create_assignment, do_join_course, do_set_member
 from courses.grading import do_record_grade
-from courses.models import Assignment, CourseRun, Grading, Membership, Submission
+from courses.models import Assignment, CourseRun, Grading, Invitation, Membership, Submission
 from playground.models import Run, RunEvent
 
 from .conftest import client_of
@@ -127,22 +127,88 @@ class TestCourseDetail:
 
 
 class TestMembers:
-    def test_an_instructor_adds_a_co_instructor(self, course, instructor_client, outsider, outsider_client):
+    def test_an_instructor_invites_a_co_instructor_who_accepts(self, course, instructor_client, outsider,
+                                                                 outsider_client):
         response = post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "otto"})
-        assert response.status_code == 201
-        assert response.json() == {"id": outsider.pk, "username": "otto", "role": "instructor"}
+        assert response.status_code == 202
+        assert response.json()["status"] == "invited" and response.json()["role"] == "instructor"
+        assert outsider_client.get(f"/api/courses/{course.pk}").status_code == 404  # not before accepting
+        invitations = outsider_client.get("/api/me/invitations").json()["invitations"]
+        assert [(i["course"]["id"], i["role"]) for i in invitations] == [(course.pk, "instructor")]
+        accepted = post(outsider_client, invitations[0]["accept"])
+        assert accepted.status_code == 200 and accepted.json()["role"] == "instructor"
         assert outsider_client.get(f"/api/courses/{course.pk}").json()["role"] == "instructor"
+        assert outsider_client.get("/api/me/invitations").json()["invitations"] == []
 
-    def test_adding_a_student_as_instructor_promotes_them(self, course, instructor_client, student):
-        post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "sam", "role": "instructor"})
+    def test_an_invitation_can_be_declined_and_is_then_gone(self, course, instructor_client, outsider,
+                                                            outsider_client):
+        post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "otto", "role": "student"})
+        invitation = outsider_client.get("/api/me/invitations").json()["invitations"][0]
+        assert post(outsider_client, invitation["decline"]).status_code == 204
+        assert post(outsider_client, invitation["accept"]).status_code == 404
+        assert not Membership.objects.filter(course=course, user=outsider).exists()
+
+    def test_only_the_invited_may_answer(self, course, instructor_client, outsider, student_client):
+        post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "otto"})
+        invitation = Invitation.objects.get(course=course)
+        for who in (student_client, instructor_client, Client()):
+            assert post(who, f"/api/invitations/{invitation.pk}/accept").status_code in (401, 404)
+        assert Membership.objects.filter(course=course, role="instructor").count() == 1
+
+    def test_the_answer_is_the_same_whether_or_not_the_username_exists(self, course, instructor_client, outsider):
+        """Adding someone must not tell whether a username is taken: same status, same fields."""
+        answers = []
+        for name in ("otto", "nobody-has-this-name"):
+            response = post(instructor_client, f"/api/courses/{course.pk}/members", {"username": name})
+            body = response.json()
+            answers.append((response.status_code, sorted(body), body["status"], body["role"]))
+        assert answers[0] == answers[1]
+        listed = instructor_client.get(f"/api/courses/{course.pk}").json()["invitations"]
+        assert [i["username"] for i in listed] == ["nobody-has-this-name", "otto"]
+
+    def test_a_name_no_one_had_is_not_inherited_by_whoever_takes_it_later(self, course, instructor_client,
+                                                                          django_user_model):
+        post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "latecomer"})
+        latecomer = django_user_model.objects.create_user("latecomer", "l@example.com", "x")
+        assert client_of(latecomer).get("/api/me/invitations").json()["invitations"] == []
+
+    def test_inviting_a_student_to_teach_promotes_them_once_they_accept(self, course, instructor_client, student,
+                                                                        student_client):
+        response = post(instructor_client, f"/api/courses/{course.pk}/members",
+                        {"username": "sam", "role": "instructor"})
+        assert response.status_code == 202
+        assert Membership.objects.get(course=course, user=student).role == "student"
+        post(student_client, student_client.get("/api/me/invitations").json()["invitations"][0]["accept"])
         assert Membership.objects.get(course=course, user=student).role == "instructor"
+
+    def test_a_co_instructor_cannot_remove_or_step_down_the_creator(self, course, instructor, student):
+        do_set_member(course, student, "instructor")
+        co = client_of(student)
+        assert co.delete(f"/api/courses/{course.pk}/members/{instructor.pk}").status_code == 403
+        response = post(co, f"/api/courses/{course.pk}/members", {"username": "ines", "role": "student"})
+        assert response.status_code == 403
+        assert Membership.objects.get(course=course, user=instructor).role == "instructor"
+
+    def test_the_creator_may_remove_a_co_instructor(self, course, instructor_client, student):
+        do_set_member(course, student, "instructor")
+        assert instructor_client.delete(f"/api/courses/{course.pk}/members/{student.pk}").status_code == 204
+
+    def test_invitations_are_rate_limited(self, course, instructor_client):
+        from courses.actions import INVITATIONS_PER_HOUR
+
+        path = f"/api/courses/{course.pk}/members"
+        for n in range(INVITATIONS_PER_HOUR):
+            assert post(instructor_client, path, {"username": f"u{n}"}).status_code == 202
+        response = post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "one-more"})
+        assert response.status_code == 429
+        assert set(response.json()) == {"error", "limit", "retry_after"} and response["Retry-After"]
 
     def test_the_last_instructor_cannot_step_down(self, course, instructor_client, instructor):
         response = post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "ines", "role": "student"})
         assert response.status_code == 409
         assert Membership.objects.get(course=course, user=instructor).role == "instructor"
 
-    @pytest.mark.parametrize("body", [{"username": "nobody"}, {"username": "otto", "role": "admin"}, {}])
+    @pytest.mark.parametrize("body", [{"username": ""}, {"username": "otto", "role": "admin"}, {}])
     def test_bad_members_are_refused(self, course, instructor_client, outsider, body):
         assert post(instructor_client, f"/api/courses/{course.pk}/members", body).status_code == 400
 
@@ -171,8 +237,8 @@ class TestMembers:
     def test_the_last_instructor_cannot_be_removed(self, course, instructor, instructor_client):
         assert instructor_client.delete(f"/api/courses/{course.pk}/members/{instructor.pk}").status_code == 409
 
-    def test_a_co_instructor_can_be_removed(self, course, instructor_client, outsider, outsider_client):
-        post(instructor_client, f"/api/courses/{course.pk}/members", {"username": "otto"})
+    def test_a_co_instructor_can_leave(self, course, instructor_client, outsider, outsider_client):
+        do_set_member(course, outsider, "instructor")
         assert outsider_client.delete(f"/api/courses/{course.pk}/members/{outsider.pk}").status_code == 204
         assert outsider_client.get(f"/api/courses/{course.pk}").status_code == 404
 
