@@ -7,6 +7,7 @@ import logging
 import re
 from datetime import timedelta
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -56,23 +57,35 @@ def _account(username: str) -> str:
 def check_sign_in(*, username: str, client: str) -> None:
     """Refuse a sign-in before its password is hashed (a third of a second of CPU each) when the
     account has had SIGNIN_FAILURES_PER_ACCOUNT failures in the last window (password guessing),
-    or the client SIGNIN_FAILURES_PER_CLIENT (guessing across accounts, or burning the CPU)."""
-    check_count("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
-                SIGN_IN_WINDOW_S, "failed sign-ins to this account")
-    check_count("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, SIGN_IN_WINDOW_S,
-                "failed sign-ins from your address")
+    or the client SIGNIN_FAILURES_PER_CLIENT (guessing across accounts, or burning the CPU).
+    The counts live in Redis: while it is away, sign-ins are refused (503) rather than let
+    through uncounted."""
+    try:
+        check_count("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
+                    SIGN_IN_WINDOW_S, "failed sign-ins to this account")
+        check_count("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, SIGN_IN_WINDOW_S,
+                    "failed sign-ins from your address")
+    except redis.RedisError:
+        raise ActionError("signing in is unavailable for a moment; try again in a few seconds", status=503,
+                          headers={"Retry-After": "5"}) from None
 
 
 def do_count_failed_sign_in(*, username: str, client: str | None) -> None:
-    count_one("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
-    if client is not None:
-        count_one("sign-in-failures", client, SIGN_IN_WINDOW_S)
+    try:
+        count_one("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
+        if client is not None:
+            count_one("sign-in-failures", client, SIGN_IN_WINDOW_S)
+    except redis.RedisError:  # the next sign-in is refused while Redis is away (check_sign_in)
+        log.warning("could not count a failed sign-in: Redis is unreachable")
 
 
 def do_forget_failed_sign_ins(username: str) -> None:
     """The account's owner signed in: their typos so far no longer count against the account (the
     client's count stays: signing into one's own account must not buy guesses at others)."""
-    forget("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
+    try:
+        forget("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
+    except redis.RedisError:  # signed in all the same; the count lapses with its window
+        log.warning("could not forget an account's failed sign-ins: Redis is unreachable")
 
 
 # API tokens -------------------------------------------------------------------------------------

@@ -224,3 +224,17 @@ def test_signing_in_keeps_the_tokens(alice):
     alice.email = "new@example.com"
     alice.save()
     assert Client().get("/api/me/snippets", **bearer(secret)).status_code == 200
+
+
+def test_while_redis_is_away_sign_ins_are_refused_not_let_through_uncounted(alice, monkeypatch, counted_hashes):
+    import redis
+
+    from bench.stack import free_port
+    from playground import ratelimit
+
+    away = redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.5)
+    monkeypatch.setattr(ratelimit, "get_redis", lambda: away)
+    response = sign_in("alice", PASSWORD)
+    assert response.status_code == 503
+    assert "unavailable for a moment" in response.content.decode()
+    assert counted_hashes == []
