@@ -240,10 +240,25 @@ class Lowered:
 
 
 def lowered(f, *args, **kwargs) -> Lowered:
-    """The student's ``f`` lowered (under ``jax.jit``, or its own jit) for these arguments."""
+    """The student's ``f`` lowered (under ``jax.jit``, or its own jit) for these arguments; asked
+    once per function and arguments in a grading (several helpers judge the same lowering)."""
+    import json
+
+    from . import values
+
     fn = student_function(f)
-    answer = _session().ask("lower", fn.name, args=args, kwargs=kwargs)
-    return Lowered(fn.name, args, kwargs, answer)
+    sess = _session()
+    try:
+        key = (fn.name, json.dumps(values.encode([list(args), dict(kwargs)]), sort_keys=True))
+    except (values.Unsendable, TypeError, ValueError):
+        key = None
+    cache = sess.__dict__.setdefault("lowerings", {})
+    if key is not None and key in cache:
+        return cache[key]
+    low = Lowered(fn.name, args, kwargs, sess.ask("lower", fn.name, args=args, kwargs=kwargs))
+    if key is not None and len(cache) < 64:
+        cache[key] = low
+    return low
 
 
 def _needs_arguments(helper: str, args: tuple) -> None:
