@@ -642,7 +642,8 @@ class TestGradesCsv:
         do_record_grade(str(later.run_id), result({"square of 3": False, "keeps the shape": True}))
         submit(student_client, assignment)  # not graded yet: the latest graded one counts
         on_second = submit(student_client, second)
-        do_record_grade(str(on_second.run_id), {"outcome": "checked", "checks": [{"name": "a", "passed": True, "points": 10}]})
+        result_a = {"outcome": "checked", "checks": [{"name": "a", "passed": True, "points": 10}]}
+        do_record_grade(str(on_second.run_id), result_a)
         response = instructor_client.get(f"/api/courses/{course.pk}/grades.csv")
         assert response.status_code == 200
         assert response["Content-Type"].startswith("text/csv")
