@@ -45,7 +45,7 @@ const common = {
 const builds = [
   {
     ...common,
-    entryPoints: { app: "src/app.ts", assignment: "src/assignment.ts" },
+    entryPoints: { app: "src/pages/playground.ts", assignment: "src/pages/assignment.ts" },
     outdir,
     format: "esm",
     plugins: [monacoPaths],
@@ -57,7 +57,7 @@ const builds = [
   {
     // The course pages without an editor: no Monaco in them.
     ...common,
-    entryPoints: { courses: "src/courses.ts", dashboard: "src/dashboard.ts" },
+    entryPoints: { courses: "src/pages/courses.ts", dashboard: "src/dashboard/dashboard.ts" },
     outdir,
     format: "esm",
   },

@@ -5,11 +5,11 @@
 //
 // The hidden checks never reach a student's page: the server renders none, and only an
 // instructor's page asks for them (GET /api/assignments/<id> answers them to instructors only).
-import "./style.css";
-import "./courses.css";
+import "../style.css";
+import "../courses.css";
 
-import { Announcer } from "./announce";
-import { ApiError, formatCode, listDevices } from "./api";
+import { Announcer } from "../announce";
+import { ApiError, formatCode, listDevices } from "../api";
 import {
   getAssignment,
   getSubmission,
@@ -22,7 +22,7 @@ import {
   type AssignmentDetail,
   type NewSubmission,
   type Submission,
-} from "./course-api";
+} from "../course-api";
 import {
   ago,
   byId,
@@ -36,23 +36,23 @@ import {
   showFlash,
   bindHeader,
   localizeTimes,
-} from "./course-page";
-import { findDevice } from "./devices";
-import { Drafts } from "./drafts";
-import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "./editor";
-import { el } from "./format";
-import { CompiledPane } from "./panes/compiled";
-import { FiguresPane } from "./panes/figures";
-import { OutputPane } from "./panes/output";
-import { Tabs, type Pane } from "./panes/pane";
-import { TimingPane } from "./panes/timing";
-import { runShortcut } from "./platform";
-import { RunSession, type RunView } from "./run";
-import type { RunEvent } from "./events";
-import { StatusLine } from "./status";
-import { KEYS, local } from "./storage";
-import { bindSplitter } from "./split";
-import { currentTheme } from "./theme";
+} from "../course-page";
+import { findDevice } from "../devices";
+import { Drafts } from "../drafts";
+import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "../editor";
+import { el } from "../format";
+import { CompiledPane } from "../panes/compiled";
+import { FiguresPane } from "../panes/figures";
+import { OutputPane } from "../panes/output";
+import { Tabs, type Pane } from "../panes/pane";
+import { TimingPane } from "../panes/timing";
+import { runShortcut } from "../platform";
+import { RunSession, type RunView } from "../run";
+import type { RunEvent } from "../events";
+import { StatusLine } from "../status";
+import { KEYS, local } from "../storage";
+import { bindSplitter } from "../split";
+import { currentTheme } from "../theme";
 
 interface PageData {
   id: number;

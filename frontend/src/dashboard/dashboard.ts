@@ -2,11 +2,11 @@
 // × assignments, the feed of runs and submissions, the most common errors and the score
 // histograms. The course's websocket (/ws/courses/<id>/) sends a snapshot, then every change as
 // it happens; a cell opens on that student's latest code, output and checks.
-import "./style.css";
-import "./courses.css";
+import "../style.css";
+import "../courses.css";
 
-import { getRun } from "./api";
-import { getSubmission, type Submission } from "./course-api";
+import { getRun } from "../api";
+import { getSubmission, type Submission } from "../course-api";
 import {
   bindDialog,
   bindHeader,
@@ -17,12 +17,12 @@ import {
   pageData,
   points,
   scoreTone,
-} from "./course-page";
-import { isTerminal, RunStream } from "./events";
-import { el } from "./format";
-import { OutputPane } from "./panes/output";
-import { loadRunEvents } from "./snippet";
-import { statusWord } from "./status";
+} from "../course-page";
+import { isTerminal, RunStream } from "../events";
+import { el } from "../format";
+import { OutputPane } from "../panes/output";
+import { loadRunEvents } from "../snippet";
+import { statusWord } from "../status";
 
 interface PageData {
   course: number;

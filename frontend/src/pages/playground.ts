@@ -1,30 +1,30 @@
 // The playground page: wires the editor, the device picker, the run session and the result
 // panes together. Each of those lives in its own module; this one only connects them.
-import "./style.css";
+import "../style.css";
 
-import { Announcer } from "./announce";
-import { formatCode } from "./api";
-import { DevicePicker } from "./devices";
-import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "./editor";
-import { Drafts } from "./drafts";
-import { Gallery, migrateOldDrafts, readExamples } from "./gallery";
-import { Keymaps } from "./keymaps";
-import { LibrariesMenu } from "./libraries";
-import { CompiledPane } from "./panes/compiled";
-import { FiguresPane } from "./panes/figures";
-import { OutputPane } from "./panes/output";
-import { Tabs, type Pane } from "./panes/pane";
-import { TimingPane } from "./panes/timing";
-import { isMac, runShortcut } from "./platform";
-import { bindPopover } from "./popover";
-import { RunSession, type RunView } from "./run";
-import { ShareDialog } from "./share";
-import { ShortcutsDialog } from "./shortcuts";
-import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "./snippet";
-import { StatusLine } from "./status";
-import { KEYS, local } from "./storage";
-import { bindSplitter } from "./split";
-import { bindThemeToggle, currentTheme, followTheme, themeFromQuery } from "./theme";
+import { Announcer } from "../announce";
+import { formatCode } from "../api";
+import { DevicePicker } from "../devices";
+import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "../editor";
+import { Drafts } from "../drafts";
+import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
+import { Keymaps } from "../keymaps";
+import { LibrariesMenu } from "../libraries";
+import { CompiledPane } from "../panes/compiled";
+import { FiguresPane } from "../panes/figures";
+import { OutputPane } from "../panes/output";
+import { Tabs, type Pane } from "../panes/pane";
+import { TimingPane } from "../panes/timing";
+import { isMac, runShortcut } from "../platform";
+import { bindPopover } from "../popover";
+import { RunSession, type RunView } from "../run";
+import { ShareDialog } from "../share";
+import { ShortcutsDialog } from "../shortcuts";
+import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "../snippet";
+import { StatusLine } from "../status";
+import { KEYS, local } from "../storage";
+import { bindSplitter } from "../split";
+import { bindThemeToggle, currentTheme, followTheme, themeFromQuery } from "../theme";
 
 const DEFAULT_CODE = `import jax
 import jax.numpy as jnp

@@ -1,8 +1,8 @@
 // The course pages without an editor: the list of one's courses (/courses/), the join link
 // (/courses/join/<code>) and a course (/courses/<id>/). The server renders what they show; this
 // script does what changes something, through the JSON API, then shows the page again.
-import "./style.css";
-import "./courses.css";
+import "../style.css";
+import "../courses.css";
 
 import {
   addInstructor,
@@ -11,11 +11,11 @@ import {
   createCourse,
   joinCourse,
   removeMember,
-} from "./course-api";
+} from "../course-api";
 import {
   bindDialog, bindHeader, byId, errorText, flashNext, localizeTimes, maybeById, setError, showFlash,
-} from "./course-page";
-import { copyText } from "./format";
+} from "../course-page";
+import { copyText } from "../format";
 
 /** The checks a new assignment starts with: how to write them, and nothing that counts yet. */
 const CHECKS_TEMPLATE = `# Hidden checks: students never see this code. It runs after the student's code, in the
