@@ -1,32 +1,12 @@
 // What every course page shares: the header (theme toggle, account menu), a notice that
 // survives the reload after a change, and dates and errors in plain words.
 import { ApiError } from "./api";
+import { maybeById } from "./dom";
 import { bindPopover } from "./popover";
 import { session } from "./storage";
 import { bindThemeToggle, followTheme, type Theme } from "./theme";
 
 const FLASH_KEY = "courses.flash";
-
-export function byId<T extends HTMLElement>(id: string): T {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`#${id} is missing from the page`);
-  return el as T;
-}
-
-export function maybeById<T extends HTMLElement>(id: string): T | null {
-  return document.getElementById(id) as T | null;
-}
-
-/** The JSON the server rendered into <script type="application/json" id=...>. */
-export function pageData<T>(id: string): T | null {
-  const script = document.getElementById(id);
-  if (!script) return null;
-  try {
-    return JSON.parse(script.textContent ?? "null") as T;
-  } catch {
-    return null;
-  }
-}
 
 /** The header: theme toggle and account menu. `onTheme` hears the theme (an editor follows it). */
 export function bindHeader(onTheme: (theme: Theme) => void = () => {}): void {

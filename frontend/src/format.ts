@@ -1,5 +1,6 @@
 // Numbers as people read them, and safe reads of event fields (which come from code inside the
 // sandbox: any field may be missing or of the wrong type).
+import { el } from "./dom";
 
 /** A finite number, or null. */
 export function num(value: unknown): number | null {
@@ -72,62 +73,6 @@ export function speedup(value: number): string {
 export function percent(share: number): string {
   const p = share * 100;
   return `${p < 10 ? p.toFixed(1) : Math.round(p)} %`;
-}
-
-/** Builds an element: el("span", "class names", "text", child...). */
-export function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className?: string | null,
-  ...children: (Node | string | null | undefined | false)[]
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  for (const child of children) {
-    if (child !== null && child !== undefined && child !== false) node.append(child);
-  }
-  return node;
-}
-
-/** A 16×16 stroked icon (the site's icon style) drawn by one SVG path. */
-export function strokeIcon(d: string): SVGSVGElement {
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 16 16");
-  svg.setAttribute("aria-hidden", "true");
-  svg.classList.add("icon-stroke");
-  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", d);
-  svg.append(path);
-  return svg;
-}
-
-/** Puts text on the clipboard; false when the browser would not. ``fallback``: a field to select
- *  for the old way (a hidden one is made when none is given). */
-export async function copyText(text: string, fallback?: HTMLInputElement | HTMLTextAreaElement): Promise<boolean> {
-  try {
-    if (navigator.clipboard && window.isSecureContext) {
-      await navigator.clipboard.writeText(text);
-      return true;
-    }
-  } catch {
-    // Not allowed (no permission, no user gesture): try the old way.
-  }
-  const field = fallback ?? document.createElement("textarea");
-  try {
-    if (!fallback) {
-      field.value = text;
-      field.setAttribute("readonly", "");
-      field.style.position = "fixed";
-      field.style.opacity = "0";
-      document.body.append(field);
-    }
-    field.focus();
-    field.select();
-    return document.execCommand("copy");
-  } catch {
-    return false;
-  } finally {
-    if (!fallback) field.remove();
-  }
 }
 
 /** Text with `code` in backticks shown as code and http(s) links made links: DOM nodes only,

@@ -6,7 +6,7 @@
 // document's edits are a draft of their own (drafts.ts), listed in the menu; "Restore your
 // code" brings the person's own code back.
 import type { Draft, Drafts } from "./drafts";
-import { el } from "./format";
+import { el } from "./dom";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
 

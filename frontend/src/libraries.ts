@@ -3,7 +3,8 @@
 // run the names alone are listed.
 import type { Device } from "./api";
 import type { RunEvent } from "./events";
-import { el, str } from "./format";
+import { el } from "./dom";
+import { str } from "./format";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
 

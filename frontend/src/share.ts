@@ -4,7 +4,7 @@
 // (#share-dialog), opened modal: the browser keeps the focus inside it and Escape closes it;
 // the focus goes back where it was.
 import { ApiError, createSnippet, getRun, type SavedSnippet } from "./api";
-import { copyText } from "./format";
+import { copyText } from "./dom";
 import { isMac } from "./platform";
 
 export interface ShareSource {

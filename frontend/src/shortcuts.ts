@@ -1,7 +1,7 @@
 // The keyboard shortcuts panel (F1, or the keyboard button above the editor): every shortcut
 // the page has, and the choice of key bindings (Standard, Vim, Emacs). A modal <dialog>, so the
 // browser traps and returns the focus as the ARIA dialog pattern asks.
-import { el } from "./format";
+import { el } from "./dom";
 import { KEYMAPS, type Keymap, type Keymaps } from "./keymaps";
 import { isMac } from "./platform";
 

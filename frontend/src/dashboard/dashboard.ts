@@ -10,16 +10,14 @@ import { getSubmission, type Submission } from "../course-api";
 import {
   bindDialog,
   bindHeader,
-  byId,
   clockTime,
   dateTime,
   errorText,
-  pageData,
   points,
   scoreTone,
 } from "../course-page";
+import { byId, el, pageData } from "../dom";
 import { isTerminal, RunStream } from "../events";
-import { el } from "../format";
 import { OutputPane } from "../panes/output";
 import { loadRunEvents } from "../snippet";
 import { statusWord } from "../status";

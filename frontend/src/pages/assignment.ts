@@ -25,11 +25,8 @@ import {
 } from "../course-api";
 import {
   ago,
-  byId,
   dateTime,
   errorText,
-  maybeById,
-  pageData,
   points,
   scoreTone,
   setError,
@@ -38,9 +35,9 @@ import {
   localizeTimes,
 } from "../course-page";
 import { findDevice } from "../devices";
+import { byId, el, focusAfter, maybeById, pageData } from "../dom";
 import { Drafts } from "../drafts";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "../editor";
-import { el } from "../format";
 import { CompiledPane } from "../panes/compiled";
 import { FiguresPane } from "../panes/figures";
 import { OutputPane } from "../panes/output";
@@ -317,19 +314,6 @@ function localInput(iso: string | null): string {
   if (Number.isNaN(d.getTime())) return "";
   const pad = (n: number) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
-function focusAfter(element: HTMLElement): void {
-  const candidates = document.querySelectorAll<HTMLElement>(
-    "a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])",
-  );
-  for (const candidate of candidates) {
-    const after = element.compareDocumentPosition(candidate) & Node.DOCUMENT_POSITION_FOLLOWING;
-    if (after && !element.contains(candidate) && candidate.offsetParent !== null) {
-      candidate.focus();
-      return;
-    }
-  }
 }
 
 function applyFontSize(size: number): number {

@@ -13,9 +13,9 @@ import {
   removeMember,
 } from "../course-api";
 import {
-  bindDialog, bindHeader, byId, errorText, flashNext, localizeTimes, maybeById, setError, showFlash,
+  bindDialog, bindHeader, errorText, flashNext, localizeTimes, setError, showFlash,
 } from "../course-page";
-import { copyText } from "../format";
+import { byId, copyText, maybeById } from "../dom";
 
 /** The checks a new assignment starts with: how to write them, and nothing that counts yet. */
 const CHECKS_TEMPLATE = `# Hidden checks: students never see this code. It runs after the student's code, in the

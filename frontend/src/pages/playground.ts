@@ -5,6 +5,7 @@ import "../style.css";
 import { Announcer } from "../announce";
 import { formatCode } from "../api";
 import { DevicePicker } from "../devices";
+import { byId, downloadText, focusAfter, maybeById } from "../dom";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "../editor";
 import { Drafts } from "../drafts";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
@@ -40,17 +41,6 @@ print("f(x)  =", fast_f(x))
 print("f'(2) =", df(2.0))
 print("devices:", jax.devices())
 `;
-
-function byId<T extends HTMLElement>(id: string): T {
-  const el = document.getElementById(id);
-  if (!el) throw new Error(`#${id} is missing from the page`);
-  return el as T;
-}
-
-/** An element only some pages have (the embed has no menus, no share, no theme toggle). */
-function maybeById<T extends HTMLElement>(id: string): T | null {
-  return document.getElementById(id) as T | null;
-}
 
 function main(): void {
   const runButton = byId<HTMLButtonElement>("run-button");
@@ -355,32 +345,6 @@ function main(): void {
 }
 
 main();
-
-/** Focus the first control after ``element`` in the page's order that can take it. */
-function focusAfter(element: HTMLElement): void {
-  const candidates = document.querySelectorAll<HTMLElement>(
-    "a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])",
-  );
-  for (const candidate of candidates) {
-    const after = element.compareDocumentPosition(candidate) & Node.DOCUMENT_POSITION_FOLLOWING;
-    if (after && !element.contains(candidate) && candidate.offsetParent !== null) {
-      candidate.focus();
-      return;
-    }
-  }
-}
-
-/** Save ``text`` as a file the browser downloads. */
-function downloadText(text: string, name: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type: "text/x-python" }));
-  const link = document.createElement("a");
-  link.href = url;
-  link.download = name.endsWith(".py") ? name : `${name}.py`;
-  document.body.append(link);
-  link.click();
-  link.remove();
-  window.setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
 
 /** The output's text follows the editor's size (one px smaller, as by default). */
 function applyFontSize(size: number): number {

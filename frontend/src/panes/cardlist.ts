@@ -2,7 +2,7 @@
 // here: "none yet" while the run streams, "none" once it finished. Subclasses turn the events
 // they care about into cards with add().
 import type { RunEvent } from "../events";
-import { el } from "../format";
+import { el } from "../dom";
 import type { Pane } from "./pane";
 
 export abstract class CardListPane implements Pane {

@@ -6,7 +6,8 @@
 // Compiler Explorer: pointing at a compiled line marks the snippet line it came from, and the
 // editor's cursor line marks the compiled lines it produced.
 import type { CompiledEvent, DisplayEvent, LineMap, RunEvent } from "../events";
-import { bytes, count, duration, el, flops as formatFlops, num, str, strokeIcon } from "../format";
+import { el, strokeIcon } from "../dom";
+import { bytes, count, duration, flops as formatFlops, num, str } from "../format";
 import type { Pane } from "./pane";
 import { colorize, DiffViewer, TextViewer, type Language } from "./viewers";
 

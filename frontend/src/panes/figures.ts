@@ -3,7 +3,8 @@
 // it comes from the snippet. Plain-text values go to the Output tab, in order with the prints;
 // side-by-side jaxprs go to Compiled.
 import type { DisplayEvent, RunEvent } from "../events";
-import { el, num, str } from "../format";
+import { el } from "../dom";
+import { num, str } from "../format";
 import { CardListPane } from "./cardlist";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"]);

@@ -1,7 +1,8 @@
 // The "Output" tab: stdout and stderr as they arrive, values shown as text (a trailing
 // expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
-import { copyText, el, richText, str, strokeIcon } from "../format";
+import { copyText, el, strokeIcon } from "../dom";
+import { richText, str } from "../format";
 import { isMac } from "../platform";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";

@@ -2,7 +2,8 @@
 // comparison of several implementations (jaxplay.compare) as a bar chart of medians with their
 // spread above a table with speed-ups against the first row.
 import type { RunEvent, TimingRow, TimingSingle } from "../events";
-import { count, duration, el, num, percent, rate, speedup, str } from "../format";
+import { el } from "../dom";
+import { count, duration, num, percent, rate, speedup, str } from "../format";
 import { CardListPane } from "./cardlist";
 
 const SINGLE_KINDS = new Set(["single", "bench", "timeit", "time"]);
