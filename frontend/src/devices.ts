@@ -54,19 +54,29 @@ function specificsOf(device: Device): SpecificDevice[] {
   return (device.specific ?? []).filter((s) => s.device.split(":")[1] !== device.kind);
 }
 
+export interface DevicePickerOptions {
+  /** What is wrong with the list (none online, it could not be loaded), or null when nothing is. */
+  onProblem(message: string | null): void;
+  /** Called with the chosen device (online), whenever the list or the choice changes. */
+  onChoice?(device: Device): void;
+  /** The kind to choose when the person has not chosen one here (a snippet's own). */
+  preferred?: string | null;
+  /** Called with the whole list each time it is loaded. */
+  onList?(devices: Device[]): void;
+}
+
 export class DevicePicker {
   private timer: number | undefined;
+  private readonly onProblem: (message: string | null) => void;
+  private readonly onChoice: (device: Device) => void;
+  private readonly preferred: string | null;
+  private readonly onList: (devices: Device[]) => void;
 
-  constructor(
-    private readonly select: HTMLSelectElement,
-    private readonly onProblem: (message: string | null) => void,
-    /** Called with the chosen device (online), whenever the list or the choice changes. */
-    private readonly onChoice: (device: Device) => void = () => {},
-    /** The kind to choose when the person has not chosen one here (a snippet's own). */
-    private readonly preferred: string | null = null,
-    /** Called with the whole list each time it is loaded. */
-    private readonly onList: (devices: Device[]) => void = () => {},
-  ) {
+  constructor(private readonly select: HTMLSelectElement, options: DevicePickerOptions) {
+    this.onProblem = options.onProblem;
+    this.onChoice = options.onChoice ?? (() => {});
+    this.preferred = options.preferred ?? null;
+    this.onList = options.onList ?? (() => {});
     select.addEventListener("change", () => {
       local.set(KEYS.device, select.value);
       this.announce();

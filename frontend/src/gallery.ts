@@ -59,6 +59,19 @@ interface GalleryElements {
   restore: HTMLButtonElement;
 }
 
+export interface GalleryOptions {
+  examples: Example[];
+  drafts: Drafts;
+  /** The Examples button and its menu; the editor header's file name, Reset and Restore. */
+  elements: GalleryElements;
+  /** The person's own code before they have written any. */
+  defaultCode: string;
+  /** Tells the person something (an example that does not exist, a deleted draft). */
+  say(text: string, tone?: "muted" | "warning"): void;
+  /** On a snippet's page: the snippet, which the editor holds. */
+  base?: GalleryBase | null;
+}
+
 /** One thing the editor can hold: the person's own code, an example or a shared snippet. Each
  *  has a draft of its own once edited. */
 interface Doc {
@@ -76,14 +89,21 @@ export class Gallery {
   private editor: GalleryEditor | null = null;
   private readonly menu: { close(): void };
 
-  constructor(
-    readonly examples: Example[],
-    private readonly drafts: Drafts,
-    private readonly ui: GalleryElements,
-    private readonly defaultCode: string,
-    private readonly say: (text: string, tone?: "muted" | "warning") => void,
-    private readonly base: GalleryBase | null = null,
-  ) {
+  readonly examples: Example[];
+  private readonly drafts: Drafts;
+  private readonly ui: GalleryElements;
+  private readonly defaultCode: string;
+  private readonly say: (text: string, tone?: "muted" | "warning") => void;
+  private readonly base: GalleryBase | null;
+
+  constructor(options: GalleryOptions) {
+    const { examples, drafts, elements: ui, base = null } = options;
+    this.examples = examples;
+    this.drafts = drafts;
+    this.ui = ui;
+    this.defaultCode = options.defaultCode;
+    this.say = options.say;
+    this.base = base;
     this.menu = bindPopover(ui.button, ui.menu, () => this.renderMenu());
     ui.button.hidden = examples.length === 0 && !drafts.list().length;
     ui.reset.addEventListener("click", () => this.reset());

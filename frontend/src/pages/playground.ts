@@ -66,22 +66,22 @@ function main(): void {
   if (examplesButton && !embed) {
     const drafts = new Drafts(document.body.dataset.signedIn === "true");
     migrateOldDrafts(drafts, examples, DEFAULT_CODE);
-    gallery = new Gallery(
+    gallery = new Gallery({
       examples,
       drafts,
-      {
+      elements: {
         button: examplesButton,
         menu: byId("examples-menu"),
         fileName: byId("file-name"),
         reset: byId("reset-code"),
         restore: byId("restore-code"),
       },
-      DEFAULT_CODE,
-      (text, tone) => status.say(text, tone),
-      snippet
+      defaultCode: DEFAULT_CODE,
+      say: (text, tone) => status.say(text, tone),
+      base: snippet
         ? { slug: snippet.slug, fileName: `${snippet.slug}.py`, title: snippet.title || "Untitled snippet", code: snippet.code }
         : null,
-    );
+    });
     const startingCode = gallery.startingCode;
     void drafts.pull().then((changed) => {
       if (changed) gallery?.refresh(code.getCode() === startingCode);
@@ -193,20 +193,19 @@ function main(): void {
   if (libraries) views.push({ reset: () => {}, handle: (event) => libraries.handle(event) });
 
   const snippetNotice = maybeById("snippet-notice");
-  const devices = new DevicePicker(
-    deviceSelect,
-    (problem) => {
+  const devices = new DevicePicker(deviceSelect, {
+    onProblem: (problem) => {
       if (!session.busy && !session.id && problem) status.say(problem, "warning");
     },
-    (device) => libraries?.fromDevice(device),
-    snippet?.device ?? null,
-    (list) => {
+    onChoice: (device) => libraries?.fromDevice(device),
+    preferred: snippet?.device ?? null,
+    onList: (list) => {
       if (!snippet || !snippetNotice) return;
       const notice = driftNotice(snippet, list);
       snippetNotice.textContent = notice ?? "";
       snippetNotice.hidden = notice === null;
     },
-  );
+  });
 
   // A snippet page remembers the run it shows apart from the home page's, so that opening a
   // link never shows another page's run in place of the snippet's own output.
