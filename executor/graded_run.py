@@ -61,6 +61,7 @@ class GradedRun:
     error: str | None = None
     outcome: str | None = None
     questions: int = 0
+    analyses: int = 0
 
     def __post_init__(self):
         self.answers: queue.Queue = queue.Queue()
@@ -75,6 +76,10 @@ class GradedRun:
         self.stop_student: Callable[[], None] | None = None
         self.checks_wall_s = max(float(getattr(self.limits, "wall_s", 30) or 30), MIN_CHECKS_WALL_S)
         self.thread = threading.Thread(target=self._main, name="checking", daemon=True)
+        # The analyst: a third runner, started at the first compiled function to read (runner/analyst.py).
+        self.analyst = None
+        self.analyst_buffer = b""
+        self.analyst_failed: str | None = None
         self.lock = threading.Lock()
 
     # -- called by the supervisor thread --------------------------------------------------------
@@ -176,12 +181,14 @@ class GradedRun:
                 self.close_student()  # the student's side has nothing more to answer: it exits
             if checker is not None:
                 self.release(checker)
+            if self.analyst is not None:
+                self.release(self.analyst)
             self.ended.set()
 
     def _check(self, checker) -> None:
         deadline = time.monotonic() + self.checks_wall_s
         self.launcher.restrict(checker.proc, self.limits)
-        request = protocol.dumps({"checks": self.checks, "wall_s": self.checks_wall_s}) + "\n"
+        request = wire({"checks": self.checks, "wall_s": self.checks_wall_s}) + "\n"
         stdin_fd = checker.proc.stdin.fileno()
         if not write_all(stdin_fd, request.encode(), deadline):
             self.error = "the checker did not take the checks"
@@ -237,8 +244,13 @@ class GradedRun:
             return False  # the check code's own compiled/display events: not the grade's
         if type_ == "ask":
             ask = {k: message.get(k) for k in ("id", "op", "name", "args", "kwargs", "transform")}
-            answer = self._relay(ask, deadline)
-            write_all(stdin_fd, (protocol.dumps({"id": ask["id"], "answer": answer}) + "\n").encode(), deadline)
+            answer = self._analyse(ask, deadline) if ask["op"] == "analyse" else self._relay(ask, deadline)
+            try:
+                line = wire({"id": ask["id"], "answer": answer})
+            except (TypeError, ValueError):  # what no JSON carries: that question fails, not the grading
+                line = wire({"id": ask["id"], "answer": {"error": {"type": "Unsendable",
+                                                                   "reason": "the answer could not be relayed"}}})
+            write_all(stdin_fd, (line + "\n").encode(), deadline)
             return False
         fields = protocol.rebuild(type_, message, protocol.Problems(), spec=protocol.CHECKER_MESSAGES)
         if fields is None:
@@ -263,8 +275,11 @@ class GradedRun:
         self.questions += 1
         with self.lock:
             self.outstanding = ask["id"]
-        line = (protocol.dumps(ask) + "\n").encode()
-        if len(line) > protocol.ANSWER_MAX_BYTES:
+        try:
+            line = (wire(ask) + "\n").encode()
+        except (TypeError, ValueError):
+            line = b""
+        if not line or len(line) > protocol.ANSWER_MAX_BYTES:
             with self.lock:
                 self.outstanding = None
             return {"error": {"type": "Unsendable", "reason": "the question is too large"}}
@@ -288,6 +303,61 @@ class GradedRun:
                 self.stop_student()  # stuck in the call: later questions find it gone
             return {"error": {"type": "timeout"}}
         return got[1]
+
+
+    def _analyse(self, ask: dict, deadline: float) -> dict:
+        """A compiled function the student's side handed over, read by the analyst (never by the
+        checker, which holds the checks)."""
+        if self.analyst_failed:
+            return {"error": {"type": "Unsendable", "reason": self.analyst_failed}}
+        try:
+            if self.analyst is None:
+                self.analyst = self.acquire()
+                self.launcher.restrict(self.analyst.proc, self.limits)
+                self.analyst_buffer = self.analyst.event_buffer
+                if not write_all(self.analyst.proc.stdin.fileno(), (wire({"analyse": True}) + "\n").encode(), deadline):
+                    raise RuntimeError("it did not take its request")
+            self.analyses += 1
+            line = (wire({"id": ask["id"], "op": "analyse", "args": ask.get("args")}) + "\n").encode()
+            if not write_all(self.analyst.proc.stdin.fileno(), line, deadline):
+                raise RuntimeError("it did not take the module")
+            return self._analyst_answer(ask["id"], deadline - 1.0)
+        except Exception as exc:  # noqa: BLE001 - the module is what failed, not the grading
+            self.analyst_failed = f"the compiled function could not be read ({exc})"
+            return {"error": {"type": "Unsendable", "reason": self.analyst_failed}}
+
+    def _analyst_answer(self, ask_id: int, deadline: float) -> dict:
+        proc = self.analyst.proc
+        fds = {self.analyst.event_fd: "event", proc.stdout.fileno(): "out", proc.stderr.fileno(): "out"}
+        while time.monotonic() < deadline:
+            *lines, rest = self.analyst_buffer.split(b"\n")
+            for i, line in enumerate(lines):
+                try:
+                    message = json.loads(line)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(message, dict) and message.get("type") == "answer" and message.get("id") == ask_id:
+                    self.analyst_buffer = b"\n".join(lines[i + 1:] + [rest])
+                    return {k: message[k] for k in ("value", "error") if k in message}
+            self.analyst_buffer = rest
+            ready, _, _ = select.select(list(fds), [], [], min(0.2, max(deadline - time.monotonic(), 0)))
+            for fd in ready:
+                data = os.read(fd, READ_CHUNK)
+                if not data:
+                    raise RuntimeError("the analyst stopped")
+                if fds[fd] == "out":
+                    self.add_log(data.decode("utf-8", "replace"))
+                else:
+                    self.analyst_buffer += data
+                    if len(self.analyst_buffer) > protocol.ANSWER_MAX_BYTES:
+                        raise RuntimeError("the analyst's answer was too large")
+        raise RuntimeError("the analyst did not answer in time")
+
+
+def wire(message) -> str:
+    """One line between the processes of a graded run: ASCII JSON (a lone surrogate or a NaN in a
+    value crosses as JSON's escape or literal, which Python's json reads back)."""
+    return json.dumps(message, ensure_ascii=True, allow_nan=True, separators=(",", ":"))
 
 
 def write_all(fd: int, data: bytes, deadline: float) -> bool:

@@ -25,6 +25,7 @@ import importlib
 import json
 import linecache
 import os
+import sys
 import time
 import traceback
 
@@ -83,6 +84,27 @@ class StudentFunction:
         return f"<your {'gradient of ' if self.transform == 'grad' else ''}function {self.name}>"
 
 
+# The modules a student's name may stand for in the checks (``np`` for numpy): the checker's own
+# import of one of the playground's libraries (or a module it has already loaded), never a module
+# that runs something when imported (``__main__``s, the runner's own).
+IMPORTABLE_PACKAGES = frozenset({"numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
+                                 "matplotlib", "math", "cmath", "functools", "itertools", "collections", "operator",
+                                 "statistics", "random", "string", "re", "json", "dataclasses", "typing"})
+
+
+def importable(module):
+    if type(module) is not str or not all(part.isidentifier() for part in module.split(".")):
+        return None
+    if "__main__" in module or module.split(".")[0] not in IMPORTABLE_PACKAGES:
+        return None
+    if module in sys.modules:
+        return sys.modules[module]
+    try:
+        return importlib.import_module(module)  # the checker's own
+    except ImportError:
+        return None
+
+
 class StudentScope(dict):
     """The check code's globals: what it defines, else the student's names (asked once each)."""
 
@@ -139,12 +161,9 @@ class Session:
         if kind == "callable":
             return StudentFunction(name)
         if kind == "module":
-            module = answer.get("value")
-            if type(module) is str and all(part.isidentifier() for part in module.split(".")):
-                try:
-                    return importlib.import_module(module)  # the checker's own
-                except ImportError:
-                    pass
+            module = importable(answer.get("value"))
+            if module is not None:
+                return module
             raise KeyError(name)
         if kind == "value":
             try:

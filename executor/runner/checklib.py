@@ -169,26 +169,34 @@ _LOCATION = re.compile(r"\s*loc\([^)]*\)|^#loc.*$", re.M)
 
 class Lowered:
     """What the student's side handed over for ``f`` lowered on given arguments: a ``jax.export``
-    module (``blob``), or, where JAX cannot serialise it (host callbacks), its StableHLO text.
-    Everything here is computed by the checker from that, and ``faithful`` says whether running
-    it gives what the student's function returned for the same arguments."""
+    module, or, where JAX cannot serialise it (host callbacks), its StableHLO text. The checker
+    never parses the module: the analyst (a runner of its own, with no secret) reads it and runs
+    it on the check's arguments and on fresh ones the checker draws afterwards; ``faithful`` says
+    whether it computes what the student's function returns on all of them. A verdict passes only
+    on a faithful module: text alone can show a fault (a host callback), never a pass."""
 
     def __init__(self, name: str, args: tuple, kwargs: dict, answer):
         from . import jaxcompat
 
         self.name, self.args, self.kwargs = name, args, kwargs
-        self.exported = None
-        self.text = ""
-        self.problem = ""
+        self.text, self.problem, self.detail = "", "", ""
+        self.flops: float | None = None
+        self.outputs = None
+        self.inputs = [args]
         if isinstance(answer, bytes):
+            self.inputs = [args, *_fresh_inputs(args)]
             try:
-                import jax
-
-                self.exported = jax.export.deserialize(bytearray(answer))
-                self.text = self.exported.mlir_module()
-            except Exception as exc:  # noqa: BLE001 - whatever the student's side sent
-                self.problem = f"what your side sent for {name} is not a compiled function"
-                self.detail = f"deserialize: {type(exc).__name__}: {str(exc)[:300]}"
+                report = _session().ask("analyse", name, args=(answer, [list(a) for a in self.inputs], kwargs))
+            except Exception as exc:  # noqa: BLE001 - a StudentError: the module could not be read
+                self.problem = f"what your side sent for {name} is not a compiled function the checks can read"
+                self.detail = str(exc)[:300]
+                report = {}
+            if isinstance(report, dict):
+                self.text = report.get("text") if isinstance(report.get("text"), str) else ""
+                flops = report.get("flops")
+                self.flops = float(flops) if type(flops) in (int, float) else None
+                outputs = report.get("outputs")
+                self.outputs = outputs if isinstance(outputs, list) and len(outputs) == len(self.inputs) else None
         elif isinstance(answer, dict) and isinstance(answer.get("text"), str):
             self.text = answer["text"]
         else:
@@ -200,43 +208,53 @@ class Lowered:
         body = _LOCATION.sub("", self.text)
         body = re.sub(r"^module @\S+", "module", body, count=1, flags=re.M)
         self.fingerprint = hashlib.sha256(body.encode()).hexdigest()
-        self._flops = _MISSING
         self._faithful = _MISSING
 
     def runnable(self) -> bool:
-        """Whether the checker may compile and run it: a module with no custom call outside JAX's
-        stable list (a host callback's would reach into the student's process)."""
-        return self.exported is not None and not self.callbacks
+        """Whether the analyst ran it (a module with no custom call outside JAX's stable list)."""
+        return self.outputs is not None
 
     def call(self, *args):
+        """The module run (by the analyst) on other arguments."""
         if not self.runnable():
-            raise RuntimeError(self.problem or f"{self.name} calls back to the host; the checks do not run it")
-        return self.exported.call(*args)
-
-    @property
-    def flops(self) -> float | None:
-        """XLA's FLOP count for the module, compiled here."""
-        if self._flops is _MISSING:
-            self._flops = None
-            if self.runnable():
-                import jax
-
-                from . import jaxcompat
-
-                compiled = jax.jit(self.exported.call).lower(*self.args, **self.kwargs).compile()
-                self._flops = jaxcompat.cost_value(compiled, "flops")
-        return self._flops
+            raise RuntimeError(self.problem or f"{self.name} could not be run by the checks")
+        low = lowered(self.name, *args, **self.kwargs)
+        if not low.runnable():
+            raise RuntimeError(f"{self.name} could not be run by the checks")
+        return low.outputs[0]
 
     @property
     def faithful(self) -> bool:
-        """The module, run here, computes what the student's function returned (the same arguments)."""
+        """The module computes what the student's function returns, on the check's arguments and
+        on fresh ones drawn after it was handed over."""
         if self._faithful is _MISSING:
             self._faithful = False
             if self.runnable():
-                mine = self.call(*self.args, **self.kwargs)
-                theirs = student_function(self.name)(*self.args, **self.kwargs)
-                self._faithful = bool(allclose(theirs, mine, rtol=1e-3, atol=1e-5))
+                fn = student_function(self.name)
+                self._faithful = all(bool(allclose(fn(*inputs, **self.kwargs), output, rtol=1e-3, atol=1e-5))
+                                     for inputs, output in zip(self.inputs, self.outputs))
         return self._faithful
+
+
+def _fresh_inputs(args: tuple, n: int = 2) -> list[tuple]:
+    """Arguments like ``args`` with new values (arrays of the same shape and dtype),
+    drawn by the checker's own generator: a module made to match the check's arguments alone
+    does not match these."""
+    import numpy as np
+
+    rng = np.random.default_rng()
+    out = []
+    for _ in range(n):
+        fresh = []
+        for a in args:
+            if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+                fresh.append((a + rng.normal(size=a.shape) * (np.abs(a) + 1) * 0.1).astype(a.dtype))
+            elif isinstance(a, np.ndarray) and a.dtype.kind == "c":
+                fresh.append((a + rng.normal(size=a.shape) * 0.1).astype(a.dtype))
+            else:
+                fresh.append(a)  # Python numbers, structures: as the check gave them (they may be static)
+        out.append(tuple(fresh))
+    return out
 
 
 def lowered(f, *args, **kwargs) -> Lowered:
@@ -268,12 +286,18 @@ def _needs_arguments(helper: str, args: tuple) -> None:
 
 
 def _judged(low: Lowered, passed: bool, message: str, detail: str = "") -> Verdict:
-    """A compilation verdict, provided the module is the student's function (it runs and agrees)."""
+    """A compilation verdict, provided the module is the student's function: the analyst ran it
+    and it agrees with the function. Anything else (text only, a module that cannot be read or
+    run, one that computes something else) fails."""
     if low.problem:
-        return Verdict(False, low.problem, getattr(low, "detail", ""))
-    if low.runnable() and not low.faithful:
+        return Verdict(False, low.problem, low.detail)
+    if not low.runnable():
+        return Verdict(False, f"{low.name} could not be compiled and run by the checks"
+                              + (" (it calls back to the host)" if low.callbacks else ""),
+                       f"custom calls: {', '.join(low.custom_calls) or 'none'}")
+    if not low.faithful:
         return Verdict(False, f"what {low.name} compiles to does not compute what {low.name} returns",
-                       "the exported module's outputs differ from the function's on the check's arguments")
+                       "the module's outputs differ from the function's on the check's arguments or fresh ones")
     return Verdict(passed, message, detail)
 
 
@@ -302,7 +326,8 @@ def flops_under(budget: float, f=None, *args, **kwargs) -> Verdict:
         return Verdict(False, f"{low.name} calls back to the host, so its cost cannot be measured")
     flops = low.flops if not low.problem else None
     if flops is None:
-        return _judged(low, False, f"the cost of {low.name} could not be measured")
+        verdict = _judged(low, False, f"the cost of {low.name} could not be measured")
+        return verdict if not verdict.passed else Verdict(False, verdict.message)
     return _judged(low, flops <= budget, f"{low.name} takes {flops:.3g} FLOPs" + ("" if flops <= budget
                                                                                  else ", over the budget"),
                    f"{flops:.6g} FLOPs, budget {budget:.6g}")
@@ -323,12 +348,13 @@ def max_compilations(f, n: int, *calls) -> Verdict:
         raise TypeError("max_compilations needs the calls, e.g. max_compilations(loss, 1, (x,), (2 * x,))")
     lows = [lowered(f, *(call if isinstance(call, tuple) else (call,))) for call in calls]
     for low in lows:
-        if low.problem:
-            return Verdict(False, low.problem)
+        verdict = _judged(low, True, "")
+        if not verdict:
+            return verdict  # every lowering counted must be the function's own
     count = len({low.fingerprint for low in lows})
     name = lows[0].name
-    return _judged(lows[0], count <= n, f"{name} compiles {count} time{'s' * (count != 1)} for these calls"
-                                        f"{'' if count <= n else f'; at most {n} expected'}")
+    return Verdict(count <= n, f"{name} compiles {count} time{'s' * (count != 1)} for these calls"
+                               f"{'' if count <= n else f'; at most {n} expected'}")
 
 
 __all__ = ["Verdict", "check", "allclose", "finite_differences", "grad_check", "lowered", "Lowered", "no_float64",

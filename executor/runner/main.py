@@ -214,7 +214,8 @@ def serve(channel: EventChannel, stdin) -> None:
 
     A graded run's student side answers the checker's questions once the code has ended
     (``answers.serve_questions``); a runner given ``checks`` is that run's checker instead
-    (``checker.serve_checks``) and runs no snippet at all."""
+    (``checker.serve_checks``), and one given ``analyse`` its analyst (``analyst``): neither runs
+    a snippet at all."""
     line = stdin.readline()
     if not line:
         os._exit(0)  # the pool is shutting down
@@ -229,6 +230,12 @@ def serve(channel: EventChannel, stdin) -> None:
 
         hooks.configure({"capture": False})
         serve_checks(request, channel, stdin)
+    if request.get("analyse") is True:
+        from .analyst import serve_analyses
+
+        hooks.configure({"capture": False})
+        serve_analyses(channel, stdin)
+        os._exit(0)
     graded = request.get("graded") is True
     hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
 

@@ -145,7 +145,7 @@ RUNNER_MESSAGES: dict[str, Event] = {
 #
 #   supervisor → checker stdin:   {"checks", "wall_s"}, then {"id", "answer": {kind, value, error}} a line
 #   supervisor → student stdin:   {"id", "op", "name", "args", "kwargs", "transform"} a line
-ASK_OPS = ("get", "call", "lower")
+ASK_OPS = ("get", "call", "lower", "analyse")  # "analyse": to the analyst (runner/analyst.py)
 CHECK_FIELDS = {"name": STR, "passed": BOOL, "points": NUM, "message": STR}
 CHECKER_MESSAGES: dict[str, Event] = {
     "ask": Event("A question for the student's side: a name's value, a call, a lowering.",

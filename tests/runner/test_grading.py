@@ -450,3 +450,86 @@ answers._lower = lambda f, args, kwargs: cheap
     _run, result = grade(forged, checks=checks)
     message = {c["name"]: c["message"] for c in result["checks"]}["no float64"]
     assert message == "what loss compiles to does not compute what loss returns", result
+
+
+COMPILED_CHECKS = """
+from jaxplay.grading import allclose, check, flops_under, max_compilations, no_float64, no_host_callbacks
+import numpy as np
+x = np.arange(3.0, dtype=np.float32) + 0.5
+check("value", allclose(loss(x), float(np.sum(x.astype(np.float64) ** 2)), rtol=1e-4))
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(loss, 1, (x,), (x + 1,)))
+check("cheap", flops_under(100, loss, x))
+check("no callbacks", no_host_callbacks(loss, x))
+"""
+# float64, a host callback and an unused matmul: only the value is right.
+COSTLY = """
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+@jax.jit
+def loss(w):
+    jax.debug.print("w = {}", w)
+    m = jnp.ones((60, 60)) @ jnp.ones((60, 60))
+    return jnp.sum(jnp.asarray(w, jnp.float64) ** 2) + 0 * jnp.sum(m)
+import importlib
+answers = importlib.import_module("runner.answers")
+"""
+FORGED_LOWERINGS = {
+    "a text that says nothing": 'answers._lower = lambda f, a, k: {"text": "module @m { }"}',
+    "a module that returns the check's answer whatever it is given": """
+def _constant(f, args, kwargs):
+    value = np.asarray(f(*args), np.float32)
+    const = jax.jit(lambda w: jnp.zeros((), jnp.float32) + value)
+    return jax.export.export(const)(*[np.asarray(v, np.float32) for v in args]).serialize()
+answers._lower = _constant
+""",
+    "a module corrupted to break the parser": """
+import random
+def _corrupt(f, args, kwargs):
+    blob = bytearray(jax.export.export(jax.jit(lambda w: jnp.sum(w ** 2)))(*args).serialize())
+    rng = random.Random(26)
+    for _ in range(8):
+        blob[rng.randrange(len(blob) // 3, len(blob))] = rng.randrange(256)
+    return bytes(blob)
+answers._lower = _corrupt
+""",
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGED_LOWERINGS))
+def test_a_forged_lowering_passes_no_compilation_check(grade, forgery):
+    _run, result = grade(COSTLY + FORGED_LOWERINGS[forgery], checks=COMPILED_CHECKS)
+    assert scores(result) == {"value": True, "no float64": False, "compiled once": False, "cheap": False,
+                              "no callbacks": False}, (forgery, result)
+    assert result["outcome"] == "checked", result  # the checks ran to their end, in a checker that did not crash
+
+
+def test_answers_no_json_carries_fail_one_check_only(grade):
+    checks = """
+from jaxplay.grading import allclose, check
+check("text", label() == "grad")
+check("nan", allclose(nan(), 1.0))
+check("square", allclose(square(3.0), 9.0))
+"""
+    student = """
+import math
+label = lambda: "grad" + chr(0xdcff)
+nan = lambda: math.nan
+square = lambda x: x * x
+"""
+    _run, result = grade(student, checks=checks)
+    assert scores(result) == {"text": False, "nan": False, "square": True}, result
+    assert result["outcome"] == "checked" and "executor failed" not in result["error"], result
+
+
+def test_a_name_cannot_make_the_checker_import_what_it_likes(grade):
+    student = WRONG + """
+import importlib
+answers = importlib.import_module("runner.answers")
+real = answers._get
+answers._get = lambda ns, name: {"kind": "module", "value": "runner.__main__"} if name == "square" else real(ns, name)
+"""
+    _run, result = grade(student)
+    assert {c["name"]: c["message"] for c in result["checks"]}["square of 3"] == \
+        "the check could not use your code's result (NameError)", result
+    assert "usage:" not in result["log"]
