@@ -74,10 +74,13 @@ class RunResult:
 
 
 def checker_runners(launcher):
-    """``(acquire, release)`` of a graded run's checker: a cold runner in a slot of its own."""
+    """``(acquire, release)`` of a graded run's checker and analyst: cold runners, each in a slot
+    of its own (1 and 2; the student's is 0)."""
+    slots = [2, 1]
 
     def acquire() -> Runner:
-        runner = Runner(proc=launcher.start(1), slot=1)
+        slot = slots.pop() if slots else 3
+        runner = Runner(proc=launcher.start(slot), slot=slot)
         try:
             wait_ready(runner, 120)
         except BaseException:

@@ -29,9 +29,10 @@ class RunnerPool:
     def __init__(self, launcher: Launcher, *, size: int, concurrency: int):
         self.launcher = launcher
         self.size = size
-        # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus two
-        # per task thread (a graded run's student and its checker), out of the pool while they run.
-        self._free_slots = deque(range(size + 2 * concurrency + 1))
+        # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus three
+        # per task thread (a graded run's student, its checker and its analyst), out of the pool
+        # while they run.
+        self._free_slots = deque(range(size + 3 * concurrency + 1))
         self._ready: deque[Runner] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
