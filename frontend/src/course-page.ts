@@ -1,22 +1,10 @@
-// What every course page shares: the header (theme toggle, account menu), a notice that
-// survives the reload after a change, and dates and errors in plain words.
+// What every course page shares: a notice that survives the reload after a change, dialogs, and
+// dates, scores and errors in plain words.
 import { ApiError } from "./api";
 import { maybeById } from "./dom";
-import { bindPopover } from "./popover";
 import { session } from "./storage";
-import { bindThemeToggle, followTheme, type Theme } from "./theme";
 
 const FLASH_KEY = "courses.flash";
-
-/** The header: theme toggle and account menu. `onTheme` hears the theme (an editor follows it). */
-export function bindHeader(onTheme: (theme: Theme) => void = () => {}): void {
-  const toggle = maybeById<HTMLButtonElement>("theme-toggle");
-  if (toggle) bindThemeToggle(toggle, onTheme);
-  else followTheme(onTheme);
-  const accountButton = maybeById<HTMLButtonElement>("account-button");
-  const accountMenu = maybeById("account-menu");
-  if (accountButton && accountMenu) bindPopover(accountButton, accountMenu);
-}
 
 /** A message shown on the next page this tab loads (after a reload or a redirect). */
 export function flashNext(text: string): void {

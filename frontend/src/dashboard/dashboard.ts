@@ -9,7 +9,6 @@ import { getRun } from "../api";
 import { getSubmission, type Submission } from "../course-api";
 import {
   bindDialog,
-  bindHeader,
   clockTime,
   dateTime,
   errorText,
@@ -17,6 +16,7 @@ import {
   scoreTone,
 } from "../course-page";
 import { byId, el, pageData } from "../dom";
+import { bindHeader } from "../header";
 import { isTerminal, RunStream } from "../events";
 import { OutputPane } from "../panes/output";
 import { loadRunEvents } from "../snippet";

@@ -31,11 +31,11 @@ import {
   scoreTone,
   setError,
   showFlash,
-  bindHeader,
   localizeTimes,
 } from "../course-page";
 import { findDevice } from "../devices";
 import { byId, el, focusAfter, maybeById, pageData } from "../dom";
+import { bindHeader } from "../header";
 import { Drafts } from "../drafts";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "../editor";
 import { CompiledPane } from "../panes/compiled";

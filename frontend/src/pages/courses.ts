@@ -13,9 +13,10 @@ import {
   removeMember,
 } from "../course-api";
 import {
-  bindDialog, bindHeader, errorText, flashNext, localizeTimes, setError, showFlash,
+  bindDialog, errorText, flashNext, localizeTimes, setError, showFlash,
 } from "../course-page";
 import { byId, copyText, maybeById } from "../dom";
+import { bindHeader } from "../header";
 
 /** The checks a new assignment starts with: how to write them, and nothing that counts yet. */
 const CHECKS_TEMPLATE = `# Hidden checks: students never see this code. It runs after the student's code, in the

@@ -8,6 +8,7 @@ import { DevicePicker } from "../devices";
 import { byId, downloadText, focusAfter, maybeById } from "../dom";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE } from "../editor";
 import { Drafts } from "../drafts";
+import { bindHeader } from "../header";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
 import { Keymaps } from "../keymaps";
 import { LibrariesMenu } from "../libraries";
@@ -17,7 +18,6 @@ import { OutputPane } from "../panes/output";
 import { Tabs, type Pane } from "../panes/pane";
 import { TimingPane } from "../panes/timing";
 import { isMac, runShortcut } from "../platform";
-import { bindPopover } from "../popover";
 import { RunSession, type RunView } from "../run";
 import { ShareDialog } from "../share";
 import { ShortcutsDialog } from "../shortcuts";
@@ -25,7 +25,7 @@ import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "../sn
 import { StatusLine } from "../status";
 import { KEYS, local } from "../storage";
 import { bindSplitter } from "../split";
-import { bindThemeToggle, currentTheme, followTheme, themeFromQuery } from "../theme";
+import { currentTheme, themeFromQuery } from "../theme";
 
 const DEFAULT_CODE = `import jax
 import jax.numpy as jnp
@@ -304,14 +304,9 @@ function main(): void {
     }
   });
 
-  const themeToggle = maybeById<HTMLButtonElement>("theme-toggle");
-  if (themeToggle) bindThemeToggle(themeToggle, (theme) => code.setTheme(theme));
-  else followTheme((theme) => code.setTheme(theme), forcedTheme);
+  bindHeader((theme) => code.setTheme(theme), forcedTheme);
   const splitter = maybeById("splitter");
   if (splitter) bindSplitter(byId("workspace"), splitter);
-  const accountButton = maybeById<HTMLButtonElement>("account-button");
-  const accountMenu = maybeById("account-menu");
-  if (accountButton && accountMenu) bindPopover(accountButton, accountMenu);
 
   runButton.disabled = false;
   if (snippet && !snippet.run) {
