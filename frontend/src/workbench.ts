@@ -1,0 +1,229 @@
+// What both editor pages are built on (the playground's, with a snippet's and the embed, and an
+// assignment's): the code editor, the result panes under their tab bar, one run at a time with
+// its status line, Run and Cancel, the header and the splitter. A page makes one and adds its own
+// parts around it (src/pages/).
+import { Announcer } from "./announce";
+import { formatCode, type CreatedRun } from "./api";
+import { byId, focusAfter, maybeById } from "./dom";
+import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor, type EditorTheme } from "./editor";
+import type { RunEvent } from "./events";
+import { bindHeader } from "./header";
+import { CompiledPane } from "./panes/compiled";
+import { FiguresPane } from "./panes/figures";
+import { OutputPane } from "./panes/output";
+import { Tabs, type Pane } from "./panes/pane";
+import { TimingPane } from "./panes/timing";
+import { runShortcut } from "./platform";
+import { RunSession, type RunPhase, type RunView } from "./run";
+import { bindSplitter } from "./split";
+import { StatusLine } from "./status";
+import { KEYS, local } from "./storage";
+import { currentTheme } from "./theme";
+
+export interface WorkbenchOptions {
+  /** The code the editor starts with. */
+  code: string;
+  /** Makes a run of `code`: POST /api/runs, or an assignment's own endpoint. */
+  startRun(code: string): Promise<CreatedRun>;
+  /** Where this tab keeps the id of the run it shows: each page its own. */
+  runKey: string;
+  /** The theme the embedding page asks for (the embed), which wins over the site's. */
+  forcedTheme?: EditorTheme | null;
+  /** The editor's code changed. */
+  onChange?(code: string): void;
+  /** Ctrl/Cmd+S in the editor. */
+  onSave?(): void;
+  /** F1 in the editor. */
+  onHelp?(): void;
+  /** The result panes' tab bar and panels; the page's #tabs and #tab-panels unless given. */
+  tabs?: { bar: HTMLElement; panels: HTMLElement };
+  /** More views of each run, and of a saved run shown in its place; after the panes and the
+   *  editor's marks. */
+  views?: RunView[];
+  /** More views of the runs made here only (not of a saved run); after the screen reader's. */
+  liveViews?: RunView[];
+  /** The editor's hover shows the error's explanation under its message (default true). */
+  explainErrors?: boolean;
+  /** The formatter's complaint about a line scrolls the editor to it (default true). */
+  revealFormatErrors?: boolean;
+  /** Nothing may run here (an archived course): Run stays disabled. */
+  readOnly?: boolean;
+  /** A run the person asked for (Run, Ctrl/Cmd+Enter) is about to start. */
+  beforeRun?(): void;
+  /** Whether Ctrl/Cmd+Enter outside the editor runs now (default: always). */
+  runsFromPage?(): boolean;
+  /** Whether the run being shown may be cancelled (default: always). */
+  cancellable?(): boolean;
+  /** The run's phase changed; Run and Cancel have followed it already. */
+  onPhase?(phase: RunPhase): void;
+}
+
+export class Workbench {
+  readonly code: CodeEditor;
+  readonly status: StatusLine;
+  readonly output: OutputPane;
+  readonly compiled: CompiledPane;
+  /** The result panes' tabs: Output, Compiled, Timing, Figures. */
+  readonly tabs: Tabs;
+  readonly session: RunSession;
+  /** What a screen reader hears of a run; a page may say more through it. */
+  readonly announcer = new Announcer();
+  readonly runButton = byId<HTMLButtonElement>("run-button");
+  readonly cancelButton = byId<HTMLButtonElement>("cancel-button");
+  /** The views a saved run is shown to: all but the announcer and the live-only ones. */
+  private readonly savedViews: RunView[];
+  private readonly readOnly: boolean;
+
+  constructor(private readonly options: WorkbenchOptions) {
+    this.readOnly = options.readOnly ?? false;
+    this.status = new StatusLine(byId("run-status"), byId("wall-time"), byId("run-info"), byId("run-message"));
+    const code = createEditor({
+      container: byId("editor"),
+      workerUrl: editorWorkerUrl(),
+      code: options.code,
+      theme: options.forcedTheme ?? currentTheme(),
+      onChange: (text) => options.onChange?.(text),
+      onRun: () => void this.run(),
+      onSave: options.onSave,
+      onLeave: () => focusAfter(byId("editor")),
+      onHelp: options.onHelp,
+      format: formatCode,
+      onFormatError: (message, line) => {
+        this.status.say(`Not formatted: ${message}`, "warning");
+        if (options.revealFormatErrors !== false && line !== null) code.editor.revealLineInCenterIfOutsideViewport(line);
+      },
+      fontSize: applyFontSize(Number(local.get(KEYS.fontSize) ?? DEFAULT_FONT_SIZE)),
+      onFontSize: (size) => {
+        local.set(KEYS.fontSize, String(size));
+        applyFontSize(size);
+      },
+    });
+    this.code = code;
+    document.getElementById("editor-loading")?.remove();
+    maybeById("format-code")?.addEventListener("click", () => {
+      void code.editor.getAction("editor.action.formatDocument")?.run();
+    });
+
+    // Result panes, in tab order. New content marks a tab but never switches to it.
+    const revealLine = (line: number) => {
+      code.editor.revealLineInCenter(line);
+      code.editor.setPosition({ lineNumber: line, column: 1 });
+      code.editor.focus();
+    };
+    this.compiled = new CompiledPane({ highlight: (line, reveal) => code.linkLine(line, reveal), goTo: revealLine });
+    code.onCursorLine((line) => this.compiled.showSourceLine(line));
+    this.output = new OutputPane(
+      revealLine,
+      () => this.tabs.summary().filter((p) => p.id !== "output"),
+      (id) => this.tabs.select(id),
+    );
+    const panes: Pane[] = [this.output, this.compiled, new TimingPane(), new FiguresPane(revealLine)];
+    const bar = options.tabs?.bar ?? byId("tabs");
+    const panels = options.tabs?.panels ?? byId("tab-panels");
+    this.tabs = new Tabs(bar, panels, panes);
+
+    // The editor shows where the exception came from, until the next run.
+    const marks: RunView = {
+      reset: () => code.clearMarks(),
+      idle: () => code.clearMarks(),
+      handle: (event) => {
+        if (event.type === "error" && typeof event.line === "number") {
+          const explanation = options.explainErrors !== false && event.explanation ? `\n\n${event.explanation}` : "";
+          code.markError(event.line, `${event.exc_type}: ${event.message}${explanation}`);
+        }
+      },
+    };
+    this.savedViews = [this.tabs, marks, ...(options.views ?? [])];
+    this.session = new RunSession(
+      [...this.savedViews, this.announcer, ...(options.liveViews ?? [])],
+      this.status,
+      (phase) => this.showPhase(phase),
+      options.runKey,
+    );
+
+    this.runButton.addEventListener("click", () => void this.run());
+    this.cancelButton.addEventListener("click", () => void this.session.cancel());
+    const shortcut = maybeById("run-shortcut");
+    if (shortcut) shortcut.textContent = runShortcut();
+    this.runButton.title = `Run (${runShortcut().replace(" ↵", "+Enter")})`;
+    // Ctrl/Cmd+Enter outside the editor too (the editor has its own keybinding, which stops the
+    // event before it reaches the document).
+    document.addEventListener("keydown", (e) => {
+      if (!(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey || e.key !== "Enter") return;
+      e.preventDefault();
+      if (options.runsFromPage?.() ?? true) void this.run();
+    });
+
+    bindHeader((theme) => code.setTheme(theme), options.forcedTheme ?? null);
+    const splitter = maybeById("splitter");
+    if (splitter) bindSplitter(byId("workspace"), splitter);
+  }
+
+  /** Runs the editor's code, unless a run is on its way already (or nothing may run here). */
+  async run(): Promise<void> {
+    if (this.session.busy || this.readOnly) return;
+    this.options.beforeRun?.();
+    const text = this.code.getCode();
+    await this.session.startWith(() => this.options.startRun(text));
+  }
+
+  /** The page is ready: Run can be pressed, and the run this tab showed before a reload is
+   *  shown again. Whether there was one. */
+  start(): boolean {
+    this.runButton.disabled = this.readOnly;
+    return this.session.resume();
+  }
+
+  /** Says `text` unless a run is being shown or started, whose messages come first. */
+  notice(text: string, tone?: "muted" | "info" | "warning" | "error"): void {
+    if (!this.session.busy && !this.session.id) this.status.say(text, tone);
+  }
+
+  /** Shows a saved run's events as the run (nothing runs, so the announcer and the live-only
+   *  views do not hear them); the Output pane says it is the saved one. */
+  showSaved(events: readonly RunEvent[]): void {
+    this.status.clear();
+    for (const view of this.savedViews) view.reset();
+    this.output.showSaved();
+    for (const event of events) {
+      for (const view of this.savedViews) view.handle(event);
+      this.status.handle(event);
+    }
+  }
+
+  /** What `window.playground` offers on every editor page, for tests and the console. */
+  hooks(): Record<string, unknown> {
+    return {
+      editor: this.code.editor,
+      getCode: this.code.getCode,
+      setCode: this.code.setCode,
+      markers: this.code.markers,
+      run: () => this.run(),
+      runId: () => this.session.id,
+      compiledNames: () => this.compiled.names(),
+      compiledText: () => this.compiled.shownText(),
+      selectTab: (id: string) => this.tabs.select(id),
+    };
+  }
+
+  private showPhase(phase: RunPhase): void {
+    const idle = phase === "idle";
+    this.runButton.disabled = !idle || this.readOnly;
+    this.runButton.classList.toggle("is-busy", !idle);
+    this.cancelButton.hidden = idle || phase === "submitting" || !(this.options.cancellable?.() ?? true);
+    this.cancelButton.disabled = phase === "cancelling";
+    this.options.onPhase?.(phase);
+  }
+}
+
+/** The editor worker's URL, as the page gives it (/static/ may have hashed names). */
+export function editorWorkerUrl(): string {
+  return document.body.dataset.workerUrl || "/static/editor.worker.js";
+}
+
+/** The output's text follows the editor's size (one px smaller, as by default). */
+function applyFontSize(size: number): number {
+  const px = clampFontSize(size);
+  document.documentElement.style.setProperty("--output-font-size", `${px - 1}px`);
+  return px;
+}
