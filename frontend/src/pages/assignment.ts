@@ -8,7 +8,6 @@
 import "../style.css";
 import "../courses.css";
 
-import { Announcer } from "../announce";
 import { ApiError, formatCode, listDevices } from "../api";
 import {
   getAssignment,
@@ -35,21 +34,16 @@ import {
 } from "../course-page";
 import { findDevice } from "../devices";
 import { byId, el, focusAfter, maybeById, pageData } from "../dom";
-import { bindHeader } from "../header";
 import { Drafts } from "../drafts";
-import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor } from "../editor";
-import { CompiledPane } from "../panes/compiled";
-import { FiguresPane } from "../panes/figures";
-import { OutputPane } from "../panes/output";
+import { createEditor, type CodeEditor } from "../editor";
 import { Tabs, type Pane } from "../panes/pane";
-import { TimingPane } from "../panes/timing";
 import { runShortcut } from "../platform";
-import { RunSession, type RunView } from "../run";
+import type { RunView } from "../run";
 import type { RunEvent } from "../events";
-import { StatusLine } from "../status";
-import { KEYS, local } from "../storage";
-import { bindSplitter } from "../split";
+import type { StatusLine } from "../status";
+import { KEYS } from "../storage";
 import { currentTheme } from "../theme";
+import { editorWorkerUrl, Workbench } from "../workbench";
 
 interface PageData {
   id: number;
@@ -84,29 +78,27 @@ function signature(s: Submission): string {
   return [s.status, s.score, s.max_score, s.graded_at, s.regrading, s.results].join("|");
 }
 
-/** The results of a run: the playground's Output, Compiled, Timing and Figures, as one tab. The
- *  run session talks to it directly (not through the page's tabs, whose other panes keep what
- *  they show from run to run). */
-class ResultsPane implements Pane {
+/** The results of a run: the workbench's Output, Compiled, Timing and Figures, under a tab bar of
+ *  their own, as one tab of the page. The run session shows each run to the workbench's panes
+ *  (not through the page's tabs, whose other panes keep what they show from run to run); this
+ *  tab only raises its alert on an error. */
+class ResultsPane implements Pane, RunView {
   readonly id = "results";
   readonly title = "Results";
   onChange?: (count: number | null) => void;
   onAlert?: (alert: string | null) => void;
 
-  constructor(readonly element: HTMLElement, private readonly tabs: Tabs) {}
+  constructor(readonly element: HTMLElement) {}
 
   reset(): void {
-    this.tabs.reset();
     this.onAlert?.(null);
   }
 
   idle(): void {
-    this.tabs.idle();
     this.onAlert?.(null);
   }
 
   handle(event: RunEvent): void {
-    this.tabs.handle(event);
     if (event.type === "error") this.onAlert?.("error");
   }
 }
@@ -316,54 +308,54 @@ function localInput(iso: string | null): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
-function applyFontSize(size: number): number {
-  const px = clampFontSize(size);
-  document.documentElement.style.setProperty("--output-font-size", `${px - 1}px`);
-  return px;
-}
-
 function main(data: PageData): void {
   const instructor = data.role === "instructor";
   const readOnly = data.course.archived;
   const draftKey = `assignment:${data.id}`;
-  const runButton = byId<HTMLButtonElement>("run-button");
-  const cancelButton = byId<HTMLButtonElement>("cancel-button");
   const submitButton = byId<HTMLButtonElement>("submit-button");
-  const announcer = new Announcer();
   showFlash();
   localizeTimes();
-
-  const status = new StatusLine(byId("run-status"), byId("wall-time"), byId("run-info"), byId("run-message"));
   let submitting = false;
   let followingSubmission = false;
+
+  // A run's results: the workbench's panes, under a tab bar of their own in the Results tab.
+  const runBar = el("nav", "tabs run-tabs");
+  runBar.setAttribute("role", "tablist");
+  runBar.setAttribute("aria-label", "Result views");
+  const runPanels = el("div", "tab-panels");
+  const results = new ResultsPane(el("div", "results-pane", el("div", "results-subheader", runBar), runPanels));
 
   // The work in progress: a draft of its own, in this browser and (signed in) on the server.
   const drafts = new Drafts(true);
   let starter = data.starter_code;
   const startingCode = drafts.get(draftKey)?.code ?? starter;
-  const editors: CodeEditor[] = [];
-  const code = createEditor({
-    container: byId("editor"),
-    workerUrl: document.body.dataset.workerUrl || "/static/editor.worker.js",
+  const bench = new Workbench({
     code: startingCode,
-    theme: currentTheme(),
+    runKey: `${KEYS.run}:assignment:${data.id}`,
+    startRun: (text) => startAssignmentRun(data.id, text),
     onChange: (text) => {
       if (text === starter) drafts.remove(draftKey);
       else drafts.save(draftKey, data.title, text);
       resetButton.disabled = text === starter;
     },
-    onRun: () => void run(),
-    onLeave: () => focusAfter(byId("editor")),
-    format: formatCode,
-    onFormatError: (message) => status.say(`Not formatted: ${message}`, "warning"),
-    fontSize: applyFontSize(Number(local.get(KEYS.fontSize) ?? DEFAULT_FONT_SIZE)),
-    onFontSize: (size) => {
-      local.set(KEYS.fontSize, String(size));
-      applyFontSize(size);
+    tabs: { bar: runBar, panels: runPanels },
+    views: [results],
+    explainErrors: false,
+    revealFormatErrors: false,
+    readOnly,
+    beforeRun: () => {
+      followingSubmission = false;
+      showResults();
+    },
+    runsFromPage: () => !(document.activeElement as HTMLElement | null)?.closest("#edit-pane"),
+    // A submission's run is its grading: it runs to its end.
+    cancellable: () => !followingSubmission,
+    onPhase: (phase) => {
+      submitButton.disabled = phase !== "idle" || readOnly || submitting;
     },
   });
-  editors.push(code);
-  byId("editor-loading").remove();
+  const { code, session, status, announcer } = bench;
+  const editors: CodeEditor[] = [code];
   void drafts.pull().then((changed) => {
     const draft = drafts.get(draftKey);
     if (changed && draft && code.getCode() === startingCode) code.setCode(draft.code);
@@ -377,73 +369,20 @@ function main(data: PageData): void {
     status.say("Back to the starter code (Ctrl+Z brings your code back).");
     code.editor.focus();
   });
-  byId("format-code").addEventListener("click", () => {
-    void code.editor.getAction("editor.action.formatDocument")?.run();
-  });
 
-  const revealLine = (line: number) => {
-    code.editor.revealLineInCenter(line);
-    code.editor.setPosition({ lineNumber: line, column: 1 });
-    code.editor.focus();
-  };
-
-  // The panes: the brief, the submissions, the playground's result panes, the settings.
+  // The page's tabs: the brief, the submissions, the run's results, the settings.
   const brief = new StaticPane("brief", "Assignment", byId("brief"));
   const submissions = new SubmissionsPane(data, maybeById("submission-tools"));
-  const compiled = new CompiledPane({ highlight: (line, reveal) => code.linkLine(line, reveal), goTo: revealLine });
-  code.onCursorLine((line) => compiled.showSourceLine(line));
-  // A run's results: the playground's own panes, under a tab bar of their own.
-  const output = new OutputPane(
-    revealLine,
-    () => runTabs.summary().filter((p) => p.id !== "output"),
-    (id) => runTabs.select(id),
-  );
-  const runBar = el("nav", "tabs run-tabs");
-  runBar.setAttribute("role", "tablist");
-  runBar.setAttribute("aria-label", "Result views");
-  const runPanels = el("div", "tab-panels");
-  const runTabs: Tabs = new Tabs(runBar, runPanels, [output, compiled, new TimingPane(), new FiguresPane(revealLine)]);
-  const results = new ResultsPane(el("div", "results-pane", el("div", "results-subheader", runBar), runPanels), runTabs);
   const panes: Pane[] = [brief, submissions, results];
   const editForm = maybeById("edit-pane");
   if (instructor && editForm) panes.push(new StaticPane("edit", "Edit", editForm));
   const tabs: Tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
   const showResults = (id = "output") => {
     tabs.select("results");
-    runTabs.select(id);
+    bench.tabs.select(id);
   };
-  output.setIdleHint(`Press Run or ${runShortcut().replace(" ↵", "+Enter")} to run your code. Submit sends it for grading.`);
-  output.idle();
-
-  const editorMarks: RunView = {
-    reset: () => code.clearMarks(),
-    idle: () => code.clearMarks(),
-    handle: (event) => {
-      if (event.type === "error" && typeof event.line === "number") {
-        code.markError(event.line, `${event.exc_type}: ${event.message}`);
-      }
-    },
-  };
-  const session = new RunSession(
-    [results, editorMarks, announcer],
-    status,
-    (phase) => {
-      runButton.disabled = phase !== "idle" || readOnly;
-      submitButton.disabled = phase !== "idle" || readOnly || submitting;
-      runButton.classList.toggle("is-busy", phase !== "idle");
-      // A submission's run is its grading: it runs to its end.
-      cancelButton.hidden = phase === "idle" || phase === "submitting" || followingSubmission;
-      cancelButton.disabled = phase === "cancelling";
-    },
-    `${KEYS.run}:assignment:${data.id}`,
-  );
-
-  async function run(): Promise<void> {
-    if (session.busy || readOnly) return;
-    followingSubmission = false;
-    showResults();
-    await session.startWith(() => startAssignmentRun(data.id, code.getCode()));
-  }
+  bench.output.setIdleHint(`Press Run or ${runShortcut().replace(" ↵", "+Enter")} to run your code. Submit sends it for grading.`);
+  bench.output.idle();
 
   // Submitting: the submission's run is shown as any run; its grade comes when it is graded.
   async function sendSubmission(): Promise<void> {
@@ -504,30 +443,9 @@ function main(data: PageData): void {
     }
   }
 
-  runButton.addEventListener("click", () => void run());
-  cancelButton.addEventListener("click", () => void session.cancel());
   submitButton.addEventListener("click", () => void sendSubmission());
-  byId("run-shortcut").textContent = runShortcut();
-  runButton.title = `Run (${runShortcut().replace(" ↵", "+Enter")})`;
-  document.addEventListener("keydown", (e) => {
-    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key === "Enter") {
-      e.preventDefault();
-      if (!(document.activeElement as HTMLElement | null)?.closest("#edit-pane")) void run();
-    }
-  });
-
-  bindHeader((theme) => code.setTheme(theme));
-  const splitter = maybeById("splitter");
-  if (splitter) bindSplitter(byId("workspace"), splitter);
-
-  if (readOnly) {
-    runButton.disabled = true;
-    submitButton.disabled = true;
-  } else {
-    runButton.disabled = false;
-    submitButton.disabled = false;
-  }
-  session.resume();
+  submitButton.disabled = readOnly;
+  bench.start();
 
   // Devices: sets the page's clock by the server's, and says when the assignment's kind is offline.
   void listDevices().then(
@@ -561,12 +479,8 @@ function main(data: PageData): void {
   const runPanes = new Set(["output", "compiled", "timing", "figures"]);
   Object.assign(window, {
     playground: {
-      editor: code.editor,
-      getCode: code.getCode,
-      setCode: code.setCode,
-      run,
+      ...bench.hooks(),
       submit: sendSubmission,
-      runId: () => session.id,
       selectTab: (id: string) => (runPanes.has(id) ? showResults(id) : tabs.select(id)),
       editors: () => editors.map((e) => e.editor),
     },
@@ -684,7 +598,7 @@ function bindEditing(
   const sub = (id: string, label: string, text: string) => {
     const made = createEditor({
       container: byId(id),
-      workerUrl: document.body.dataset.workerUrl || "/static/editor.worker.js",
+      workerUrl: editorWorkerUrl(),
       code: text,
       theme: currentTheme(),
       onChange: () => (saved.textContent = ""),
