@@ -1,23 +1,26 @@
-// The playground page: the workbench (editor, result panes, runs) with the page's own parts
-// around it: the examples and drafts, key bindings and the shortcuts panel, the Libraries menu,
-// the device picker, Share and Download, and on a shared snippet's page or its embed the saved
-// run.
+// The playground's page (/), and a shared snippet's (/s/<slug>): the workbench (editor, result
+// panes, runs) with the page's own parts around it: the examples and drafts, key bindings and the
+// shortcuts panel, the Libraries menu, the device picker, Share and Download, and a snippet's
+// saved run (./snippet.ts). The template is the embed's too (/embed/<slug>), which this bundle
+// shows as ./embed.ts does.
 import "../style.css";
 
 import { startRun } from "../api";
 import { DevicePicker } from "../devices";
 import { byId, downloadText, maybeById } from "../dom";
 import { Drafts } from "../drafts";
+import type { CodeEditor } from "../editor";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
 import { Keymaps } from "../keymaps";
 import { LibrariesMenu } from "../libraries";
 import { isMac } from "../platform";
-import { ShareDialog } from "../share";
+import { ShareDialog, type ShareSource } from "../share";
 import { ShortcutsDialog } from "../shortcuts";
-import { driftNotice, loadRunEvents, readableDate, readSnippetData } from "../snippet";
+import { readSnippetData, type SnippetData } from "../snippet";
 import { KEYS } from "../storage";
-import { themeFromQuery } from "../theme";
 import { Workbench } from "../workbench";
+import { embedPage } from "./embed";
+import { SnippetPage } from "./snippet";
 
 const DEFAULT_CODE = `import jax
 import jax.numpy as jnp
@@ -34,19 +37,17 @@ print("f'(2) =", df(2.0))
 print("devices:", jax.devices())
 `;
 
-function main(): void {
+/** `snippet`: on a shared snippet's page, the snippet. */
+function playgroundPage(snippet: SnippetData | null): void {
+  const page = snippet ? new SnippetPage(snippet, "s") : null;
   const deviceSelect = byId<HTMLSelectElement>("device-select");
-  // A shared snippet's page (/s/<slug>) or its embed (/embed/<slug>).
-  const snippet = readSnippetData();
-  const embed = document.body.dataset.embed === "true";
-  const examples = embed ? [] : readExamples();
-  const forcedTheme = embed ? themeFromQuery() : null;
+  const examples = readExamples();
 
   // The person's drafts (their own code, each example and snippet they edited) live in
-  // localStorage, and on the server too when they are signed in. An embed never touches them.
+  // localStorage, and on the server too when they are signed in.
   const examplesButton = maybeById<HTMLButtonElement>("examples-button");
   let gallery: Gallery | null = null;
-  if (examplesButton && !embed) {
+  if (examplesButton) {
     const drafts = new Drafts(document.body.dataset.signedIn === "true");
     migrateOldDrafts(drafts, examples, DEFAULT_CODE);
     gallery = new Gallery({
@@ -82,19 +83,15 @@ function main(): void {
 
   const bench = new Workbench({
     code: gallery ? gallery.startingCode : (snippet?.code ?? DEFAULT_CODE),
-    // A snippet page remembers the run it shows apart from the home page's, so that opening a
-    // link never shows another page's run in place of the snippet's own output.
-    runKey: snippet ? `${KEYS.run}:${embed ? "embed" : "s"}:${snippet.slug}` : KEYS.run,
+    runKey: page?.runKey ?? KEYS.run,
     startRun: async (text) => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
-      // The snippet's own code, unchanged: a snippet saved without output keeps this run as its own.
-      const run = await startRun(text, device || "cpu", snippet && text === snippet.code ? snippet.slug : null);
+      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null);
       runCodes.set(run.id, text);
       return run;
     },
-    forcedTheme,
     onChange: () => gallery?.edited(),
-    onSave: embed ? undefined : () => share?.open(),
+    onSave: () => share?.open(),
     onHelp: () => shortcuts?.open(),
     // Not while the Share dialog is open: the person is writing a title, not asking for a run.
     runsFromPage: () => !share?.isOpen,
@@ -110,12 +107,7 @@ function main(): void {
   });
   const code = bench.code;
 
-  // Key bindings (Standard, Vim, Emacs) and the shortcuts panel (F1), where the page has them.
-  const keymapStatus = maybeById("keymap-status");
-  const keymaps = keymapStatus ? new Keymaps(code.editor, keymapStatus, code.setVimMode) : null;
-  shortcuts = keymaps && !embed ? new ShortcutsDialog(keymaps) : null;
-  if (keymaps && Keymaps.saved() !== "standard") void keymaps.use(Keymaps.saved());
-  maybeById("shortcuts-button")?.addEventListener("click", () => shortcuts?.open());
+  shortcuts = bindKeymaps(code);
 
   gallery?.attach({
     getCode: code.getCode,
@@ -131,83 +123,31 @@ function main(): void {
     downloadText(code.getCode(), byId("file-name").textContent || "snippet.py");
   });
 
-  const snippetNotice = maybeById("snippet-notice");
   const devices = new DevicePicker(deviceSelect, {
     onProblem: (problem) => {
       if (problem) bench.notice(problem, "warning");
     },
     onChoice: (device) => libraries?.fromDevice(device),
     preferred: snippet?.device ?? null,
-    onList: (list) => {
-      if (!snippet || !snippetNotice) return;
-      const notice = driftNotice(snippet, list);
-      snippetNotice.textContent = notice ?? "";
-      snippetNotice.hidden = notice === null;
+    onList: (list) => page?.showDrift(list),
+  });
+
+  share = bindShare({
+    getCode: code.getCode,
+    // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
+    // only when it ran there.
+    getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
+    lastRun: () => {
+      const id = bench.session.id;
+      if (id) return { id, code: runCodes.get(id) ?? null, finished: shownFinished };
+      if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
+      return null;
     },
+    parent: snippet?.slug ?? null,
   });
 
-  /** The run the snippet was saved with: kept for "Saved output", and shown as the run when
-   *  the page has no run of its own. Only read: nothing runs. */
-  async function showSavedRun(id: string, asCurrent: boolean): Promise<void> {
-    if (asCurrent) bench.status.say("Loading the saved output…");
-    let saved: Awaited<ReturnType<typeof loadRunEvents>>;
-    try {
-      saved = await loadRunEvents(id);
-    } catch (error) {
-      if (asCurrent) bench.notice(`Could not load the saved output: ${(error as Error).message}`, "error");
-      return;
-    }
-    bench.output.setSaved(saved.events, readableDate(saved.finishedAt) || "earlier");
-    if (!asCurrent || bench.session.busy || bench.session.id) return;
-    bench.showSaved(saved.events);
-  }
-
-  const shareDialog = maybeById<HTMLDialogElement>("share-dialog");
-  const shareButton = maybeById<HTMLButtonElement>("share-button");
-  if (shareDialog && !embed) {
-    share = new ShareDialog(shareDialog, {
-      getCode: code.getCode,
-      // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
-      // only when it ran there.
-      getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
-      lastRun: () => {
-        const id = bench.session.id;
-        if (id) return { id, code: runCodes.get(id) ?? null, finished: shownFinished };
-        if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
-        return null;
-      },
-      parent: snippet?.slug ?? null,
-    });
-    const save = isMac() ? "⌘S" : "Ctrl+S";
-    if (shareButton) {
-      shareButton.title = `Share a link to this code (${save})`;
-      shareButton.setAttribute("aria-keyshortcuts", isMac() ? "Meta+S" : "Control+S");
-      shareButton.addEventListener("click", () => share?.open());
-    }
-  }
-
-  document.addEventListener("keydown", (e) => {
-    if (e.key === "F1" && shortcuts && !e.ctrlKey && !e.metaKey && !e.altKey) {
-      e.preventDefault();
-      shortcuts.open();
-      return;
-    }
-    if (!(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey) return;
-    if ((e.key === "s" || e.key === "S") && share) {
-      // Ctrl/Cmd+S shares instead of saving the page.
-      e.preventDefault();
-      share.open();
-    }
-  });
-
-  if (snippet && !snippet.run) {
-    const keys = isMac() ? "⌘+Enter" : "Ctrl+Enter";
-    bench.output.setIdleHint(`This snippet has not been run yet. Run (${keys}) runs it.`);
-    bench.output.idle();
-  }
-  const resumed = bench.start();
-  // (A run picked up again may be the saved one itself: the snippet's first run.)
-  if (snippet?.run && bench.session.id !== snippet.run) void showSavedRun(snippet.run, !resumed);
+  if (page) page.start(bench);
+  else bench.start();
   void devices.start();
 
   // For tests and for poking at the page from the console.
@@ -221,4 +161,44 @@ function main(): void {
   });
 }
 
-main();
+/** Key bindings (Standard, Vim, Emacs) and the shortcuts panel (F1), where the page has them. */
+function bindKeymaps(code: CodeEditor): ShortcutsDialog | null {
+  const keymapStatus = maybeById("keymap-status");
+  const keymaps = keymapStatus ? new Keymaps(code.editor, keymapStatus, code.setVimMode) : null;
+  const shortcuts = keymaps ? new ShortcutsDialog(keymaps) : null;
+  if (keymaps && Keymaps.saved() !== "standard") void keymaps.use(Keymaps.saved());
+  maybeById("shortcuts-button")?.addEventListener("click", () => shortcuts?.open());
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "F1" && shortcuts && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      shortcuts.open();
+    }
+  });
+  return shortcuts;
+}
+
+/** Share: the dialog, its button and Ctrl/Cmd+S, where the page has them. */
+function bindShare(source: ShareSource): ShareDialog | null {
+  const dialog = maybeById<HTMLDialogElement>("share-dialog");
+  if (!dialog) return null;
+  const share = new ShareDialog(dialog, source);
+  const button = maybeById<HTMLButtonElement>("share-button");
+  if (button) {
+    button.title = `Share a link to this code (${isMac() ? "⌘S" : "Ctrl+S"})`;
+    button.setAttribute("aria-keyshortcuts", isMac() ? "Meta+S" : "Control+S");
+    button.addEventListener("click", () => share.open());
+  }
+  document.addEventListener("keydown", (e) => {
+    if (!(e.ctrlKey || e.metaKey) || e.altKey || e.shiftKey) return;
+    if (e.key === "s" || e.key === "S") {
+      // Ctrl/Cmd+S shares instead of saving the page.
+      e.preventDefault();
+      share.open();
+    }
+  });
+  return share;
+}
+
+const snippet = readSnippetData();
+if (document.body.dataset.embed === "true" && snippet) embedPage(snippet);
+else playgroundPage(snippet);
