@@ -57,7 +57,7 @@ const builds = [
   {
     // The course pages without an editor: no Monaco in them.
     ...common,
-    entryPoints: { courses: "src/pages/courses.ts", dashboard: "src/dashboard/dashboard.ts" },
+    entryPoints: { courses: "src/pages/courses.ts", dashboard: "src/pages/dashboard.ts" },
     outdir,
     format: "esm",
   },

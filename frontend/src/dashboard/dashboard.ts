@@ -1,28 +1,18 @@
 // A course's live dashboard (/courses/<id>/dashboard, instructors): the class's grid of students
 // × assignments, the feed of runs and submissions, the most common errors and the score
 // histograms. The course's websocket (/ws/courses/<id>/) sends a snapshot, then every change as
-// it happens; a cell opens on that student's latest code, output and checks.
-import "../style.css";
-import "../courses.css";
-
-import { getRun } from "../api";
-import { getSubmission, type Submission } from "../course-api";
-import {
-  bindDialog,
-  clockTime,
-  dateTime,
-  errorText,
-  points,
-  scoreTone,
-} from "../course-page";
-import { byId, el, pageData } from "../dom";
-import { bindHeader } from "../header";
-import { isTerminal, RunStream } from "../events";
-import { OutputPane } from "../panes/output";
-import { loadRunEvents } from "../snippet";
+// it happens; a cell opens on that student's latest code, output and checks (./cell-detail.ts).
+import { clockTime, dateTime, points, scoreTone } from "../course-page";
+import { byId, el } from "../dom";
+import { isTerminal } from "../events";
 import { statusWord } from "../status";
+import { CellDetail } from "./cell-detail";
+import {
+  BUSY, describeCell, emptyCell, type AssignmentInfo, type Cell, type CommonError, type Item, type Snapshot, type Student,
+} from "./model";
 
-interface PageData {
+/** What the page tells the dashboard (#dashboard-data). */
+export interface DashboardData {
   course: number;
   title: string;
   ws: string;
@@ -30,82 +20,12 @@ interface PageData {
   archived: boolean;
 }
 
-interface Student {
-  id: number;
-  username: string;
-}
-
-interface AssignmentInfo {
-  id: number;
-  title: string;
-  max_score: number | null;
-  due?: string | null;
-}
-
-interface Cell {
-  status: string | null;
-  score: number | null;
-  max_score: number | null;
-  late: boolean;
-  submission: number | null;
-  regrading?: boolean;
-  run: string | null;
-  run_status: string | null;
-  at: string | null;
-}
-
-interface Item {
-  kind: "run" | "submission" | "regrade" | "member_removed" | string;
-  run?: string | null;
-  student?: number;
-  assignment?: number;
-  submission?: number | null;
-  status?: string;
-  exc_type?: string;
-  line?: number;
-  score?: number | null;
-  max_score?: number | null;
-  late?: boolean;
-  regrading?: boolean;
-  regrade?: number;
-  queued?: number;
-  done?: number;
-  user?: number;
-  username?: string;
-  role?: string | null;
-  at?: string | null;
-}
-
-interface CommonError {
-  exc_type: string;
-  line: number | null;
-  assignment: number;
-  count: number;
-  students: number | number[];
-  message?: string;
-}
-
-interface Snapshot {
-  students: Student[];
-  assignments: AssignmentInfo[];
-  cells: Record<string, Cell>;
-  feed: Item[];
-  errors: CommonError[];
-  histograms: Record<string, number[]>;
-}
-
 const FEED_LENGTH = 50;
 /** The common errors and histograms come again from the server at most this often. */
 const RESYNC_MS = 3000;
 const BINS = 10;
-const BUSY = new Set(["queued", "running", "grading"]);
 
-function emptyCell(): Cell {
-  return { status: null, score: null, max_score: null, late: false, submission: null, regrading: false,
-           run: null, run_status: null, at: null };
-}
-
-class Dashboard {
+export class Dashboard {
   private students: Student[] = [];
   private assignments: AssignmentInfo[] = [];
   private cells = new Map<string, Cell>();
@@ -133,7 +53,7 @@ class Dashboard {
 
   private hasSnapshot = false;
 
-  constructor(private readonly data: PageData) {
+  constructor(private readonly data: DashboardData) {
     this.detail = new CellDetail();
     this.connect();
     // A network that lets no websocket through: the class as it is now, without the updates.
@@ -557,238 +477,3 @@ function sameSubject(a: Item, b: Item): boolean {
   if (a.kind === "regrade") return a.assignment === b.assignment && a.regrade === b.regrade;
   return false;
 }
-
-/** What a cell shows: the latest submission's score or state, and the latest run's. */
-function describeCell(cell: Cell | undefined): { main: string; sub: string; label: string; tone: string } {
-  if (!cell || (cell.submission === null && cell.run === null)) return { main: "–", sub: "", label: "nothing yet", tone: "none" };
-  const parts: string[] = [];
-  let main = "";
-  let tone = "none";
-  if (cell.status === "graded" && typeof cell.score === "number") {
-    main = `${points(cell.score)}/${points(cell.max_score)}`;
-    tone = scoreTone(cell.score, cell.max_score);
-    parts.push(`scored ${points(cell.score)} of ${points(cell.max_score)}`);
-  } else if (cell.status === "queued" || cell.status === "grading") {
-    main = "grading";
-    tone = "busy";
-    parts.push("submission being graded");
-  } else if (cell.status === "graded") {
-    main = "graded";
-    parts.push("graded");
-  }
-  if (cell.regrading) parts.push("regrading");
-  if (cell.late) parts.push("late");
-  let sub = "";
-  const run = cell.run_status;
-  if (run) {
-    if (BUSY.has(run)) {
-      sub = run === "queued" ? "queued" : "running";
-      if (!main) {
-        main = sub;
-        sub = "";
-      }
-      if (tone === "none") tone = "busy";
-      parts.push(`latest run ${run}`);
-    } else if (run === "succeeded") {
-      if (!main) main = "ran";
-      else sub = "ran ✓";
-      parts.push("latest run succeeded");
-    } else {
-      const word = statusWord(run);
-      if (!main) {
-        main = word === "failed" ? "error" : word;
-        tone = "error";
-      } else {
-        sub = word === "failed" ? "error" : word;
-      }
-      parts.push(`latest run ${word}`);
-    }
-  }
-  if (cell.late && !sub) sub = "late";
-  if (cell.submission === null) parts.unshift("not submitted");
-  return { main: main || "–", sub, label: parts.join(", "), tone };
-}
-
-/** The dialog a cell opens: the student's latest submission's checks, the latest code and the
- *  output of the latest run (followed live while it runs). */
-class CellDetail {
-  private readonly dialog = byId<HTMLDialogElement>("cell-dialog");
-  private readonly control = bindDialog(this.dialog);
-  private readonly output: OutputPane;
-  private stream: RunStream | null = null;
-  private token = 0;
-
-  constructor() {
-    this.output = new OutputPane((line) => this.showLine(line));
-    byId("cell-output").append(this.output.element);
-    this.dialog.addEventListener("close", () => this.stop());
-  }
-
-  private stop(): void {
-    this.stream?.stop();
-    this.stream = null;
-    this.token += 1;
-  }
-
-  open(student: Student, assignment: AssignmentInfo, cell: Cell): void {
-    this.stop();
-    const token = this.token;
-    byId("cell-heading").textContent = `${student.username} · ${assignment.title}`;
-    const summary = byId("cell-summary");
-    summary.textContent = describeCell(cell).label;
-    const checks = byId("cell-checks");
-    const code = byId("cell-code");
-    checks.replaceChildren(el("p", "muted", cell.submission === null ? "No submission yet." : "Loading…"));
-    code.replaceChildren(el("p", "muted", "Loading…"));
-    byId("cell-output-which").textContent = "";
-    this.output.reset();
-    this.say(cell.run ? "Loading…" : "No run yet.");
-    this.control.open();
-
-    let submissionCode: string | null = null;
-    const loadSubmission = cell.submission === null ? Promise.resolve(null) : getSubmission(cell.submission).then(
-      (s) => {
-        if (token !== this.token) return null;
-        checks.replaceChildren(...submissionChecks(s));
-        submissionCode = typeof s.code === "string" ? s.code : null;
-        return s;
-      },
-      (error) => {
-        if (token === this.token) checks.replaceChildren(el("p", "form-error", `Could not load the submission: ${errorText(error)}`));
-        return null;
-      },
-    );
-
-    const loadRun = cell.run === null ? Promise.resolve(null) : getRun(cell.run, { limit: 1 }).then(
-      (record) => {
-        if (token !== this.token) return null;
-        byId("cell-output-which").textContent = `· latest run, ${statusWord(record.status)}${record.created_at ? `, ${dateTime(record.created_at)}` : ""}`;
-        this.follow(record.id, token);
-        return record;
-      },
-      (error) => {
-        if (token === this.token) this.say(`Could not load the run: ${errorText(error)}`);
-        return null;
-      },
-    );
-
-    void Promise.all([loadSubmission, loadRun]).then(([, record]) => {
-      if (token !== this.token) return;
-      const runCode = record && typeof record.code === "string" ? record.code : null;
-      const shown = runCode ?? submissionCode;
-      if (shown === null) {
-        code.replaceChildren(el("p", "muted", "No code to show."));
-        return;
-      }
-      const nodes: Node[] = [
-        el("p", "cell-code-note", runCode !== null ? "The code of the latest run." : "The code of the latest submission."),
-        codeBlock(shown),
-      ];
-      if (runCode !== null && submissionCode !== null && submissionCode !== runCode) {
-        const more = el("details", "submission-details", el("summary", null, "The code of the latest submission"), codeBlock(submissionCode, false));
-        nodes.push(more);
-      }
-      code.replaceChildren(...nodes);
-    });
-  }
-
-  /** The run's events, from the first, live while it goes on (stored pages once its log expired). */
-  private follow(runId: string, token: number): void {
-    this.output.reset();
-    const stream = new RunStream(runId, {
-      onEvent: (event) => {
-        if (token === this.token) this.output.handle(event);
-      },
-      onUnknownRun: () => {
-        void loadRunEvents(runId).then(
-          ({ events }) => {
-            if (token !== this.token) return;
-            this.output.reset();
-            for (const event of events) this.output.handle(event);
-          },
-          (error) => {
-            if (token === this.token) this.say(`Could not load the output: ${errorText(error)}`);
-          },
-        );
-      },
-    });
-    this.stream = stream;
-  }
-
-  /** A line in the output's place: loading, no run, an error. */
-  private say(text: string): void {
-    this.output.setIdleHint(text);
-    this.output.idle();
-  }
-
-  private showLine(line: number): void {
-    const target = this.dialog.querySelector<HTMLElement>(`.code-block [data-line="${line}"]`);
-    if (!target) return;
-    for (const old of this.dialog.querySelectorAll(".code-block .is-marked")) old.classList.remove("is-marked");
-    target.classList.add("is-marked");
-    target.scrollIntoView({ block: "center" });
-  }
-}
-
-function submissionChecks(s: Submission): Node[] {
-  const nodes: Node[] = [];
-  const head = el("p", "cell-submission-head");
-  if (s.status !== "graded") head.append(el("span", "status-badge", s.status));
-  else if (typeof s.score === "number") {
-    head.append(el("span", `score score-${scoreTone(s.score, s.max_score)}`, `${points(s.score)} / ${points(s.max_score)}`));
-  }
-  head.append(el("span", "muted", ` submitted ${dateTime(s.created_at)}`));
-  if (s.late) head.append(" ", el("span", "chip chip-warn", "late"));
-  if (s.regrading) head.append(" ", el("span", "chip chip-accent", "regrading"));
-  nodes.push(head);
-  if (s.message) nodes.push(el("p", "submission-message", s.message));
-  if (Array.isArray(s.checks)) {
-    const list = el("ul", "check-list");
-    list.setAttribute("aria-label", "Checks");
-    for (const c of s.checks) {
-      const worth = typeof c.points === "number" ? c.points : null;
-      const icon = el("span", "check-icon", c.passed ? "✓" : "✗");
-      icon.setAttribute("aria-hidden", "true");
-      const item = el("li", "check", icon,
-        el("span", "check-text",
-          el("span", "check-name", el("span", "visually-hidden", c.passed ? "Passed: " : "Failed: "), c.name),
-          c.message ? el("span", "check-message", c.message) : null),
-        worth === null ? null : el("span", "check-points", `${points(c.passed ? worth : 0)} / ${points(worth)}`));
-      item.dataset.passed = String(Boolean(c.passed));
-      list.append(item);
-    }
-    if (s.checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
-    nodes.push(list);
-  }
-  for (const [label, text] of [["Grading error", s.error], ["What the checks printed", s.log]] as const) {
-    if (!text) continue;
-    const pre = el("pre", "submission-pre", text);
-    pre.tabIndex = 0;
-    nodes.push(el("details", "submission-details", el("summary", null, label), pre));
-  }
-  return nodes;
-}
-
-/** Code with line numbers (a line the output points at can be marked). */
-function codeBlock(code: string, numbered = true): HTMLElement {
-  const pre = el("pre", `code-block${numbered ? " is-numbered" : ""}`);
-  pre.tabIndex = 0;
-  pre.setAttribute("aria-label", "Code");
-  const lines = code.replace(/\n$/, "").split("\n");
-  lines.forEach((line, i) => {
-    const span = el("span", "code-line", line || " ");
-    span.dataset.line = String(i + 1);
-    pre.append(span);
-  });
-  return pre;
-}
-
-function main(): void {
-  bindHeader();
-  const data = pageData<PageData>("dashboard-data");
-  if (!data) return;
-  const dashboard = new Dashboard(data);
-  Object.assign(window, { dashboard });
-}
-
-main();

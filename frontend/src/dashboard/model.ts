@@ -1,0 +1,127 @@
+// What the course's websocket tells the dashboard: the class (students, assignments), a cell per
+// student and assignment, the feed's items, the common errors; and what a cell shows.
+import { points, scoreTone } from "../course-page";
+import { statusWord } from "../status";
+
+export interface Student {
+  id: number;
+  username: string;
+}
+
+export interface AssignmentInfo {
+  id: number;
+  title: string;
+  max_score: number | null;
+  due?: string | null;
+}
+
+export interface Cell {
+  status: string | null;
+  score: number | null;
+  max_score: number | null;
+  late: boolean;
+  submission: number | null;
+  regrading?: boolean;
+  run: string | null;
+  run_status: string | null;
+  at: string | null;
+}
+
+export interface Item {
+  kind: "run" | "submission" | "regrade" | "member_removed" | string;
+  run?: string | null;
+  student?: number;
+  assignment?: number;
+  submission?: number | null;
+  status?: string;
+  exc_type?: string;
+  line?: number;
+  score?: number | null;
+  max_score?: number | null;
+  late?: boolean;
+  regrading?: boolean;
+  regrade?: number;
+  queued?: number;
+  done?: number;
+  user?: number;
+  username?: string;
+  role?: string | null;
+  at?: string | null;
+}
+
+export interface CommonError {
+  exc_type: string;
+  line: number | null;
+  assignment: number;
+  count: number;
+  students: number | number[];
+  message?: string;
+}
+
+export interface Snapshot {
+  students: Student[];
+  assignments: AssignmentInfo[];
+  cells: Record<string, Cell>;
+  feed: Item[];
+  errors: CommonError[];
+  histograms: Record<string, number[]>;
+}
+
+/** A run or a submission still on its way. */
+export const BUSY = new Set(["queued", "running", "grading"]);
+
+export function emptyCell(): Cell {
+  return { status: null, score: null, max_score: null, late: false, submission: null, regrading: false,
+           run: null, run_status: null, at: null };
+}
+
+/** What a cell shows: the latest submission's score or state, and the latest run's. */
+export function describeCell(cell: Cell | undefined): { main: string; sub: string; label: string; tone: string } {
+  if (!cell || (cell.submission === null && cell.run === null)) return { main: "–", sub: "", label: "nothing yet", tone: "none" };
+  const parts: string[] = [];
+  let main = "";
+  let tone = "none";
+  if (cell.status === "graded" && typeof cell.score === "number") {
+    main = `${points(cell.score)}/${points(cell.max_score)}`;
+    tone = scoreTone(cell.score, cell.max_score);
+    parts.push(`scored ${points(cell.score)} of ${points(cell.max_score)}`);
+  } else if (cell.status === "queued" || cell.status === "grading") {
+    main = "grading";
+    tone = "busy";
+    parts.push("submission being graded");
+  } else if (cell.status === "graded") {
+    main = "graded";
+    parts.push("graded");
+  }
+  if (cell.regrading) parts.push("regrading");
+  if (cell.late) parts.push("late");
+  let sub = "";
+  const run = cell.run_status;
+  if (run) {
+    if (BUSY.has(run)) {
+      sub = run === "queued" ? "queued" : "running";
+      if (!main) {
+        main = sub;
+        sub = "";
+      }
+      if (tone === "none") tone = "busy";
+      parts.push(`latest run ${run}`);
+    } else if (run === "succeeded") {
+      if (!main) main = "ran";
+      else sub = "ran ✓";
+      parts.push("latest run succeeded");
+    } else {
+      const word = statusWord(run);
+      if (!main) {
+        main = word === "failed" ? "error" : word;
+        tone = "error";
+      } else {
+        sub = word === "failed" ? "error" : word;
+      }
+      parts.push(`latest run ${word}`);
+    }
+  }
+  if (cell.late && !sub) sub = "late";
+  if (cell.submission === null) parts.unshift("not submitted");
+  return { main: main || "–", sub, label: parts.join(", "), tone };
+}
