@@ -1,7 +1,8 @@
-// What every course page shares: a notice that survives the reload after a change, dialogs, and
-// dates, scores and errors in plain words.
+// What every course page shares: a notice that survives the reload after a change, dialogs, a
+// submission's checks, and dates, scores and errors in plain words.
 import { ApiError } from "./api";
-import { maybeById } from "./dom";
+import type { Submission } from "./course-api";
+import { el, maybeById } from "./dom";
 import { session } from "./storage";
 
 const FLASH_KEY = "courses.flash";
@@ -96,6 +97,38 @@ export function scoreTone(score: number | null | undefined, max: number | null |
   if (max <= 0) return "ok";
   if (score >= max - 1e-9) return "ok";
   return score > 0 ? "part" : "bad";
+}
+
+/** A submission's checks: passed or failed, each with its message and points. */
+export function checkList(checks: NonNullable<Submission["checks"]>): HTMLElement {
+  const list = el("ul", "check-list");
+  list.setAttribute("aria-label", "Checks");
+  for (const check of checks) {
+    const worth = typeof check.points === "number" ? check.points : null;
+    const got = check.passed ? worth : 0;
+    const icon = el("span", "check-icon", check.passed ? "✓" : "✗");
+    icon.setAttribute("aria-hidden", "true");
+    const item = el("li", "check",
+      icon,
+      el("span", "check-text",
+        el("span", "check-name", el("span", "visually-hidden", check.passed ? "Passed: " : "Failed: "), check.name),
+        check.message ? el("span", "check-message", check.message) : null),
+      worth === null ? null : el("span", "check-points", `${points(got)} / ${points(worth)}`),
+    );
+    item.dataset.passed = String(Boolean(check.passed));
+    list.append(item);
+  }
+  if (checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
+  return list;
+}
+
+/** A text (code, a log) under a summary that opens it. */
+export function textDetails(summary: string, text: string, className = ""): HTMLElement {
+  const box = el("details", `submission-details ${className}`.trim(), el("summary", null, summary));
+  const pre = el("pre", "submission-pre", text);
+  pre.tabIndex = 0;
+  box.append(pre);
+  return box;
 }
 
 /** Opens a modal <dialog>; its [data-close] buttons close it, and the focus goes back where it was. */

@@ -2,7 +2,7 @@
 // code and the output of the latest run, followed live while it runs.
 import { getRun } from "../api";
 import { getSubmission, type Submission } from "../course-api";
-import { bindDialog, dateTime, errorText, points, scoreTone } from "../course-page";
+import { bindDialog, checkList, dateTime, errorText, points, scoreTone, textDetails } from "../course-page";
 import { byId, el } from "../dom";
 import { RunStream } from "../events";
 import { OutputPane } from "../panes/output";
@@ -143,29 +143,9 @@ function submissionChecks(s: Submission): Node[] {
   if (s.regrading) head.append(" ", el("span", "chip chip-accent", "regrading"));
   nodes.push(head);
   if (s.message) nodes.push(el("p", "submission-message", s.message));
-  if (Array.isArray(s.checks)) {
-    const list = el("ul", "check-list");
-    list.setAttribute("aria-label", "Checks");
-    for (const c of s.checks) {
-      const worth = typeof c.points === "number" ? c.points : null;
-      const icon = el("span", "check-icon", c.passed ? "✓" : "✗");
-      icon.setAttribute("aria-hidden", "true");
-      const item = el("li", "check", icon,
-        el("span", "check-text",
-          el("span", "check-name", el("span", "visually-hidden", c.passed ? "Passed: " : "Failed: "), c.name),
-          c.message ? el("span", "check-message", c.message) : null),
-        worth === null ? null : el("span", "check-points", `${points(c.passed ? worth : 0)} / ${points(worth)}`));
-      item.dataset.passed = String(Boolean(c.passed));
-      list.append(item);
-    }
-    if (s.checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
-    nodes.push(list);
-  }
+  if (Array.isArray(s.checks)) nodes.push(checkList(s.checks));
   for (const [label, text] of [["Grading error", s.error], ["What the checks printed", s.log]] as const) {
-    if (!text) continue;
-    const pre = el("pre", "submission-pre", text);
-    pre.tabIndex = 0;
-    nodes.push(el("details", "submission-details", el("summary", null, label), pre));
+    if (text) nodes.push(textDetails(label, text));
   }
   return nodes;
 }

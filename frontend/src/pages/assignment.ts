@@ -24,6 +24,7 @@ import {
 } from "../course-api";
 import {
   ago,
+  checkList,
   dateTime,
   errorText,
   points,
@@ -31,6 +32,7 @@ import {
   setError,
   showFlash,
   localizeTimes,
+  textDetails,
 } from "../course-page";
 import { findDevice } from "../devices";
 import { byId, el, focusAfter, maybeById, pageData } from "../dom";
@@ -262,41 +264,11 @@ class SubmissionsPane implements Pane {
       if (Array.isArray(s.checks)) nodes.push(checkList(s.checks));
     }
     const instructor = this.data.role === "instructor";
-    if (instructor && s.error) nodes.push(details("Grading error (instructors only)", s.error, "submission-error"));
-    if (instructor && s.log) nodes.push(details("What the checks printed (instructors only)", s.log));
-    if (typeof s.code === "string") nodes.push(details(instructor ? "Code" : "The code you submitted", s.code));
+    if (instructor && s.error) nodes.push(textDetails("Grading error (instructors only)", s.error, "submission-error"));
+    if (instructor && s.log) nodes.push(textDetails("What the checks printed (instructors only)", s.log));
+    if (typeof s.code === "string") nodes.push(textDetails(instructor ? "Code" : "The code you submitted", s.code));
     return nodes;
   }
-}
-
-function checkList(checks: NonNullable<Submission["checks"]>): HTMLElement {
-  const list = el("ul", "check-list");
-  list.setAttribute("aria-label", "Checks");
-  for (const check of checks) {
-    const worth = typeof check.points === "number" ? check.points : null;
-    const got = check.passed ? worth : 0;
-    const icon = el("span", "check-icon", check.passed ? "✓" : "✗");
-    icon.setAttribute("aria-hidden", "true");
-    const item = el("li", "check",
-      icon,
-      el("span", "check-text",
-        el("span", "check-name", el("span", "visually-hidden", check.passed ? "Passed: " : "Failed: "), check.name),
-        check.message ? el("span", "check-message", check.message) : null),
-      worth === null ? null : el("span", "check-points", `${points(got)} / ${points(worth)}`),
-    );
-    item.dataset.passed = String(Boolean(check.passed));
-    list.append(item);
-  }
-  if (checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
-  return list;
-}
-
-function details(summary: string, text: string, className = ""): HTMLElement {
-  const box = el("details", `submission-details ${className}`.trim(), el("summary", null, summary));
-  const pre = el("pre", "submission-pre", text);
-  pre.tabIndex = 0;
-  box.append(pre);
-  return box;
 }
 
 /** An ISO date as a datetime-local field's value, in the reader's time zone. */
