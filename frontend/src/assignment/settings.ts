@@ -1,0 +1,159 @@
+// The assignment's settings, on an instructor's page: the form, its starter code and hidden
+// checks editors, and the brief brought up to date after a save.
+import { ApiError, formatCode } from "../api";
+import { getAssignment, updateAssignment, type AssignmentDetail } from "../course-api";
+import { dateTime, errorText, points, setError } from "../course-page";
+import { byId, focusAfter, maybeById } from "../dom";
+import { createEditor, type CodeEditor } from "../editor";
+import type { Tabs } from "../panes/pane";
+import type { StatusLine } from "../status";
+import { currentTheme } from "../theme";
+import { editorWorkerUrl } from "../workbench";
+import type { AssignmentData } from "./model";
+
+/** An ISO date as a datetime-local field's value, in the reader's time zone. */
+function localInput(iso: string | null): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** The settings form: title, description, due date, device, limits, starter code, checks. */
+export function bindEditing(
+  data: AssignmentData,
+  editors: CodeEditor[],
+  tabs: Tabs,
+  status: StatusLine,
+  regrader: { start(): Promise<void> } | null,
+  onSaved: (fresh: AssignmentDetail) => void,
+): void {
+  const form = byId<HTMLFormElement>("edit-form");
+  const error = byId("edit-error");
+  const saved = byId("edit-saved");
+  const saveButton = byId<HTMLButtonElement>("save-assignment");
+  const title = byId<HTMLInputElement>("edit-title");
+  const description = byId<HTMLTextAreaElement>("edit-description");
+  const due = byId<HTMLInputElement>("edit-due");
+  const device = byId<HTMLSelectElement>("edit-device");
+  const resultsBefore = byId<HTMLInputElement>("edit-results-before-due");
+  const wall = byId<HTMLInputElement>("edit-wall");
+  const regradeOffer = byId("regrade-offer");
+  due.value = localInput(data.due);
+  byId("edit-timezone").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  if (data.course.archived) {
+    for (const field of form.querySelectorAll<HTMLInputElement | HTMLButtonElement>("input, textarea, select, button")) {
+      field.disabled = true;
+    }
+  }
+
+  const sub = (id: string, label: string, text: string) => {
+    const made = createEditor({
+      container: byId(id),
+      workerUrl: editorWorkerUrl(),
+      code: text,
+      theme: currentTheme(),
+      onChange: () => (saved.textContent = ""),
+      onRun: () => {},
+      onLeave: () => focusAfter(byId(id)),
+      format: formatCode,
+    });
+    made.editor.updateOptions({
+      ariaLabel: `${label}. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus.`,
+      readOnly: data.course.archived,
+      lineNumbersMinChars: 3,
+    });
+    editors.push(made);
+    return made;
+  };
+  const starterEditor = sub("edit-starter", "Starter code editor", data.starter_code);
+  let checksEditor: CodeEditor | null = null;
+  let savedChecks = "";
+  const checksHost = byId("edit-checks");
+  checksHost.textContent = "Loading the checks…";
+  void getAssignment(data.id).then(
+    (detail) => {
+      checksHost.textContent = "";
+      savedChecks = typeof detail.checks === "string" ? detail.checks : "";
+      checksEditor = sub("edit-checks", "Hidden checks editor", savedChecks);
+      if (detail.limits && typeof detail.limits.wall_s === "number" && !wall.value) wall.value = String(detail.limits.wall_s);
+    },
+    (e) => {
+      checksHost.textContent = `Could not load the checks: ${errorText(e)}`;
+    },
+  );
+
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    void save();
+  });
+
+  async function save(): Promise<void> {
+    if (saveButton.disabled) return;
+    saveButton.disabled = true;
+    saveButton.setAttribute("aria-busy", "true");
+    setError(error, null);
+    saved.textContent = "";
+    regradeOffer.hidden = true;
+    const fields: Parameters<typeof updateAssignment>[1] = {
+      title: title.value.trim(),
+      description: description.value,
+      starter_code: starterEditor.getCode(),
+      device: device.value,
+      due: due.value ? new Date(due.value).toISOString() : null,
+      results_before_due: resultsBefore.checked,
+    };
+    const wallValue = Number(wall.value);
+    if (wall.value.trim() && Number.isFinite(wallValue) && wallValue > 0) fields.limits = { wall_s: wallValue };
+    const checksChanged = checksEditor !== null && checksEditor.getCode() !== savedChecks;
+    if (checksEditor) fields.checks = checksEditor.getCode();
+    try {
+      await updateAssignment(data.id, fields);
+      if (checksEditor) savedChecks = checksEditor.getCode();
+      const fresh = await getAssignment(data.id);
+      refreshBrief(data, fresh);
+      onSaved(fresh);
+      saved.textContent = "Saved.";
+      status.say("The assignment is saved.");
+      if (checksChanged && regrader) regradeOffer.hidden = false;
+    } catch (err) {
+      setError(error, errorText(err));
+      const line = err instanceof ApiError ? /\bline (\d+)/.exec(err.message) : null;
+      if (line && checksEditor) {
+        checksEditor.editor.revealLineInCenter(Number(line[1]));
+        checksEditor.editor.setPosition({ lineNumber: Number(line[1]), column: 1 });
+      }
+    } finally {
+      saveButton.disabled = data.course.archived;
+      saveButton.removeAttribute("aria-busy");
+    }
+  }
+
+  byId("regrade-now").addEventListener("click", () => {
+    regradeOffer.hidden = true;
+    tabs.select("submissions");
+    void regrader?.start();
+  });
+}
+
+/** The brief and the header after a save: the server's own rendering of the description. */
+function refreshBrief(data: AssignmentData, fresh: AssignmentDetail): void {
+  data.title = fresh.title;
+  data.due = fresh.due;
+  data.past_due = Boolean(fresh.late);
+  data.results_before_due = fresh.results_before_due;
+  data.starter_code = fresh.starter_code;
+  byId("brief-title").textContent = fresh.title;
+  byId("crumb-assignment").textContent = fresh.title;
+  document.title = `${fresh.title} · ${data.course.title} · JAX Playground`;
+  byId("brief-description").innerHTML = fresh.description_html || "";
+  byId("brief-description").hidden = !fresh.description_html;
+  byId("brief-due").textContent = fresh.due ? dateTime(fresh.due) : "No due date";
+  byId("brief-device").textContent = (fresh.device || data.device).toUpperCase();
+  const max = maybeById("brief-max");
+  if (max) max.textContent = points(fresh.max_score);
+  byId("brief-results").textContent = fresh.results_before_due
+    ? "Scores and checks show as soon as a submission is graded."
+    : "Scores and checks show after the due date.";
+}
