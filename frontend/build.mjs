@@ -1,11 +1,12 @@
 // Bundles the page into dist/, which Django serves at /static/ (WhiteNoise).
 //
-//   dist/app.js             the page (ESM, loaded with <script type="module">)
+//   dist/app.js             the playground's page, a snippet's and the embed (src/pages/playground.ts;
+//                           ESM, loaded with <script type="module">)
 //   dist/app.css            our styles + Monaco's, with the codicon font next to it
 //   dist/editor.worker.js   Monaco's editor worker (a classic worker: see src/editor.ts)
-//   dist/assignment.js/.css an assignment's page (the editor, as app.js has it)
-//   dist/courses.js/.css    the other course pages (no editor)
-//   dist/dashboard.js/.css  a course's live dashboard
+//   dist/assignment.js/.css an assignment's page (src/pages/assignment.ts: the workbench, as app.js has it)
+//   dist/courses.js/.css    the other course pages (src/pages/courses.ts: no editor)
+//   dist/dashboard.js/.css  a course's live dashboard (src/pages/dashboard.ts)
 //
 // `node build.mjs --watch` rebuilds on change; `--dev` skips minification.
 import * as esbuild from "esbuild";

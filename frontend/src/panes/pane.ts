@@ -1,6 +1,6 @@
 // A result view in the right-hand panel. Each pane gets every event of the run it shows, in
 // order, and renders the ones it cares about. To add a view (compiled code, timings, figures):
-// write a class implementing Pane and add it to the list in app.ts.
+// write a class implementing Pane and add it to the list in workbench.ts.
 import type { RunEvent } from "../events";
 
 export interface Pane {
