@@ -169,7 +169,7 @@ function bindCoursePage(): void {
       void busy(button, error, async () => {
         const name = username.value.trim();
         await addInstructor(courseId, name);
-        reload(`${name} is now an instructor of this course.`);
+        reload(`${name} is invited to teach this course: they join it when they accept.`);
       });
     });
   }
