@@ -237,14 +237,15 @@ class Stack:
             return e.code, json.load(e), dict(e.headers)
 
     def watch(self, run_id: str, *, after: int = 0, origin: str | None = None, timeout: float = 90,
-              max_size: int = 1024**2) -> Watched:
+              max_size: int = 1024**2, client: str | None = None) -> Watched:
         """Follow a run over a real websocket to daphne, as a script does (no ``Origin`` unless
-        given), until the server closes it. Parts of large events are joined. Raises when a
-        message is over ``max_size`` (daphne's own limit is 1 MiB)."""
+        given), until the server closes it, from ``client``'s address when given (as post_as).
+        Parts of large events are joined. Raises when a message is over ``max_size`` (daphne's
+        own limit is 1 MiB)."""
         from websockets.exceptions import ConnectionClosed
         from websockets.sync.client import connect
 
-        headers = {"Origin": origin} if origin else None
+        headers = {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {})} or None
         watched = Watched()
         parts: list[str] = []
         deadline = time.monotonic() + timeout

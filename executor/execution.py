@@ -16,7 +16,7 @@ import redis.exceptions
 from kombu.exceptions import OperationalError
 
 from . import events as ev
-from . import logs, registry, settings
+from . import logs, registry, settings, shares
 from .submit import GRADE_TASK, RECORD_TASK
 from .pool import RunnerPool
 from .runner import protocol
@@ -314,8 +314,18 @@ class Executor:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
+            self._give_share_back(run_id, finished)
         finally:
             self.pool.release(runner)
+
+    def _give_share_back(self, run_id: str, finished: dict) -> None:
+        """The person's share of the executors is theirs again now that the run has ended, not
+        when the recorder stores it (which may trail under a burst); the recorder's release is
+        the backstop, and only one of the two counts."""
+        try:
+            shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
+        except redis.exceptions.RedisError as exc:
+            log.warning("run %s: its share is given back when the recorder stores its end (%s)", run_id, exc)
 
     def _send_grade(self, run_id: str, result: dict) -> None:
         """The grade goes to the recorder before the run's ``finished``, so that whoever sees the

@@ -27,7 +27,7 @@ from executor import logs
 from executor.runner import protocol
 
 from .access import access_run_for_user
-from .clients import scope_client_address
+from .clients import scope_client_key
 from .streams import encode_messages, get_hub
 
 log = logging.getLogger("playground")
@@ -54,6 +54,16 @@ def _stored_events(run_id, after: int, before: int | None = None) -> list[dict]:
     return [e.data for e in events.order_by("seq")[:ev.LOG_MAX_EVENTS]]
 
 
+# A hole in a run's events (its log younger than the run) is waited for this long, asked again
+# this often, before the socket gives up (the client reconnects from where it was).
+HOLE_WAIT_S = 30.0
+HOLE_RETRY_S = 0.25
+
+
+class HoleError(Exception):
+    """Events between what a socket sent and what it has are neither in the log nor stored."""
+
+
 class RunConsumer(AsyncWebsocketConsumer):
     # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
     channel_layer_alias = None
@@ -77,9 +87,10 @@ class RunConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
             return
         logs.set_run(run.id)  # this socket's task logs with its run (executor/logs.py)
-        if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
+        # Counted as every limit is: the account when signed in, else the address (IPv6 per /64).
+        if not await self.hub.take_slot(scope_client_key(self.scope, self.scope.get("user")), self.socket_id):
             await self.close(code=CLOSE_TOO_MANY, reason=(
-                f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))
+                f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})"))
             return
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))
 
@@ -125,16 +136,27 @@ class RunConsumer(AsyncWebsocketConsumer):
 
     async def fill(self, run_id: str, before: int) -> list[tuple[int, str]]:
         """The events between ``last`` and ``before``: from the run's log where it has them, else
-        from the database (a log younger than the run: a Redis that restarted)."""
-        try:
-            entries = await self.hub.redis.xrange(ev.log_key(run_id), ev.stream_id(self.last + 1),
-                                                  ev.stream_id(before - 1))
-        except REDIS_DOWN:
-            entries = []
-        found = [(int(i.split(b"-")[1]), f[b"e"].decode()) for i, f in entries]
-        if len(found) == before - 1 - self.last:
-            return found
-        return [(e["seq"], protocol.dumps(e)) for e in await _stored_events(run_id, self.last, before)]
+        from the database (a log younger than the run: a Redis that restarted). Never fewer: the
+        database may not have them yet (the recorder is behind), so this waits for them, and a
+        socket that cannot have them within HOLE_WAIT_S is closed for the client to come back
+        (1011), rather than skip an event."""
+        deadline = asyncio.get_running_loop().time() + HOLE_WAIT_S
+        missing = before - 1 - self.last
+        while True:
+            try:
+                entries = await self.hub.redis.xrange(ev.log_key(run_id), ev.stream_id(self.last + 1),
+                                                      ev.stream_id(before - 1))
+            except REDIS_DOWN:
+                entries = []
+            found = [(int(i.split(b"-")[1]), f[b"e"].decode()) for i, f in entries]
+            if len(found) == missing:
+                return found
+            stored = [(e["seq"], protocol.dumps(e)) for e in await _stored_events(run_id, self.last, before)]
+            if len(stored) == missing:
+                return stored
+            if asyncio.get_running_loop().time() > deadline:
+                raise HoleError(f"events {self.last + 1}..{before - 1} of run {run_id} are nowhere yet")
+            await asyncio.sleep(HOLE_RETRY_S)
 
     async def catch_up(self, run_id: str) -> bool:
         """Replay what the run has after ``last``; True when it has finished (socket closed)."""

@@ -37,7 +37,7 @@ from django.conf import settings
 from django.dispatch import receiver
 
 from executor import events as ev
-from executor import registry
+from executor import registry, shares
 
 from .actions.errors import ActionError
 from .clients import client_key
@@ -200,22 +200,9 @@ def priority(active_before: int) -> int:
 
 
 def release(run_id: str, *, wall_ms: float | None = None, device: str | None = None) -> None:
-    """The run ended: its slot is free and its seconds are counted."""
-    redis = get_redis()
-    client = redis.get(_client_of(run_id))
-    if client is None:
-        return
-    client = client.decode()
-    pipe = redis.pipeline()
-    pipe.zrem(_active_key(client), run_id)
-    pipe.delete(_client_of(run_id))
-    if wall_ms and device:
-        now = time.time()
-        for window in (3600, 86400):
-            key = _budget_key(client, _kind(device), window, now)
-            pipe.incrbyfloat(key, wall_ms / 1000)
-            pipe.expire(key, window + 60)
-    pipe.execute()
+    """The run ended: its slot is free and its seconds are counted (once, whoever releases first:
+    the executor at the run's end, or this, the recorder's backstop; executor/shares.py)."""
+    shares.release(get_redis(), run_id, wall_ms=wall_ms, kind=_kind(device) if device else None)
 
 
 def client_of(run_id: str) -> str | None:
@@ -224,16 +211,9 @@ def client_of(run_id: str) -> str | None:
     return client.decode() if client is not None else None
 
 
-def _active_key(client: str) -> str:
-    return f"quota:active:{client}"
-
-
-def _client_of(run_id: str) -> str:
-    return f"quota:client:{run_id}"
-
-
-def _budget_key(client: str, kind: str, window: int, now: float) -> str:
-    return f"quota:seconds:{client}:{kind}:{window}:{int(now // window)}"
+_active_key = shares.active_key
+_client_of = shares.client_key
+_budget_key = shares.budget_key
 
 
 @receiver(run_status_changed, dispatch_uid="playground.quotas.release")

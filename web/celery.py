@@ -17,6 +17,13 @@ app.conf.update(COMMON)
 # after the grace), goes to queue "record": routed here, since a task's own queue attribute is
 # deprecated in Celery 5.
 app.conf.task_routes = {"recorder.*": {"queue": "record"}}
+# The recorder takes its tasks in batches: they are small, idempotent and order-free (a run's
+# status only moves forward), so a recorder that read one at a time, as an executor must (its
+# runs wait in Redis by priority, executor/celeryconf.py), only waited between them: with prefetch
+# off, a busy worker's consumer looks at the queue again a second later, and a burst of 600 runs'
+# batches drained at six a second.
+app.conf.worker_disable_prefetch = False
+app.conf.worker_prefetch_multiplier = 32
 app.autodiscover_tasks(["playground", "courses"])
 
 

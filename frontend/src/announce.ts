@@ -5,6 +5,7 @@
 import type { RunEvent } from "./events";
 import type { RunView } from "./run";
 import { statusWord } from "./status";
+import { TerminalModel } from "./terminal";
 
 /** The shortest gap between two announcements of new output. */
 const OUTPUT_EVERY_MS = 3000;
@@ -12,8 +13,8 @@ const LONGEST = 160;
 
 export class Announcer implements RunView {
   private readonly region: HTMLElement;
-  private lines = 0;
-  private lastLine = "";
+  /** The output as the terminal shows it (escape codes gone, a line rewritten by \r once). */
+  private readonly model = new TerminalModel();
   private timer: number | null = null;
   private lastOutputAt = 0;
 
@@ -34,8 +35,7 @@ export class Announcer implements RunView {
 
   reset(): void {
     this.dropPending();
-    this.lines = 0;
-    this.lastLine = "";
+    this.model.clear();
   }
 
   idle(): void {
@@ -49,7 +49,7 @@ export class Announcer implements RunView {
         break;
       case "stdout":
       case "stderr":
-        this.output(typeof event.text === "string" ? event.text : "");
+        this.output(event.type, typeof event.text === "string" ? event.text : "");
         break;
       case "error": {
         this.flush();
@@ -68,22 +68,31 @@ export class Announcer implements RunView {
     }
   }
 
-  private output(text: string): void {
-    const lines = text.split(/\r?\n|\r/).filter((line) => line.trim() !== "");
-    if (lines.length === 0) return;
-    this.lines += lines.length;
-    this.lastLine = lines[lines.length - 1];
+  private output(stream: "stdout" | "stderr", text: string): void {
+    this.model.write(stream, text);
+    if (this.changed().length === 0) return;
     if (this.timer !== null) return;
     const wait = Math.max(0, this.lastOutputAt + OUTPUT_EVERY_MS - Date.now());
     this.timer = window.setTimeout(() => this.flush(), wait);
   }
 
+  /** The lines the terminal shows differently since the last announcement, with text. */
+  private changed(): string[] {
+    return [...this.model.dirty]
+      .sort((a, b) => a - b)
+      .map((i) => this.model.lines[i]?.text() ?? "")
+      .filter((line) => line.trim() !== "");
+  }
+
   private flush(): void {
     this.dropPending();
-    if (this.lines === 0) return;
-    const count = this.lines === 1 ? "" : ` (${this.lines} new lines)`;
-    this.say(`Output${count}: ${clip(this.lastLine)}`);
-    this.lines = 0;
+    const lines = this.changed();
+    this.model.dirty.clear();
+    // Only the line still being written matters for what comes next (a \r rewrites it).
+    this.model.lines = this.model.lines.slice(-1);
+    if (lines.length === 0) return;
+    const count = lines.length === 1 ? "" : ` (${lines.length} new lines)`;
+    this.say(`Output${count}: ${clip(lines[lines.length - 1])}`);
     this.lastOutputAt = Date.now();
   }
 

@@ -75,3 +75,25 @@ def test_a_figure_links_back_to_the_line_that_made_it(page: Page):
     assert page.evaluate("window.playground.editor.getPosition().lineNumber") == 5
     assert page.evaluate("document.activeElement.closest('#editor') !== null")
     assert output(page) == ""
+
+
+def test_a_screen_reader_hears_the_output_as_the_terminal_shows_it(page: Page):
+    """No escape codes in the announcer's words, and a line rewritten with \\r counted once."""
+    page.evaluate("""() => {
+        window.__said = [];
+        const region = document.getElementById("announcer");
+        new MutationObserver(() => region.textContent && window.__said.push(region.textContent))
+            .observe(region, {childList: true, characterData: true, subtree: true});
+    }""")
+    code = (
+        "print('\\x1b[31mred\\x1b[0m plain')\n"
+        "for i in range(5):\n    print(f'\\rprogress {i}', end='')\n"
+        "print()\n"
+        "print('\\x1b[1;32mdone\\x1b[0m')\n"
+    )
+    assert run_code(page, code) == "succeeded"
+    page.wait_for_function("() => window.__said.some(s => s.startsWith('Run '))")
+    said = page.evaluate("() => window.__said")
+    outputs = [s for s in said if s.startswith("Output")]
+    assert outputs == ["Output (3 new lines): done"], said
+    assert not any("\x1b" in s or "[0m" in s for s in said), said
