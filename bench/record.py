@@ -78,7 +78,8 @@ def one_client(stack: Stack, client: str) -> dict:
     watched = stack.watch(run_id, timeout=120, client=client)
     finished = watched.finished
     out = {"run": run_id, "early_close": finished is None, "close_code": watched.close_code,
-           "events": [(e.get("seq"), e.get("type")) for e in watched.events], "seen_at": watched.arrived[-1] if watched.arrived else None,
+           "events": [(e.get("seq"), e.get("type")) for e in watched.events],
+           "seen_at": watched.arrived[-1] if watched.arrived else None,
            "finished_ts": finished["ts"] if finished else None}
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
