@@ -164,3 +164,16 @@ def ms(seconds: float | None, digits: int = 3) -> float | None:
     if seconds is None:
         return None
     return round(seconds * 1000, digits)
+
+
+def leave(channel_fd: int, code: int) -> None:
+    """End a runner: its output and event pipes closed first, so the supervisor need not wait
+    while the kernel takes the process's memory apart (milliseconds, for a fork of a large
+    template); never returns."""
+    for fd in (1, 2, channel_fd):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    os._exit(code)
+

@@ -235,7 +235,7 @@ def serve(channel: EventChannel, stdin) -> None:
 
         hooks.configure({"capture": False})
         serve_analyses(channel, stdin)
-        os._exit(0)
+        common.leave(channel.fd, 0)
     graded = request.get("graded") is True
     hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
 
@@ -248,11 +248,4 @@ def serve(channel: EventChannel, stdin) -> None:
 
         serve_questions(namespace, status, channel, stdin)
     channel.send("exit", status=status)
-    # The supervisor's end of the run: it need not wait while the kernel takes this process's
-    # memory apart (milliseconds, for a fork of a large template).
-    for fd in (1, 2, channel.fd):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    os._exit(0 if status == "succeeded" else 1)
+    common.leave(channel.fd, 0 if status == "succeeded" else 1)
