@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from playground.actions.errors import ActionError
-from playground.ratelimit import check_count, check_rate, count_one, forget
+from web.errors import ActionError
+from web.ratelimit import check_count, check_rate, count_one, forget
 
 from .auth import PREFIX_SHOWN, hash_secret, new_secret
 from .models import ApiToken, Draft

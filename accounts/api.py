@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.http import Http404, HttpResponse, JsonResponse
 
-from playground.actions.errors import ActionError
-from playground.views import api, parse_json
+from web.api import api, parse_json
+from web.errors import ActionError
 
 from .access import access_own_draft, access_own_drafts, access_own_token, access_own_tokens
 from .actions import check_create_token, check_draft_rate, check_save_draft, do_delete_draft, do_revoke_token

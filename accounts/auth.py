@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 
-from playground.actions.errors import ActionError
+from web.errors import ActionError
 
 from .models import ApiToken
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import PermissionDenied
 
-from playground.actions.errors import ActionError
-from playground.clients import request_client_key
+from web.clients import request_client_key
+from web.errors import ActionError
 
 from .actions import check_sign_in
 

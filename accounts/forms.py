@@ -2,8 +2,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 
-from playground.actions.errors import ActionError
-from playground.clients import request_client_key
+from web.clients import request_client_key
+from web.errors import ActionError
 
 from .actions import check_sign_in
 

@@ -11,7 +11,7 @@ from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 
-from playground.clients import request_client_key
+from web.clients import request_client_key
 
 from .actions import do_count_failed_sign_in, do_forget_failed_sign_ins, do_revoke_all_tokens
 

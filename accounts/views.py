@@ -20,12 +20,12 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from playground.actions.errors import ActionError
 from playground.actions.runs import check_delete_run
-from playground.clients import request_client_key
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
 from snippets.models import Snippet
+from web.clients import request_client_key
+from web.errors import ActionError
 
 from .access import access_own_run, access_own_runs, access_own_token, access_own_tokens
 from .actions import check_create_token, check_password_reset, check_sign_up, do_revoke_token

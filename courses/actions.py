@@ -18,12 +18,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from playground import quotas
-from playground.actions.errors import ActionError
 from playground.actions.runs import check_code, do_start_run
-from playground.clients import client_key
-from playground.models import Run
-from playground.ratelimit import check_rate
 from playground.devices import check_device, check_online
+from playground.models import Run
+from web.clients import client_key
+from web.errors import ActionError
+from web.ratelimit import check_rate
 
 from . import checks as checks_source
 from .dashboard import broadcast_on_commit, regrade_item, run_item, submission_item
@@ -48,7 +48,7 @@ REMOVED = ("you were removed from this course by its instructors; ask one of the
 
 
 def _who(user) -> str:
-    """The client key every limit of a signed-in person counts against (``playground.clients``)."""
+    """The client key every limit of a signed-in person counts against (``web.clients``)."""
     return client_key(None, user)
 
 

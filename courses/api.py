@@ -1,4 +1,4 @@
-"""The courses API. Each view: who is asking (``playground.views.api``: a token or the session),
+"""The courses API. Each view: who is asking (``web.api.api``: a token or the session),
 what they may see (``courses.access``: None is a 404, for strangers and for what a role may not
 use alike), one action, the response."""
 
@@ -9,10 +9,10 @@ import io
 
 from django.http import Http404, HttpResponse, JsonResponse
 
-from playground.actions.errors import ActionError
-from playground.clients import request_client_key
 from playground.serializers import run_summary
-from playground.views import api, parse_json, query_int
+from web.api import api, parse_json, query_int
+from web.clients import request_client_key
+from web.errors import ActionError
 
 from . import actions
 from .access import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 
 from executor.runner import grades
-from playground.actions.errors import ActionError
+from web.errors import ActionError
 
 CHECKS_MAX_BYTES = 64 * 1024
 

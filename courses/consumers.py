@@ -26,10 +26,10 @@ from django.utils import timezone
 
 from accounts.auth import token_for_secret
 from accounts.models import ApiToken
-from playground.actions.errors import ActionError
-from playground.clients import scope_client_address, scope_client_key
 from playground.consumers import CLOSE_NOT_FOUND, CLOSE_TOO_MANY
 from playground.streams import get_hub
+from web.clients import scope_client_address, scope_client_key
+from web.errors import ActionError
 
 from .access import access_course_for_user
 from .dashboard import check_snapshot_rate, group_name, snapshot

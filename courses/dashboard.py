@@ -51,7 +51,7 @@ from django.utils import timezone
 
 from executor import events as ev
 from playground.models import Run, RunEvent
-from playground.ratelimit import check_rate
+from web.ratelimit import check_rate
 
 from .models import GRADED, STUDENT, Assignment, Course, CourseRun, Grading, Membership, Submission
 
@@ -68,7 +68,7 @@ HISTOGRAM_BINS = 10
 
 
 def check_snapshot_rate(who: str) -> None:
-    """A snapshot reads the whole class: a client (``playground.clients.client_key``) may take
+    """A snapshot reads the whole class: a client (``web.clients.client_key``) may take
     DASHBOARD_RATE_LIMIT_PER_MINUTE a minute (a page open on it takes one, then updates)."""
     check_rate("dashboard", who, settings.DASHBOARD_RATE_LIMIT_PER_MINUTE, 60, "dashboard snapshots")
 

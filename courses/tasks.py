@@ -4,7 +4,7 @@ sent by the executor by name, and the settling of a grading whose run ended with
 from __future__ import annotations
 
 from executor import submit
-from playground.tasks import recorder_task
+from web.tasks import recorder_task
 
 from .grading import do_record_grade, do_settle_grading, do_settle_stale_gradings
 

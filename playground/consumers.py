@@ -25,9 +25,9 @@ from django.conf import settings
 from executor import events as ev
 from executor import logs
 from executor.runner import protocol
+from web.clients import scope_client_key
 
 from .access import access_run_for_user
-from .clients import scope_client_key
 from .streams import encode_messages, get_hub
 
 log = logging.getLogger("playground")

@@ -13,7 +13,8 @@ from django.conf import settings
 
 from executor import registry
 
-from .actions.errors import ActionError
+from web.errors import ActionError
+
 from .redis import get_redis
 
 

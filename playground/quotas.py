@@ -1,6 +1,6 @@
 """Fair shares of the executors, per client: admission in front of Celery's queues.
 
-    client    ``playground.clients.client_key``: a signed-in account ("user:<id>") and only it,
+    client    ``web.clients.client_key``: a signed-in account ("user:<id>") and only it,
               else its address; an IPv6 address counts per /64 (one host holds a whole /64:
               rotating through it must not buy more runs)
     active    runs queued or running at once, at most RUN_MAX_ACTIVE_PER_CLIENT: one person
@@ -39,9 +39,10 @@ from django.dispatch import receiver
 from executor import events as ev
 from executor import registry, shares
 
-from .actions.errors import ActionError
-from .clients import client_key
-from .ratelimit import check_rate
+from web.clients import client_key
+from web.errors import ActionError
+from web.ratelimit import check_rate
+
 from .redis import get_redis
 from .signals import run_status_changed
 

@@ -3,33 +3,10 @@ one action and returns; the executor sends them by name and never imports this m
 
 from __future__ import annotations
 
-from functools import wraps
-
-from executor import logs, submit
-from web.celery import app
+from executor import submit
+from web.tasks import recorder_task
 
 from .actions.runs import do_reap_lost_runs, do_record_events
-
-
-def recorder_task(name: str, **options):
-    """Every recorder task: an explicit name, the record queue, no result, a bounded retry on
-    database hiccups (recording is idempotent, so a retry is safe); one whose first argument is
-    ``run_id`` logs with the run."""
-
-    def decorate(fn):
-        settings = {"ignore_result": True, "autoretry_for": (Exception,),
-                    "retry_backoff": 1, "retry_backoff_max": 30, "max_retries": 5, **options}
-
-        @app.task(name=name, **settings)
-        @wraps(fn)
-        def task(*args, **kwargs):
-            # Every line logged meanwhile names the run it is about, if any (executor/logs.py).
-            with logs.run_context(logs.run_argument(fn, args, kwargs)):
-                return fn(*args, **kwargs)
-
-        return task
-
-    return decorate
 
 
 @recorder_task(submit.RECORD_TASK)

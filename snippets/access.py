@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
-from playground.actions.errors import ActionError
+from web.errors import ActionError
 
 from .models import Snippet
 

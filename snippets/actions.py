@@ -9,11 +9,11 @@ from django.utils import timezone
 
 from executor import events as ev
 from playground.access import access_run_for_user
-from playground.actions.errors import ActionError
 from playground.actions.runs import check_code
-from playground.models import Run, RunEvent
-from playground.ratelimit import check_rate
 from playground.devices import check_device, describe
+from playground.models import Run, RunEvent
+from web.errors import ActionError
+from web.ratelimit import check_rate
 
 from .models import Snippet
 from .slugs import content_hash, slug_candidates
@@ -36,7 +36,7 @@ def _optional_text(payload: dict, name: str, limit: int) -> str:
 
 def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     """Validate a share and save it; (snippet, created). The same content gives the same snippet.
-    ``client``: who shares it (``playground.clients.client_key``), whom the hourly limit counts."""
+    ``client``: who shares it (``web.clients.client_key``), whom the hourly limit counts."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))

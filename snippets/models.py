@@ -23,7 +23,7 @@ class Snippet(models.Model):
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="snippets")
-    # Who shared it (playground.clients.client_key: the account, else the address): a snippet
+    # Who shared it (web.clients.client_key: the account, else the address): a snippet
     # shared unrun keeps the first run of its code that they start, and no one else's.
     sharer_key = models.CharField(max_length=80, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

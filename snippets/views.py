@@ -16,9 +16,10 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from executor import events as ev
-from playground.actions.errors import ActionError
-from playground.clients import request_client_key
-from playground.views import api, page_context, parse_json, query_int
+from playground.views import page_context
+from web.api import api, parse_json, query_int
+from web.clients import request_client_key
+from web.errors import ActionError
 
 from . import markdown
 from .access import access_own_snippets, access_snippet_for_user

@@ -13,7 +13,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 app = Celery("web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(COMMON)
-# Every recorder task (playground.tasks.recorder_task), however it is sent (a retry, a settle
+# Every recorder task (web.tasks.recorder_task), however it is sent (a retry, a settle
 # after the grace), goes to queue "record": routed here, since a task's own queue attribute is
 # deprecated in Celery 5.
 app.conf.task_routes = {"recorder.*": {"queue": "record"}}

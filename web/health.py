@@ -29,9 +29,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from executor import registry
-from playground.actions.errors import ActionError
-from playground.clients import client_address, client_key
-from playground.ratelimit import check_rate
+from web.clients import client_address, client_key
+from web.errors import ActionError
+from web.ratelimit import check_rate
 
 DATABASE_TIMEOUT_S = 2
 REDIS_TIMEOUT_S = 1.0

@@ -1,5 +1,5 @@
 """Fixed-window rate limits in Redis, shared by every web process: runs, snippets, sign-ups,
-sign-ins, drafts, dashboards. ``who`` is a client key (``playground.clients.client_key``) or,
+sign-ins, drafts, dashboards. ``who`` is a client key (``web.clients.client_key``) or,
 for sign-in failures, an account's name. Every refusal is the same 429: ``{"error", "limit":
 "rate", "retry_after"}`` and a Retry-After."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from .actions.errors import ActionError
-from .redis import get_redis
+from .errors import ActionError
+from playground.redis import get_redis
 
 
 def _key(bucket: str, who: str, window_s: int, now: float) -> str:

@@ -11,8 +11,8 @@ import subprocess
 from django.conf import settings
 from ruff.__main__ import find_ruff_bin
 
-from ..ratelimit import check_rate
-from .errors import ActionError
+from web.errors import ActionError
+from web.ratelimit import check_rate
 
 TIMEOUT_S = 5
 # A line magic (%timeit, %time, %%...) or a shell line (!pip ...), at any indentation.

@@ -15,11 +15,11 @@ from django.db.models import ProtectedError
 from executor import events as ev
 from executor import registry, submit
 from executor.runner import protocol
+from web.errors import ActionError
 
 from ..models import Run, RunEvent
 from ..signals import run_status_changed
 from .. import devices, quotas
-from .errors import ActionError
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")

@@ -230,7 +230,7 @@ def test_while_redis_is_away_sign_ins_are_refused_not_let_through_uncounted(alic
     import redis
 
     from bench.stack import free_port
-    from playground import ratelimit
+    from web import ratelimit
 
     away = redis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=0.5)
     monkeypatch.setattr(ratelimit, "get_redis", lambda: away)

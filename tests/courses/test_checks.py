@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from courses.checks import declared_checks, max_score, validate_checks
-from playground.actions.errors import ActionError
+from web.errors import ActionError
 
 from .helpers import CHECKS, DECLARED
 

@@ -146,7 +146,7 @@ def test_the_executor_names_the_run_for_the_whole_execution(lines):
 
 
 def test_a_recorder_task_about_a_run_names_it(lines):
-    from playground.tasks import recorder_task
+    from web.tasks import recorder_task
 
     @recorder_task("tests.ops.probe_run")
     def probe_run(run_id: str, events: list) -> None:

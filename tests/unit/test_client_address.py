@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import RequestFactory
 
-from playground.views import client_address
+from web.api import client_address
 
 
 def request(remote: str, forwarded: str | None = None):
