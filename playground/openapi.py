@@ -1,0 +1,159 @@
+"""The runs' part of the OpenAPI document (web/openapi.py): devices, runs, the formatter."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from executor import events as ev
+from web.openapi import DEVICE_PATTERN, error, reply
+
+RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+
+
+def paths() -> dict:
+    return {
+        "/api/devices": {"get": {
+            "summary": "Device kinds and their live availability",
+            "operationId": "listDevices",
+            "responses": {"200": reply("DeviceList", "Every known device kind")},
+        }},
+        "/api/runs": {"post": {
+            "summary": "Start a run",
+            "operationId": "startRun",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
+            "responses": {
+                "201": reply("RunSummary", "The run was queued"),
+                "400": error("Bad input: malformed JSON, missing or non-string code, code too large, "
+                             "unknown device"),
+                "415": error("The body is not JSON"),
+                "429": error("Too many runs from this client; see Retry-After"),
+                "503": error("No executor of that kind is online"),
+            },
+        }},
+        "/api/runs/{run_id}": {"get": {
+            "summary": "A run's status and its events so far, a page at a time",
+            "operationId": "getRun",
+            "parameters": [
+                RUN_ID,
+                {"name": "after", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 0, "default": 0},
+                 "description": "Only events with a larger seq (the previous page's events_next)"},
+                {"name": "limit", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1},
+                 "description": "Events per page, at most RUN_EVENTS_PAGE (1000 by default)"},
+            ],
+            "responses": {"200": reply("RunDetail", "The run"), "400": error("A bad after or limit"),
+                          "404": error("No such run")},
+        }},
+        "/api/runs/{run_id}/cancel": {"post": {
+            "summary": "Cancel a queued or running run",
+            "operationId": "cancelRun",
+            "parameters": [RUN_ID],
+            "responses": {
+                "202": reply("CancelResult", "Cancelled, or cancelling within a second"),
+                "404": error("No such run"),
+                "409": error("The run already finished"),
+            },
+        }},
+        "/api/format": {"post": {
+            "summary": "Format code with ruff's formatter (%-magics and !-lines kept as they are)",
+            "operationId": "formatCode",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"],
+                "properties": {"code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES}}}}}},
+            "responses": {"200": {"description": "The formatted code", "content": {"application/json": {
+                "schema": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
+                          "400": error("Malformed"), "413": error("Too long"),
+                          "422": error("Not valid Python (the message names the line)"),
+                          "429": error("Too many requests")},
+        }},
+    }
+
+
+def schemas() -> dict:
+    kinds = list(settings.RUN_DEVICE_KINDS)
+    nullable_num = {"type": ["number", "null"]}
+    return {
+        "RunRequest": {"type": "object", "required": ["code"], "properties": {
+            "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES,
+                     "description": f"At most {settings.RUN_MAX_CODE_BYTES} bytes of UTF-8"},
+            "device": {"type": "string", "pattern": DEVICE_PATTERN, "default": settings.RUN_DEFAULT_DEVICE,
+                       "description": "A kind (cpu, gpu, tpu), or a specific device kind of one (gpu:h200, "
+                                      "as GET /api/devices lists them); 503 when none is online"},
+            "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
+                        "snippet shared unrun keeps its first run as its saved output"},
+        }},
+        "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "status": {"type": "string", "enum": list(ev.STATUSES)},
+            "device": {"type": "string", "pattern": DEVICE_PATTERN,
+                       "description": "What the run asked for: a kind (cpu, gpu, tpu) or a specific "
+                                      "device kind of one (gpu:h200)"},
+            "ws": {"type": "string", "description": "Websocket path of the run's events"},
+        }},
+        "RunDetail": {"allOf": [{"$ref": "#/components/schemas/RunSummary"}, {
+            "type": "object",
+            "required": ["created_at", "events"],
+            "properties": {
+                "message": {"type": "string"},
+                "worker": {"type": "string"},
+                "ran_on": {"type": "string", "description": "The device string of the worker it ran on "
+                                                            "(gpu:h200); empty before it started"},
+                "device_kind": {"type": "string", "description": "The device kind jax named (NVIDIA H200)"},
+                "code": {"type": "string"},
+                "created_at": {"type": "string", "format": "date-time"},
+                "started_at": {"type": ["string", "null"], "format": "date-time"},
+                "finished_at": {"type": ["string", "null"], "format": "date-time"},
+                "wall_ms": nullable_num, "cpu_ms": nullable_num,
+                "peak_memory_kb": {"type": ["integer", "null"]},
+                "events": {"type": "array", "items": {"$ref": "#/components/schemas/Event"},
+                           "description": "One page of the run's events, in seq order"},
+                "events_next": {"type": ["integer", "null"],
+                                "description": "Pass as ?after= for the next page; null on the last"},
+            },
+        }]},
+        "CancelResult": {"type": "object", "required": ["id", "status"], "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "status": {"type": "string", "enum": list(ev.STATUSES)},
+        }},
+        "Event": {"type": "object", "required": ["seq", "type"], "properties": {
+            "seq": {"type": "integer", "minimum": 1},
+            "type": {"type": "string", "enum": list(ev.EVENT_TYPES)},
+        }, "additionalProperties": True},
+        "Device": {"type": "object", "required": ["kind", "online", "workers", "queue_depth"], "properties": {
+            "kind": {"type": "string", "enum": kinds},
+            "online": {"type": "boolean"},
+            "workers": {"type": "integer"},
+            "slots": {"type": "integer"},
+            "busy": {"type": "integer"},
+            "warm_runners": {"type": "integer"},
+            "pool_size": {"type": "integer"},
+            "platform": {"type": ["string", "null"]},
+            "device_kind": {"type": ["string", "null"]},
+            "device_count": {"type": ["integer", "null"]},
+            "jax_version": {"type": ["string", "null"]},
+            "libraries": {"type": "object", "additionalProperties": {"type": "string"},
+                          "description": "Libraries importable in runs, with their versions"},
+            "sandboxed": {"type": ["boolean", "null"]},
+            "queue_depth": {"type": "integer", "description": "Runs waiting in the kind's own queue"},
+            "free_runners": {"type": "integer", "description": "Slots not running a run now"},
+            "memory_bytes": {"type": ["integer", "null"],
+                             "description": "Memory of one device (a GPU's or TPU's; on CPU the host's)"},
+            "jaxlib_version": {"type": ["string", "null"]},
+            "specific": {"type": "array", "description": "The specific device kinds online (gpu:h200)",
+                         "items": {"type": "object", "required": ["device", "workers", "queue_depth"],
+                                   "properties": {
+                "device": {"type": "string", "pattern": DEVICE_PATTERN},
+                "workers": {"type": "integer"}, "slots": {"type": "integer"}, "busy": {"type": "integer"},
+                "free_runners": {"type": "integer"}, "queue_depth": {"type": "integer"},
+                "platform": {"type": ["string", "null"]}, "device_kind": {"type": ["string", "null"]},
+                "device_count": {"type": ["integer", "null"]}, "memory_bytes": {"type": ["integer", "null"]},
+                "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
+            }}},
+        }},
+        "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {
+            "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}},
+            "server_time": {"type": "number",
+                            "description": "The server's clock, Unix seconds (events' ts are on it)"}}},
+    }

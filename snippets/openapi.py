@@ -1,0 +1,91 @@
+"""The snippets' part of the OpenAPI document (web/openapi.py): sharing, a snippet, one's own."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from web.openapi import DEVICE, error, reply
+
+SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def paths() -> dict:
+    return {
+        "/api/snippets": {"post": {
+            "summary": "Share code as an immutable snippet (the same content gives the same slug)",
+            "operationId": "createSnippet",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/SnippetRequest"}}}},
+            "responses": {"201": reply("SnippetCreated", "A new snippet"),
+                          "200": reply("SnippetCreated", "This content was shared before: its snippet"),
+                          "400": error("Bad input"), "403": error("CSRF check failed (cookie sessions)"),
+                          "429": error("Too many snippets from this client or account; see Retry-After")},
+        }},
+        "/api/snippets/{slug}": {"get": {
+            "summary": "A snippet: code, title, description, versions, parent and forks, its saved run",
+            "operationId": "getSnippet",
+            "parameters": [SLUG],
+            "responses": {"200": reply("Snippet", "The snippet"), "404": error("No such snippet"),
+                          "410": error("Removed by the staff")},
+        }},
+        "/api/me/snippets": {"get": {
+            "summary": "Your snippets (signed in, or a token), newest first; q searches",
+            "operationId": "listMySnippets",
+            "parameters": [{"name": "q", "in": "query", "required": False, "schema": {"type": "string"}},
+                           {"name": "page", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1}}],
+            "responses": {"200": reply("SnippetList", "One page"), "401": error("Not signed in")},
+        }},
+        "/api/me/snippets/{slug}": {"delete": {
+            "summary": "Delete one of your snippets: off your list and search engines; its link still works",
+            "operationId": "deleteMySnippet",
+            "parameters": [SLUG],
+            "responses": {"204": {"description": "Deleted"}, "401": error("Not signed in"),
+                          "404": error("No such snippet of yours")},
+        }},
+    }
+
+
+def schemas() -> dict:
+    return {
+        "SnippetRequest": {"type": "object", "required": ["code"], "properties": {
+            "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+            "title": {"type": "string", "maxLength": 200},
+            "description": {"type": "string", "maxLength": 10000, "description": "Markdown"},
+            "device": DEVICE,
+            "run": {"type": "string", "format": "uuid",
+                    "description": "The run it is shared from (kept when its code and device are these)"},
+            "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
+        }},
+        "SnippetCreated": {"type": "object", "required": ["slug", "url", "created"], "properties": {
+            "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"},
+            "created": {"type": "boolean"}, "run": {"type": ["string", "null"]},
+        }},
+        "SnippetSummary": {"type": "object", "required": ["slug", "url", "title", "device", "created_at"],
+                           "properties": {
+            "slug": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
+            "device": DEVICE, "created_at": {"type": "string", "format": "date-time"},
+            "first_line": {"type": "string"},
+        }},
+        "Snippet": {"allOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {
+            "type": "object",
+            "required": ["code", "description", "jax_version", "parent", "forks", "run", "links"],
+            "properties": {
+                "code": {"type": "string"}, "description": {"type": "string"},
+                "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
+                "options": {"type": "object"},
+                "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
+                "owner": {"type": ["string", "null"]},
+                "parent": {"oneOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {"type": "null"}]},
+                "forks": {"type": "array", "items": {"$ref": "#/components/schemas/SnippetSummary"}},
+                "forks_count": {"type": "integer"},
+                "run": {"oneOf": [{"$ref": "#/components/schemas/RunDetail"}, {"type": "null"}],
+                        "description": "The saved run with (a page of) its events"},
+                "links": {"type": "object", "additionalProperties": {"type": "string"}},
+            },
+        }]},
+        "SnippetList": {"type": "object", "required": ["snippets", "next_page"], "properties": {
+            "snippets": {"type": "array", "items": {"$ref": "#/components/schemas/SnippetSummary"}},
+            "next_page": {"type": ["integer", "null"]},
+        }},
+    }
