@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from web.api import text
 from web.errors import ActionError
 from web.ratelimit import check_count, check_rate, count_one, forget
 
@@ -96,14 +97,7 @@ def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
         payload = {}
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object (or empty)")
-    name = payload.get("name", "")
-    if name is None:
-        name = ""
-    if not isinstance(name, str):
-        raise ActionError("'name' must be a string")
-    name = name.strip()
-    if len(name) > TOKEN_NAME_MAX:
-        raise ActionError(f"'name' is {len(name)} characters; the limit is {TOKEN_NAME_MAX}")
+    name = text(payload, "name", TOKEN_NAME_MAX, strip=True, unit="characters", default="")
     days = payload.get("expires_in_days")
     if days is not None and (isinstance(days, bool) or not isinstance(days, int)
                              or not 1 <= days <= TOKEN_EXPIRY_DAYS_MAX):
@@ -178,17 +172,9 @@ def check_save_draft(key: str, payload, *, user) -> Draft:
         raise ActionError("a draft's key is 'own', 'example:<slug>', 'snippet:<slug>' or 'assignment:<id>'", status=404)
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object {code, title?}")
-    code, title = payload.get("code"), payload.get("title", "")
-    if not isinstance(code, str):
-        raise ActionError("'code' must be a string")
-    size = len(code.encode("utf-8", "surrogatepass"))
-    if size > settings.RUN_MAX_CODE_BYTES:
-        raise ActionError(f"the code is {size} bytes; a draft may hold at most {settings.RUN_MAX_CODE_BYTES} bytes "
-                          f"(as much as a run)", status=413)
-    if title is None:
-        title = ""
-    if not isinstance(title, str) or len(title) > DRAFT_TITLE_MAX:
-        raise ActionError(f"'title' must be a string of at most {DRAFT_TITLE_MAX} characters")
+    # A draft holds as much code as a run.
+    code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
+    title = text(payload, "title", DRAFT_TITLE_MAX, unit="characters", default="")
     return do_save_draft(user, key, code, title)
 
 

@@ -42,11 +42,11 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-def bearer_secret(request) -> str | None:
-    """The token in ``Authorization: Bearer <token>``; None without one. Another scheme (Basic, from
-    a proxy's password in front of the site, say) is not ours and is ignored."""
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    scheme, _, secret = header.strip().partition(" ")
+def bearer_secret(authorization: str | None) -> str | None:
+    """The token in an ``Authorization: Bearer <token>`` header (its value: a request's or a
+    websocket's); None without one. Another scheme (Basic, from a proxy's password in front of the
+    site, say) is not ours and is ignored."""
+    scheme, _, secret = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer":
         return None
     return secret.strip()
@@ -72,7 +72,7 @@ def authenticate_api_request(request) -> None:
     request), or raise a 401 for a bad token and a 403 for a session request without its CSRF
     token."""
     request.auth_token = None
-    secret = bearer_secret(request)
+    secret = bearer_secret(request.META.get("HTTP_AUTHORIZATION"))
     if secret is not None:
         token = token_for_secret(secret)
         if token is None:

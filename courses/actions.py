@@ -21,6 +21,7 @@ from playground import quotas
 from playground.actions.runs import check_code, do_start_run
 from playground.devices import check_device, check_online
 from playground.models import Run
+from web.api import text
 from web.clients import client_key
 from web.errors import ActionError
 from web.ratelimit import check_rate
@@ -52,23 +53,6 @@ def _who(user) -> str:
     return client_key(None, user)
 
 
-def _text(payload: dict, name: str, limit: int, *, required: bool = False, strip: bool = False) -> str | None:
-    """A string field: None when absent (and not required)."""
-    if name not in payload or payload[name] is None:
-        if required:
-            raise ActionError(f"'{name}' is required")
-        return None
-    value = payload[name]
-    if not isinstance(value, str):
-        raise ActionError(f"'{name}' must be a string")
-    if strip:
-        value = value.strip()
-    size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > limit:
-        raise ActionError(f"'{name}' is {size} bytes; the limit is {limit}", status=413 if limit > 1000 else 400)
-    return value
-
-
 def _object(payload) -> dict:
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
@@ -84,7 +68,7 @@ def _not_archived(course: Course) -> None:
 
 def check_create_course(payload, *, user) -> Course:
     payload = _object(payload)
-    title = _text(payload, "title", TITLE_MAX, required=True, strip=True)
+    title = text(payload, "title", TITLE_MAX, required=True, strip=True)
     if not title:
         raise ActionError("'title' must not be empty")
     check_rate("courses", _who(user), COURSES_PER_HOUR, 3600, "courses created")
@@ -111,7 +95,7 @@ def normalize_join_code(code: str) -> str:
 
 def check_join_course(payload, *, user) -> Membership:
     payload = _object(payload)
-    code = _text(payload, "code", 64, required=True)
+    code = text(payload, "code", 64, required=True)
     check_join_rate(user)
     code = normalize_join_code(code)
     if len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
@@ -162,7 +146,7 @@ def check_add_member(acting: Membership, payload) -> dict:
     payload = _object(payload)
     course = acting.course
     _not_archived(course)
-    username = _text(payload, "username", 150, required=True, strip=True)
+    username = text(payload, "username", 150, required=True, strip=True)
     if not username:
         raise ActionError("'username' must not be empty")
     role = payload.get("role", INSTRUCTOR)
@@ -352,14 +336,15 @@ def _parse_limits(value) -> dict:
 
 def _assignment_fields(payload: dict, *, creating: bool) -> dict:
     fields: dict = {}
-    title = _text(payload, "title", TITLE_MAX, required=creating, strip=True)
+    title = text(payload, "title", TITLE_MAX, required=creating, strip=True)
     if title is not None:
         if not title:
             raise ActionError("'title' must not be empty")
         fields["title"] = title
     for name, limit in (("description", DESCRIPTION_MAX), ("starter_code", settings.RUN_MAX_CODE_BYTES),
                         ("checks", checks_source.CHECKS_MAX_BYTES)):
-        value = _text(payload, name, limit)
+        # A long field over its limit is a body too large (413); a short one, bad input.
+        value = text(payload, name, limit, status=413 if limit > 1000 else 400)
         if value is not None:
             fields[name] = value
     if "checks" in fields:

@@ -24,7 +24,7 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.auth import token_for_secret
+from accounts.auth import bearer_secret, token_for_secret
 from accounts.models import ApiToken
 from playground.consumers import CLOSE_NOT_FOUND, CLOSE_TOO_MANY
 from playground.streams import get_hub
@@ -41,10 +41,8 @@ TOKEN_RECHECK_S = 60.0
 
 def _bearer(scope) -> str | None:
     for name, value in scope.get("headers", ()):
-        if name == b"authorization":
-            scheme, _, secret = value.decode("latin1").strip().partition(" ")
-            if scheme.lower() == "bearer":
-                return secret.strip()
+        if name == b"authorization" and (secret := bearer_secret(value.decode("latin1"))) is not None:
+            return secret
     return None
 
 

@@ -12,6 +12,7 @@ from playground.access import access_run_for_user
 from playground.actions.runs import check_code
 from playground.devices import check_device, describe
 from playground.models import Run, RunEvent
+from web.api import text
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
@@ -22,26 +23,14 @@ TITLE_MAX = 200
 DESCRIPTION_MAX = 10_000
 
 
-def _optional_text(payload: dict, name: str, limit: int) -> str:
-    value = payload.get(name)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise ActionError(f"'{name}' must be a string")
-    value = value.strip()
-    if len(value) > limit:
-        raise ActionError(f"'{name}' is {len(value)} characters; the limit is {limit}")
-    return value
-
-
 def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     """Validate a share and save it; (snippet, created). The same content gives the same snippet.
     ``client``: who shares it (``web.clients.client_key``), whom the hourly limit counts."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
-    title = _optional_text(payload, "title", TITLE_MAX)
-    description = _optional_text(payload, "description", DESCRIPTION_MAX)
+    title = text(payload, "title", TITLE_MAX, strip=True, unit="characters", default="")
+    description = text(payload, "description", DESCRIPTION_MAX, strip=True, unit="characters", default="")
     run = None
     if payload.get("run") is not None:
         run = access_run_for_user(payload["run"], user)

@@ -1,6 +1,6 @@
-"""The JSON API's furniture, shared by every app's views: the ``api`` decorator (methods, who is
-asking, errors as JSON), the body and query parsers, and the address a request's limits count
-against."""
+"""The JSON API's furniture, shared by every app's views and actions: the ``api`` decorator
+(methods, who is asking, errors as JSON), the body and query parsers, the one validator of a
+text field (``text``), and the address a request's limits count against."""
 
 from __future__ import annotations
 
@@ -74,6 +74,26 @@ def parse_json(request):
         return json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ActionError(f"the body is not valid JSON: {exc}") from None
+
+
+def text(payload: dict, name: str, limit: int, *, required: bool = False, strip: bool = False,
+         unit: str = "bytes", default: str | None = None, status: int = 400) -> str | None:
+    """A string field of a JSON object, at most ``limit`` ``unit`` long ("bytes" of UTF-8 or
+    "characters"), stripped first with ``strip``. Absent or null: ``default``, or a 400 "is
+    required" when ``required``; not a string, a 400; too long, ``status``."""
+    value = payload.get(name)
+    if value is None:
+        if required:
+            raise ActionError(f"'{name}' is required")
+        return default
+    if not isinstance(value, str):
+        raise ActionError(f"'{name}' must be a string")
+    if strip:
+        value = value.strip()
+    size = len(value.encode("utf-8", errors="surrogatepass")) if unit == "bytes" else len(value)
+    if size > limit:
+        raise ActionError(f"'{name}' is {size} {unit}; the limit is {limit}", status=status)
+    return value
 
 
 def query_int(request, name: str, default: int, *, minimum: int = 0, maximum: int | None = None) -> int:
