@@ -1,9 +1,17 @@
-"""What other apps may hear about runs, without playground knowing them (courses' dashboard).
+"""What other apps may hear about runs, without playground knowing them (courses' dashboard,
+snippets' saved runs).
 
+    run_started(run, payload, who)      sent by check_start_run once the run is queued (before
+                                        its commit): the request's JSON object and the client
+                                        key it counts against
+    run_cancelling(run, who)            sent by check_cancel_run before it cancels: a receiver
+                                        refuses by raising ActionError (which the caller sees)
     run_status_changed(run_id, status)  sent by the recorder once the stored status moved
                                         (running, then the terminal one), after its commit
 """
 
 from django.dispatch import Signal
 
+run_started = Signal()
+run_cancelling = Signal()
 run_status_changed = Signal()

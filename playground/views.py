@@ -77,10 +77,7 @@ def api_run_cancel(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
         raise Http404("no such run")
-    from snippets.access import check_may_cancel
-
-    check_may_cancel(run, clients.request_client_key(request))
-    status = check_cancel_run(run)
+    status = check_cancel_run(run, who=clients.request_client_key(request))
     return JsonResponse({"id": str(run.id), "status": status}, status=202)
 
 

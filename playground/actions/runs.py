@@ -18,7 +18,7 @@ from executor.runner import protocol
 from web.errors import ActionError
 
 from ..models import Run, RunEvent
-from ..signals import run_status_changed
+from ..signals import run_cancelling, run_started, run_status_changed
 from .. import devices, quotas
 from ..redis import get_event_log, get_redis
 
@@ -44,10 +44,7 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
     except BaseException:
         quotas.release(str(run_id))
         raise
-    if snippet:
-        from snippets.actions import do_attach_first_run
-
-        do_attach_first_run(snippet, run, who=who)
+    run_started.send(sender=Run, run=run, payload=payload, who=who)
     return run
 
 
@@ -178,7 +175,9 @@ def _number(value, kind=float):
 
 # Cancelling --------------------------------------------------------------------------------------
 
-def check_cancel_run(run: Run) -> str:
+def check_cancel_run(run: Run, *, who: str) -> str:
+    """``who``: the client key of whoever asks (a receiver of ``run_cancelling`` may refuse them)."""
+    run_cancelling.send(sender=Run, run=run, who=who)
     if run.is_finished:
         raise ActionError(f"the run already finished ({run.status})", status=409)
     return do_cancel_run(run)
