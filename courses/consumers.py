@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from accounts.auth import bearer_secret, token_for_secret
 from accounts.models import ApiToken
-from playground.consumers import CLOSE_NOT_FOUND, CLOSE_TOO_MANY
+from executor.runner import protocol
 from playground.streams import get_hub
 from web.clients import scope_client_address, scope_client_key
 from web.errors import ActionError
@@ -35,7 +35,6 @@ from .access import access_course_for_user
 from .dashboard import check_snapshot_rate, group_name, snapshot
 from .models import INSTRUCTOR
 
-CLOSE_TOKEN_GONE = 4401
 TOKEN_RECHECK_S = 60.0
 
 
@@ -95,16 +94,16 @@ class CourseConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         found = await _instructor_of(self.scope["url_route"]["kwargs"]["course_id"], self.scope)
         if found is None:
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such course")
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such course")
             return
         user, course_id, token = found
         self.user_id = user.pk
         refused = await _check_snapshot_rate(scope_client_key(self.scope, user))
         if refused is not None:
-            await self.close(code=CLOSE_TOO_MANY, reason=refused[:120])
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=refused[:120])
             return
         if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
-            await self.close(code=CLOSE_TOO_MANY, reason=(
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
                 f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))
             return
         if token is not None:
@@ -127,7 +126,7 @@ class CourseConsumer(AsyncJsonWebsocketConsumer):
                 return
 
     async def _token_gone(self, reason: str) -> None:
-        await self.close(code=CLOSE_TOKEN_GONE, reason=reason)
+        await self.close(code=protocol.CLOSE_CODES["unauthorized"], reason=reason)
 
     async def disconnect(self, code):
         if self.watcher is not None and self.watcher is not asyncio.current_task():
@@ -147,6 +146,6 @@ class CourseConsumer(AsyncJsonWebsocketConsumer):
     async def course_update(self, event):
         item = event["item"]
         if item.get("kind") == "member" and item.get("user") == self.user_id and item.get("role") != INSTRUCTOR:
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such course")
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such course")
             return
         await self.send_json({"type": "update", "item": item})

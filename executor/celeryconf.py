@@ -9,6 +9,9 @@ playground/quotas.py) and where any node that frees first can take it, rather th
 buffer of a worker whose slots are all busy (executor/worker.py wakes its consumer when a slot
 frees)."""
 
+# The recorder's queue, unless RECORD_QUEUE says otherwise (both settings files read it).
+RECORD_QUEUE = "record"
+
 COMMON = {
     "task_serializer": "json",
     "accept_content": ["json"],
@@ -20,5 +23,5 @@ COMMON = {
     "worker_disable_prefetch": True,
     "broker_connection_retry_on_startup": True,
     "worker_hijack_root_logger": False,
-    "task_default_queue": "record",
+    "task_default_queue": RECORD_QUEUE,
 }

@@ -21,6 +21,9 @@ import time
 
 ONLINE_WINDOW_S = 15.0
 
+# The device kinds, the web side's (RUN_DEVICE_KINDS) and the executor's (EXECUTOR_KIND).
+KINDS = ("cpu", "gpu", "tpu")
+
 DEVICE_PATTERN = re.compile(r"^(cpu|gpu|tpu)(:[a-z0-9][a-z0-9._-]{0,31})?$")
 # Vendor words that say nothing a device string needs: "NVIDIA H200" is gpu:h200.
 _VENDOR_WORDS = re.compile(r"^(nvidia|amd|google|tesla)\s+|^tpu\s+", re.IGNORECASE)

@@ -8,11 +8,10 @@ that says how to fix it.
 
 from __future__ import annotations
 
-from . import registry
+from . import celeryconf, registry
 from .envvars import ImproperlyConfigured, env_bool, env_choice, env_int, env_list, env_str
 from .sandbox import Limits, cpu_seconds_for
 
-KINDS = ("cpu", "gpu", "tpu")
 # A device string: a kind, or a kind and a specific device kind ("gpu:h200", "tpu:v5-lite").
 DEVICE_PATTERN = registry.DEVICE_PATTERN
 
@@ -28,7 +27,7 @@ if DEVICE_KIND and not DEVICE_PATTERN.fullmatch(DEVICE_KIND if ":" in DEVICE_KIN
         "gpu:h200 (lower-case letters, digits, '.', '_' and '-', at most 32)"
     )
 _configured_kind, _, SPECIFIC = DEVICE_KIND.rpartition(":")
-KIND = env_choice("EXECUTOR_KIND", _configured_kind or "cpu", KINDS)
+KIND = env_choice("EXECUTOR_KIND", _configured_kind or "cpu", registry.KINDS)
 if _configured_kind and _configured_kind != KIND:
     raise ImproperlyConfigured(
         f"EXECUTOR_DEVICE_KIND={DEVICE_KIND!r} is a {_configured_kind} kind but EXECUTOR_KIND={KIND}; "
@@ -37,8 +36,8 @@ if _configured_kind and _configured_kind != KIND:
 # True when the configuration says which device kind this is (the device check then allows a
 # platform other than the kind's: a pose, logged loudly).
 DEVICE_KIND_CONFIGURED = bool(_configured_kind)
-QUEUE = f"exec.{KIND}"
-RECORD_QUEUE = env_str("RECORD_QUEUE", "record")
+QUEUE = registry.queue_name(KIND)
+RECORD_QUEUE = env_str("RECORD_QUEUE", celeryconf.RECORD_QUEUE)
 # Log lines as JSON objects (one a line, with the run they concern) or as text for people.
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))
 

@@ -75,7 +75,7 @@ def device_problem(info: dict, consumed: list[str]) -> str | None:
     None. A configured EXECUTOR_DEVICE_KIND of another platform is a pose, allowed (and logged)."""
     ours = {settings.QUEUE}
     if settings.SPECIFIC:
-        ours.add(f"{settings.QUEUE}.{settings.SPECIFIC}")
+        ours.add(registry.queue_name(f"{settings.KIND}:{settings.SPECIFIC}"))
     foreign = [q for q in consumed if q.startswith("exec.") and q not in ours
                and not q.startswith(settings.QUEUE + ".")]
     platform = str(info.get("platform") or "none")

@@ -32,9 +32,6 @@ from .streams import encode_messages, get_hub
 
 log = logging.getLogger("playground")
 
-CLOSE_NOT_FOUND = 4404
-CLOSE_BAD_REQUEST = 4400
-CLOSE_TOO_MANY = 4429
 RETRY_MAX_S = 5.0
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
@@ -80,16 +77,16 @@ class RunConsumer(AsyncWebsocketConsumer):
             if after < 0:
                 raise ValueError
         except ValueError:
-            await self.close(code=CLOSE_BAD_REQUEST, reason="'after' must be a non-negative integer")
+            await self.close(code=protocol.CLOSE_CODES["bad_request"], reason="'after' must be a non-negative integer")
             return
         run = await _load_run(self.scope["url_route"]["kwargs"]["run_id"], self.scope.get("user"))
         if run is None:
-            await self.close(code=CLOSE_NOT_FOUND, reason="no such run")
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such run")
             return
         logs.set_run(run.id)  # this socket's task logs with its run (executor/logs.py)
         # Counted as every limit is: the account when signed in, else the address (IPv6 per /64).
         if not await self.hub.take_slot(scope_client_key(self.scope, self.scope.get("user")), self.socket_id):
-            await self.close(code=CLOSE_TOO_MANY, reason=(
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
                 f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})"))
             return
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))

@@ -1,5 +1,5 @@
 """The web side's Celery app: sends executor.run to exec.<kind> queues and runs the recorder
-(queue "record") and its watchdog (beat)."""
+(queue RECORD_QUEUE, "record" by default) and its watchdog (beat)."""
 
 import os
 
@@ -13,10 +13,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 app = Celery("web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(COMMON)
-# Every recorder task (web.tasks.recorder_task), however it is sent (a retry, a settle
-# after the grace), goes to queue "record": routed here, since a task's own queue attribute is
-# deprecated in Celery 5.
-app.conf.task_routes = {"recorder.*": {"queue": "record"}}
+
+
+def _route(name, args, kwargs, options, task=None, **_):
+    """Every recorder task (web.tasks.recorder_task), however it is sent (a retry, a settle after
+    the grace), goes to the record queue (RECORD_QUEUE): routed here, since a task's own queue
+    attribute is deprecated in Celery 5. The settings are read when a task is sent, not here."""
+    from django.conf import settings
+
+    return {"queue": settings.RECORD_QUEUE} if name.startswith("recorder.") else None
+
+
+app.conf.task_routes = (_route,)
 # The recorder takes its tasks in batches: they are small, idempotent and order-free (a run's
 # status only moves forward), so a recorder that read one at a time, as an executor must (its
 # runs wait in Redis by priority, executor/celeryconf.py), only waited between them: with prefetch
@@ -35,14 +43,14 @@ def _schedule(sender, **_):
         "reap-lost-runs": {
             "task": "recorder.reap_lost_runs",
             "schedule": float(settings.WATCHDOG_EVERY_S),
-            "options": {"queue": "record", "expires": float(settings.WATCHDOG_EVERY_S)},
+            "options": {"queue": settings.RECORD_QUEUE, "expires": float(settings.WATCHDOG_EVERY_S)},
         },
         # A graded run that ended without a grade is settled after a grace; this sweep settles
         # those whose settling task was lost with a broker that restarted.
         "settle-stale-gradings": {
             "task": "recorder.settle_stale_gradings",
             "schedule": 60.0,
-            "options": {"queue": "record", "expires": 60.0},
+            "options": {"queue": settings.RECORD_QUEUE, "expires": 60.0},
         },
     }
 

@@ -12,7 +12,8 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from executor import logs
+from executor import celeryconf, logs
+from executor.registry import KINDS
 from executor.envvars import env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -164,9 +165,11 @@ CHANNEL_LAYERS = {
 # Celery (web side: sends executor.run, runs the recorder and the watchdog).
 CELERY_BROKER_URL = REDIS_URL
 WATCHDOG_EVERY_S = env_int("WATCHDOG_EVERY_S", 5, minimum=1)
+# The queue the recorder listens on (celery -A web worker -Q record), as the executors send to it.
+RECORD_QUEUE = env_str("RECORD_QUEUE", celeryconf.RECORD_QUEUE)
 
 # Runs.
-RUN_DEVICE_KINDS = ("cpu", "gpu", "tpu")
+RUN_DEVICE_KINDS = KINDS
 RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
 # A request body above this is refused with a JSON error: room for the largest code

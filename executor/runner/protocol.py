@@ -117,6 +117,11 @@ RUNNER_EVENT_TYPES = frozenset(t for t, e in EVENTS.items() if e.from_runner)
 # Terminal statuses, one of which every run ends in.
 TERMINAL_STATUSES = ("succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost")
 
+# The codes a websocket is closed with, the run's (/ws/runs/<id>/) and a course dashboard's
+# (/ws/courses/<id>/): a bad query, a token revoked or expired, no such run or course (or not
+# yours to see), too many sockets or snapshots from one client.
+CLOSE_CODES = {"bad_request": 4400, "unauthorized": 4401, "not_found": 4404, "too_many": 4429}
+
 # A websocket message is one event, or, for an event too large for one message, one of its parts:
 # the event's JSON text is the ``data`` of parts 1..``parts`` joined in order.
 PART = "part"
@@ -314,6 +319,9 @@ def typescript() -> str:
         "export type EventType = (typeof EVENT_TYPES)[number];",
         f"export const TERMINAL_STATUSES = {json.dumps(list(TERMINAL_STATUSES))} as const;",
         "export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];",
+        "",
+        "/** The codes the server closes a websocket with. */",
+        f"export const CLOSE_CODES = {json.dumps(CLOSE_CODES)} as const;",
         "",
         "/** Fields every event has. */",
         "export interface BaseFields {",

@@ -11,6 +11,7 @@
 // event too large for one websocket message comes as consecutive "part" messages, joined here.
 
 import {
+  CLOSE_CODES,
   EVENT_TYPES,
   PART,
   TERMINAL_STATUSES,
@@ -284,9 +285,6 @@ class PartJoiner {
   }
 }
 
-/** Close code the server uses for a run that does not exist (or that this client may not see). */
-export const CLOSE_UNKNOWN_RUN = 4404;
-
 export function runSocketPath(runId: string): string {
   return `/ws/runs/${encodeURIComponent(runId)}/`;
 }
@@ -403,7 +401,8 @@ export class RunStream {
       if (socket !== this.socket) return;
       this.socket = null;
       if (this.stopped || this.finished) return;
-      if (close.code === CLOSE_UNKNOWN_RUN) {
+      // A run that does not exist (or that this client may not see).
+      if (close.code === CLOSE_CODES.not_found) {
         this.stopped = true;
         this.handlers.onConnection?.("closed");
         this.handlers.onUnknownRun?.();

@@ -6,6 +6,9 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost"] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
 
+/** The codes the server closes a websocket with. */
+export const CLOSE_CODES = {"bad_request": 4400, "unauthorized": 4401, "not_found": 4404, "too_many": 4429} as const;
+
 /** Fields every event has. */
 export interface BaseFields {
   seq: number;

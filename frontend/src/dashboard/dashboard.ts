@@ -5,6 +5,7 @@
 import { clockTime, dateTime, points, scoreTone } from "../course-page";
 import { byId, el } from "../dom";
 import { isTerminal } from "../events";
+import { CLOSE_CODES } from "../protocol.gen";
 import { statusWord } from "../status";
 import { CellDetail } from "./cell-detail";
 import {
@@ -89,7 +90,8 @@ export class Dashboard {
     socket.onclose = (close) => {
       if (socket !== this.socket) return;
       this.socket = null;
-      if (close.code === 4404 || close.code === 4403) {
+      // No such course, or not its instructor (any more).
+      if (close.code === CLOSE_CODES.not_found) {
         this.gone = true;
         this.setLive("closed");
         return;
