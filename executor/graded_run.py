@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import queue
+import re
 import select
 import threading
 import time
@@ -40,6 +41,9 @@ MIN_CHECKS_WALL_S = 10.0
 # How long the checker may take to start (a warm one is ready at once).
 CHECKER_START_S = 60.0
 _GONE = object()
+# Check code that uses one of these will have the student's compiled functions read.
+COMPILATION_HELPERS = re.compile(
+    r"\b(lowered|no_float64|flops_under|no_host_callbacks|compile_count|max_compilations)\b")
 
 
 @dataclass
@@ -80,6 +84,8 @@ class GradedRun:
         self.analyst = None
         self.analyst_buffer = b""
         self.analyst_failed: str | None = None
+        self.analyst_ready: threading.Thread | None = None
+        self.released = False
         self.lock = threading.Lock()
 
     # -- called by the supervisor thread --------------------------------------------------------
@@ -167,6 +173,10 @@ class GradedRun:
                 self.error = f"the checker could not start: {exc}"
                 self.outcome = grades.OUTCOME_NOT_RUN
                 return
+            if COMPILATION_HELPERS.search(self.checks):
+                # The checks will read compiled functions: the analyst starts beside them.
+                self.analyst_ready = threading.Thread(target=self._start_analyst_early, name="analyst", daemon=True)
+                self.analyst_ready.start()
             self.begin.wait()
             if self.phase != "checking" or self.cancelled.is_set():
                 return
@@ -181,8 +191,11 @@ class GradedRun:
                 self.close_student()  # the student's side has nothing more to answer: it exits
             if checker is not None:
                 self.release(checker)
-            if self.analyst is not None:
-                self.release(self.analyst)
+            with self.lock:
+                self.released = True
+                analyst, self.analyst = self.analyst, None
+            if analyst is not None:
+                self.release(analyst)
             self.ended.set()
 
     def _check(self, checker) -> None:
@@ -311,12 +324,10 @@ class GradedRun:
         if self.analyst_failed:
             return {"error": {"type": "Unsendable", "reason": self.analyst_failed}}
         try:
+            if self.analyst_ready is not None:
+                self.analyst_ready.join(max(deadline - time.monotonic(), 0))
             if self.analyst is None:
-                self.analyst = self.acquire()
-                self.launcher.restrict(self.analyst.proc, self.limits)
-                self.analyst_buffer = self.analyst.event_buffer
-                if not write_all(self.analyst.proc.stdin.fileno(), (wire({"analyse": True}) + "\n").encode(), deadline):
-                    raise RuntimeError("it did not take its request")
+                self._start_analyst()
             self.analyses += 1
             line = (wire({"id": ask["id"], "op": "analyse", "args": ask.get("args")}) + "\n").encode()
             if not write_all(self.analyst.proc.stdin.fileno(), line, deadline):
@@ -325,6 +336,28 @@ class GradedRun:
         except Exception as exc:  # noqa: BLE001 - the module is what failed, not the grading
             self.analyst_failed = f"the compiled function could not be read ({exc})"
             return {"error": {"type": "Unsendable", "reason": self.analyst_failed}}
+
+    def _start_analyst_early(self) -> None:
+        try:
+            self._start_analyst()
+        except Exception:
+            log.warning("the analyst of a graded run could not start early", exc_info=True)
+
+    def _start_analyst(self) -> None:
+        with self.lock:
+            if self.analyst is not None or self.released:
+                return
+        analyst = self.acquire()
+        with self.lock:
+            if self.released:  # the checks ended meanwhile
+                self.release(analyst)
+                return
+            self.analyst = analyst
+        self.launcher.restrict(analyst.proc, self.limits)
+        self.analyst_buffer = analyst.event_buffer
+        if not write_all(analyst.proc.stdin.fileno(), (wire({"analyse": True}) + "\n").encode(),
+                         time.monotonic() + CHECKER_START_S):
+            raise RuntimeError("it did not take its request")
 
     def _analyst_answer(self, ask_id: int, deadline: float) -> dict:
         proc = self.analyst.proc
