@@ -53,4 +53,6 @@ export const KEYS = {
   keymap: "playground.keymap",
   /** The editor's font size (px); the output follows it. */
   fontSize: "playground.fontSize",
+  /** "false": the output keeps long lines as printed instead of wrapping them. */
+  wrap: "playground.wrap",
 } as const;

@@ -4,6 +4,7 @@ import type { ErrorEvent, RunEvent } from "../events";
 import { copyText, el, strokeIcon } from "../dom";
 import { richText, str } from "../format";
 import { isMac } from "../platform";
+import { KEYS, local } from "../storage";
 import { isTextDisplay } from "./figures";
 import type { Pane } from "./pane";
 import { TerminalModel, TerminalView } from "../terminal";
@@ -27,6 +28,7 @@ class OutputView {
   private readonly notice: HTMLElement;
   private readonly errorBox: HTMLElement;
   private readonly copyButton: HTMLButtonElement;
+  private readonly tools: HTMLElement;
   private readonly terminal: TerminalView;
 
   constructor(
@@ -70,10 +72,26 @@ class OutputView {
     if (main) this.copyButton.id = "copy-output";
     this.copyButton.title = "Copy the output to the clipboard";
     this.copyButton.setAttribute("aria-label", "Copy output");
-    this.copyButton.hidden = true;
     this.copyButton.addEventListener("click", () => void this.copy());
 
-    this.element.append(this.copyButton, this.placeholder, this.output, this.errorBox, this.notice);
+    // Wrap long lines (the default), or keep them as a terminal does (a table printed as text
+    // stays a table and scrolls sideways): one choice for every output, remembered.
+    const wrapIcon = strokeIcon("M2.5 4h11M2.5 8h9a2 2 0 0 1 0 4H9M10.5 10.5 9 12l1.5 1.5M2.5 12h4"); // a line that wraps
+    const wrapButton = el("button", "button button-small output-wrap", wrapIcon, el("span", null, "Wrap"));
+    wrapButton.type = "button";
+    if (main) wrapButton.id = "wrap-output";
+    wrapButton.title = "Wrap long lines (off: lines stay as printed and scroll sideways, for tables)";
+    wrapButton.setAttribute("aria-pressed", String(wrapLines()));
+    wrapButton.addEventListener("click", () => setWrapLines(!wrapLines()));
+    onWrapChange((wrap) => wrapButton.setAttribute("aria-pressed", String(wrap)));
+
+    // Beside the text in a column of their own, never over it.
+    this.tools = el("div", "output-tools", wrapButton, this.copyButton);
+    this.tools.hidden = true;
+    this.element.dataset.wrap = String(wrapLines());
+    onWrapChange((wrap) => { this.element.dataset.wrap = String(wrap); });
+
+    this.element.append(this.tools, this.placeholder, this.output, this.errorBox, this.notice);
     this.terminal = new TerminalView(new TerminalModel(), this.output, this.element, (change) => this.follow(change));
   }
 
@@ -90,7 +108,7 @@ class OutputView {
   }
 
   reset(): void {
-    this.copyButton.hidden = true;
+    this.tools.hidden = true;
     this.terminal.clear();
     this.errorBox.hidden = true;
     this.errorBox.replaceChildren();
@@ -128,7 +146,7 @@ class OutputView {
 
   private append(stream: "stdout" | "stderr", text: string): void {
     this.placeholder.hidden = true;
-    this.copyButton.hidden = false;
+    this.tools.hidden = false;
     this.terminal.model.write(stream, text);
     this.terminal.schedule();
   }
@@ -136,7 +154,7 @@ class OutputView {
   /** A value shown as text: a block of its own between the prints. */
   private appendValue(text: string, label: string | null): void {
     this.placeholder.hidden = true;
-    this.copyButton.hidden = false;
+    this.tools.hidden = false;
     this.terminal.model.writeBlock(text, label);
     this.terminal.schedule();
   }
@@ -211,6 +229,22 @@ class OutputView {
     change();
     if (atBottom) el.scrollTop = el.scrollHeight;
   }
+}
+
+const wrapListeners: ((wrap: boolean) => void)[] = [];
+
+/** Whether the output wraps long lines: yes unless the person turned it off. */
+function wrapLines(): boolean {
+  return local.get(KEYS.wrap) !== "false";
+}
+
+function setWrapLines(wrap: boolean): void {
+  local.set(KEYS.wrap, wrap ? null : "false");
+  for (const listener of wrapListeners) listener(wrap);
+}
+
+function onWrapChange(listener: (wrap: boolean) => void): void {
+  wrapListeners.push(listener);
 }
 
 function idleHint(): string {

