@@ -21,6 +21,14 @@ export interface Draft {
   dirty?: boolean;
 }
 
+/** The code a Reset replaced ("reset:<key>"): kept in this browser only (the server keeps the
+ *  documents' own drafts). */
+export const RESET_PREFIX = "reset:";
+
+function localOnly(key: string): boolean {
+  return key.startsWith(RESET_PREFIX);
+}
+
 /** How long typing pauses before a change goes to the server. */
 const SYNC_AFTER_MS = 1500;
 
@@ -51,7 +59,7 @@ export class Drafts {
   save(key: string, title: string, code: string): void {
     const before = this.drafts[key];
     if (before && before.code === code && before.title === title) return;
-    this.drafts[key] = { key, title, code, updated: Date.now(), dirty: this.signedIn || undefined };
+    this.drafts[key] = { key, title, code, updated: Date.now(), dirty: (this.signedIn && !localOnly(key)) || undefined };
     this.write();
     this.push(key);
   }
@@ -62,7 +70,7 @@ export class Drafts {
     this.write();
     window.clearTimeout(this.timers.get(key));
     this.timers.delete(key);
-    if (this.signedIn) {
+    if (this.signedIn && !localOnly(key)) {
       deleteDraft(key).catch((error: unknown) => {
         if (!(error instanceof ApiError && error.status === 404)) console.warn("draft not deleted on the server", error);
       });
@@ -93,7 +101,7 @@ export class Drafts {
       changed = true;
     }
     for (const key of Object.keys(this.drafts)) {
-      if (onServer.has(key)) continue;
+      if (onServer.has(key) || localOnly(key)) continue;
       if (this.drafts[key].dirty) this.push(key, 0);
       else {
         // It was on the server and is gone: deleted from another browser.
@@ -107,7 +115,7 @@ export class Drafts {
   }
 
   private push(key: string, after = SYNC_AFTER_MS): void {
-    if (!this.signedIn) return;
+    if (!this.signedIn || localOnly(key)) return;
     window.clearTimeout(this.timers.get(key));
     this.timers.set(key, window.setTimeout(() => {
       this.timers.delete(key);

@@ -5,7 +5,7 @@
 // Opening an example never loses the person's code: it is an undoable edit (Ctrl+Z), and each
 // document's edits are a draft of their own (drafts.ts), listed in the menu; "Restore your
 // code" brings the person's own code back.
-import type { Draft, Drafts } from "./drafts";
+import { RESET_PREFIX, type Draft, type Drafts } from "./drafts";
 import { el } from "./dom";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
@@ -57,6 +57,8 @@ interface GalleryElements {
   fileName: HTMLElement;
   reset: HTMLButtonElement;
   restore: HTMLButtonElement;
+  /** Where "Code reset. Undo" shows after a Reset. */
+  undoBar: HTMLElement;
 }
 
 export interface GalleryOptions {
@@ -86,6 +88,8 @@ interface Doc {
 export class Gallery {
   private current: Doc;
   private replacing = false;
+  /** What the last Reset replaced, while its undo bar shows. */
+  private undo: { doc: Doc; code: string } | null = null;
   private editor: GalleryEditor | null = null;
   private readonly menu: { close(): void };
 
@@ -134,6 +138,8 @@ export class Gallery {
   /** The editor's code changed: a person's edit is the open document's draft. */
   edited(): void {
     if (this.replacing || !this.editor) return;
+    // Typing after a Reset: Undo would replace this typing, so it goes (the draft stays).
+    if (this.undo) this.hideUndo();
     const code = this.editor.getCode();
     if (code === this.current.base) this.drafts.remove(this.current.key);
     else this.drafts.save(this.current.key, this.current.title, code);
@@ -159,6 +165,7 @@ export class Gallery {
   }
 
   private open(doc: Doc): void {
+    if (this.undo && this.undo.doc.key !== doc.key) this.hideUndo();
     this.current = doc;
     this.replace(this.drafts.get(doc.key)?.code ?? doc.base);
     this.remember();
@@ -209,11 +216,70 @@ export class Gallery {
     };
   }
 
-  /** Back to the open document's own code (undoable); its draft goes. */
+  /** Back to the open document's own code. Nothing is lost: the code it replaced is kept as a
+   *  draft of its own ("… before Reset", in this browser), and the bar under the editor's header
+   *  undoes it (so does Ctrl+Z). */
   private reset(): void {
-    this.replace(this.current.base);
-    this.drafts.remove(this.current.key);
+    if (!this.editor) return;
+    const doc = this.current;
+    const before = this.editor.getCode();
+    this.replace(doc.base);
+    this.drafts.remove(doc.key);
+    if (before !== doc.base) this.drafts.save(RESET_PREFIX + doc.key, `${doc.title} (before Reset)`, before);
     this.renderHeader();
+    this.showUndo(doc, before);
+  }
+
+  private showUndo(doc: Doc, code: string): void {
+    this.undo = { doc, code };
+    const button = el("button", "button button-small undo-button", "Undo");
+    button.type = "button";
+    button.title = "Bring back the code you had before Reset";
+    button.addEventListener("click", () => this.undoReset());
+    const close = el("button", "button button-icon button-quiet undo-close", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", "Dismiss");
+    close.title = "Dismiss (the code before Reset stays in Examples ▸ Your drafts)";
+    close.addEventListener("click", () => {
+      this.hideUndo();
+      this.ui.button.focus();
+    });
+    this.ui.undoBar.replaceChildren(
+      el("span", "undo-text", "Code reset. ", el("span", "undo-sub", "The code before it is kept in Examples ▸ Your drafts.")),
+      button,
+      close,
+    );
+    this.ui.undoBar.hidden = false;
+    // The Reset button is gone with the edits it reset: the keyboard goes on to Undo.
+    button.focus();
+  }
+
+  private hideUndo(): void {
+    this.undo = null;
+    this.ui.undoBar.hidden = true;
+    this.ui.undoBar.replaceChildren();
+  }
+
+  private undoReset(): void {
+    const undo = this.undo;
+    if (!undo || !this.editor) return;
+    this.hideUndo();
+    if (this.current.key !== undo.doc.key) this.open(undo.doc);
+    this.drafts.remove(RESET_PREFIX + undo.doc.key);
+    this.replace(undo.code);
+    this.edited();
+    this.ui.reset.focus();
+  }
+
+  /** A draft kept by a Reset, opened from the menu: its code goes back to its document. */
+  private openResetDraft(draft: Draft): void {
+    const key = draft.key.slice(RESET_PREFIX.length);
+    const doc = this.docFor(key);
+    const title = draft.title.replace(/ \(before Reset\)$/, "");
+    this.drafts.save(key, doc?.title ?? title, draft.code);
+    this.drafts.remove(draft.key);
+    if (doc) this.open(doc);
+    else if (key.startsWith("snippet:")) location.href = `/s/${encodeURIComponent(key.slice("snippet:".length))}`;
   }
 
   private replace(code: string): void {
@@ -243,7 +309,8 @@ export class Gallery {
   }
 
   private renderMenu(): void {
-    const drafts = this.drafts.list().filter((d) => d.key === "own" || this.docFor(d.key) || d.key.startsWith("snippet:"));
+    const drafts = this.drafts.list().filter((d) => d.key === "own" || this.docFor(d.key) || d.key.startsWith("snippet:")
+      || d.key.startsWith(RESET_PREFIX));
     const draftItems = drafts.map((draft) => this.draftItem(draft));
     const exampleItems = this.examples.map((example, i) => {
       const key = `example:${example.slug}`;
@@ -300,7 +367,8 @@ export class Gallery {
     open.dataset.draft = draft.key;
     if (draft.key === this.current.key) open.setAttribute("aria-current", "true");
     open.addEventListener("click", () => {
-      if (doc) this.open(doc);
+      if (draft.key.startsWith(RESET_PREFIX)) this.openResetDraft(draft);
+      else if (doc) this.open(doc);
       // Another snippet's draft opens on its own page, beside its saved output.
       else if (snippetSlug) location.href = `/s/${encodeURIComponent(snippetSlug)}`;
     });

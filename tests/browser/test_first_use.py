@@ -91,3 +91,43 @@ def test_output_wraps_long_lines_and_the_toggle_keeps_a_table_unwrapped(browser:
         assert page.errors == []
     finally:
         page.context.close()
+
+
+# 2. Reset is undoable, and the code it replaced stays a draft ------------------------------------
+
+@pytest.mark.parametrize("size", ["wide", "phone"])
+def test_reset_can_be_undone_and_keeps_the_old_code_as_a_draft(browser: Browser, live_stack, size: str):
+    mine = "print('my own work')\n"
+    page = new_page(browser, live_stack, size)
+    try:
+        open_playground(page)
+        starter = get_code(page)
+        set_code(page, mine)
+        page.locator("#reset-code").click()
+        bar = page.locator("#undo-bar")
+        expect(bar).to_contain_text("Code reset.")
+        undo = bar.get_by_role("button", name="Undo")
+        expect(undo).to_be_focused()  # Reset went with the edits: the keyboard is on Undo
+        assert get_code(page) == starter
+        assert_accessible(page, f"the undo bar at {size}")
+        shoot(page, f"reset-undo-{size}")
+        undo.click()
+        expect(bar).to_be_hidden()
+        assert get_code(page) == mine
+
+        # Reset again and reload: the code before it is a draft of its own, and opens again.
+        page.locator("#reset-code").click()
+        expect(bar).to_be_visible()
+        open_playground(page, reload=True)
+        assert get_code(page) == starter
+        page.click("#examples-button")
+        kept = page.locator("#examples-menu .draft-item", has_text="before Reset")
+        expect(kept).to_have_count(1)
+        kept.click()
+        assert get_code(page) == mine
+        page.click("#examples-button")
+        expect(page.locator("#examples-menu .draft-item", has_text="before Reset")).to_have_count(0)
+        page.keyboard.press("Escape")
+        assert page.errors == []
+    finally:
+        page.context.close()

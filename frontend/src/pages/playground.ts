@@ -59,6 +59,7 @@ function playgroundPage(snippet: SnippetData | null): void {
         fileName: byId("file-name"),
         reset: byId("reset-code"),
         restore: byId("restore-code"),
+        undoBar: byId("undo-bar"),
       },
       defaultCode: DEFAULT_CODE,
       say: (text, tone) => bench.status.say(text, tone),
