@@ -134,8 +134,17 @@ export class Workbench {
       },
     };
     this.savedViews = [this.tabs, marks, ...(options.views ?? [])];
+    // A run that ends badly is shown where it says why: the Output tab, with the error, its
+    // explanation and its line (what the person asked for when they pressed Run). Only at the
+    // end, so a tab opened while the run goes on is not taken away; a cancelled run stays put.
+    const showFailure: RunView = {
+      reset: () => {},
+      handle: (event) => {
+        if (event.type === "finished" && FAILED.has(event.status)) this.tabs.select("output");
+      },
+    };
     this.session = new RunSession(
-      [...this.savedViews, this.announcer, ...(options.liveViews ?? [])],
+      [...this.savedViews, this.announcer, showFailure, ...(options.liveViews ?? [])],
       this.status,
       (phase) => this.showPhase(phase),
       options.runKey,
@@ -215,6 +224,9 @@ export class Workbench {
     this.options.onPhase?.(phase);
   }
 }
+
+/** The endings that show the Output tab: the run did not do what it was asked. */
+const FAILED = new Set(["failed", "timed_out", "limit_exceeded", "lost"]);
 
 /** The editor worker's URL, as the page gives it (/static/ may have hashed names). */
 export function editorWorkerUrl(): string {

@@ -131,3 +131,21 @@ def test_reset_can_be_undone_and_keeps_the_old_code_as_a_draft(browser: Browser,
         assert page.errors == []
     finally:
         page.context.close()
+
+
+# 3. A failed run is shown on the Output tab -------------------------------------------------------
+
+def test_a_failed_run_switches_to_the_output_tab_and_a_cancelled_one_does_not(page: Page):
+    code = "import jax\nf = jax.jit(lambda x: x * 2)\nprint(f(1.0))\n1 / 0\n"
+    assert run_code(page, code) == "failed"
+    page.locator("#tab-compiled").click()
+    # Run again from the Compiled tab: it ends in an error, and the Output tab is shown with it.
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "failed"
+    expect(page.locator("#tab-output")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#error-box")).to_contain_text("ZeroDivisionError")
+    assert_accessible(page, "a failed run, shown on Output")
+    # A run that succeeds leaves the person where they are.
+    page.locator("#tab-compiled").click()
+    assert run_code(page, "import jax\nprint(jax.jit(lambda x: x + 1)(1.0))\n") == "succeeded"
+    expect(page.locator("#tab-compiled")).to_have_attribute("aria-selected", "true")
