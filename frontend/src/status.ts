@@ -166,7 +166,9 @@ export class StatusLine {
     const where = this.started ? describeWorker(this.started) : "";
     this.info.textContent = [where, ...extra].filter(Boolean).join(" · ");
     this.info.title = this.info.textContent;
-    const text = event.message || ENDINGS[event.status] || null;
+    let text = event.message || ENDINGS[event.status] || null;
+    // What to do about it is under the output (panes/output.ts), where the run's end is shown.
+    if (event.status === "timed_out" && text) text = `${text.replace(/\.$/, "")}: the Output tab says what to try.`;
     const tone: Tone = event.status === "succeeded" || event.status === "failed" ? "muted" : "warning";
     this.setMessage(text, tone);
   }

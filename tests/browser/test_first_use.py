@@ -149,3 +149,26 @@ def test_a_failed_run_switches_to_the_output_tab_and_a_cancelled_one_does_not(pa
     page.locator("#tab-compiled").click()
     assert run_code(page, "import jax\nprint(jax.jit(lambda x: x + 1)(1.0))\n") == "succeeded"
     expect(page.locator("#tab-compiled")).to_have_attribute("aria-selected", "true")
+
+
+# 4. A run stopped at its wall clock says what to do -----------------------------------------------
+
+def test_a_run_out_of_time_says_what_to_try(browser: Browser, live_stack, people, course):  # noqa: F811
+    _, assignment = course
+    assignment.limits = {"wall_s": 3}
+    assignment.save(update_fields=["limits"])
+    with browser_as(browser, live_stack, people["sam"]) as sam:
+        open_assignment(sam, assignment.pk)
+        set_code(sam, "import time\nwhile True:\n    time.sleep(0.1)\n")
+        sam.locator("#run-button").click()
+        assert wait_until_finished(sam) == "timed_out"
+        expect(sam.locator("#run-message")).to_contain_text("the Output tab says what to try")
+        expect(sam.get_by_role("tab", name="Output")).to_have_attribute("aria-selected", "true")
+        box_ = sam.locator("#error-box")
+        expect(box_).to_contain_text("Out of time")
+        expect(box_).to_contain_text("limit of 3 s")
+        expect(box_).to_contain_text("smaller problem")
+        expect(box_.locator("code", has_text="jax.block_until_ready(result)")).to_be_visible()
+        expect(box_).to_contain_text("longer limit")
+        assert_accessible(sam, "a run out of time")
+        shoot(sam, "timed-out")

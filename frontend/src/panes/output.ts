@@ -112,6 +112,7 @@ class OutputView {
     this.terminal.clear();
     this.errorBox.hidden = true;
     this.errorBox.replaceChildren();
+    delete this.errorBox.dataset.kind;
     this.notice.hidden = true;
     this.showPlaceholder("Waiting for output…");
   }
@@ -137,6 +138,7 @@ class OutputView {
             this.notice.hidden = false;
           });
         }
+        if (event.status === "timed_out") this.follow(() => this.showTimedOut(str(event.message)));
         if (this.terminal.model.empty && this.errorBox.hidden) this.showNothingPrinted();
         break;
       default:
@@ -214,6 +216,26 @@ class OutputView {
       details.append(summary, pre);
       this.errorBox.append(details);
     }
+    this.errorBox.hidden = false;
+  }
+
+  /** Stopped at its wall clock: what to try, under what it printed. */
+  private showTimedOut(message: string | null): void {
+    const limit = /limit of ([\d.]+ ?s)/.exec(message ?? "")?.[1];
+    const title = el("div", "error-title",
+      el("span", "error-type", "Out of time"),
+      `: the run was stopped at its wall-clock limit${limit ? ` of ${limit}` : ""}.`);
+    const advice = el("ul", "timeout-advice",
+      el("li", null, "Try a smaller problem first (fewer steps, smaller arrays, fewer repeats), then grow it."),
+      el("li", null, ...richText(
+        "Find the slow step: JAX runs asynchronously, so time a step with `%time` and put " +
+        "`jax.block_until_ready(result)` right after it; without it the time shows up at a later line " +
+        "(a `print` or the end of the run).")),
+      el("li", null, "Where the device menu offers a GPU or a device with a longer limit, run it there."),
+    );
+    this.placeholder.hidden = true;
+    this.errorBox.replaceChildren(title, advice);
+    this.errorBox.dataset.kind = "timeout";
     this.errorBox.hidden = false;
   }
 
