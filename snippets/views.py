@@ -187,5 +187,6 @@ def snippet_figure(request, slug):
 @snippet_view
 def embed(request, snippet):
     context = page_context(request) | {"snippet": snippet, "snippet_data": _page_data(snippet), "embed": True,
-                                       "preview": _preview(snippet, request)}
+                                       "preview": _preview(snippet, request),
+                                       "description_html": markdown.render(snippet.description)}
     return render(request, "playground/index.html", context)

@@ -172,3 +172,34 @@ def test_a_run_out_of_time_says_what_to_try(browser: Browser, live_stack, people
         expect(box_).to_contain_text("longer limit")
         assert_accessible(sam, "a run out of time")
         shoot(sam, "timed-out")
+
+
+# 5. The embed at a blog's width ------------------------------------------------------------------
+
+@pytest.mark.parametrize("width,stacked", [(1440, False), (1024, False), (760, True), (390, True)])
+def test_the_embed_stacks_at_a_blogs_width_and_shows_the_description(browser: Browser, live_stack,
+                                                                     width: int, stacked: bool):
+    page = new_page(browser, live_stack)
+    try:
+        page.set_viewport_size({"width": width, "height": 420})  # the height the share dialog gives
+        slug = page.request.post("/api/snippets", data={
+            "code": "import jax.numpy as jnp\nprint(jnp.arange(40.0) ** 2)\n", "title": "Squares",
+            "description": "Squares of the first forty numbers, *jitted*.",
+        }).json()["slug"]
+        open_playground(page, path=f"/embed/{slug}")
+        expect(page.locator("#embed-description")).to_contain_text("Squares of the first forty numbers")
+        editor, results = box(page, ".panel-editor"), box(page, ".panel-results")
+        if stacked:
+            assert results["y"] >= editor["y"] + editor["height"] - 1
+            assert editor["width"] >= width - 24 and results["width"] >= width - 24
+            assert editor["height"] >= 100 and results["height"] >= 100
+        else:
+            assert results["x"] >= editor["x"] + editor["width"] - 1
+        page.get_by_role("button", name="Run", exact=True).click()
+        assert wait_until_finished(page) == "succeeded"
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert_accessible(page, f"the embed at {width} px")
+        shoot(page, f"embed-{width}")
+        assert page.errors == []
+    finally:
+        page.context.close()
