@@ -6,6 +6,7 @@ from . import views
 
 urlpatterns = [
     path("courses/", views.courses_page, name="courses"),
+    path("courses/checks", views.checks_guide, name="course-checks-guide"),
     path("courses/join/<str:code>", views.join_page, name="course-join"),
     path("courses/invitations/<str:invitation_id>/accept", views.invitation_accept, name="course-invitation-accept"),
     path("courses/invitations/<str:invitation_id>/decline", views.invitation_decline,

@@ -139,6 +139,19 @@ def readmit(request, course_id, user_id):
     return redirect(membership.course.get_absolute_url())
 
 
+# /courses/checks ---------------------------------------------------------------------------------
+
+@page
+def checks_guide(request):
+    """docs/CHECKS.md, what hidden checks can rely on, as the page the authoring screen links to
+    (no raw HTML passes; its tables render)."""
+    from markdown_it import MarkdownIt
+
+    text = (settings.BASE_DIR / "docs" / "CHECKS.md").read_text(encoding="utf-8")
+    guide = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    return render(request, "courses/checks.html", {"nav": "courses", "guide_html": guide})
+
+
 # /courses/join/<code> ----------------------------------------------------------------------------
 
 @page

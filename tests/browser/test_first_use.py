@@ -203,3 +203,57 @@ def test_the_embed_stacks_at_a_blogs_width_and_shows_the_description(browser: Br
         assert page.errors == []
     finally:
         page.context.close()
+
+
+# 6. The instructor's authoring screen ------------------------------------------------------------
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_guide(
+        browser: Browser, live_stack, people, course, size: str):  # noqa: F811
+    from courses.actions import do_create_assignment
+
+    course_, _ = course
+    blank = off_the_loop(do_create_assignment, course_, title="Blank", description="", starter_code="",
+                         checks="", device="cpu")
+    with browser_as(browser, live_stack, people["ines"], size=size) as ines:
+        open_assignment(ines, blank.pk)
+        ines.wait_for_function("() => window.playground.editors().length === 3")
+        expect(ines.locator("#brief-no-description")).to_be_visible()
+        ines.get_by_role("tab", name="Edit").click()
+        note = ines.locator("#edit-editors-note")
+        expect(note).to_contain_text("your attempt")
+        expect(note).to_contain_text("starter code")
+        expect(ines.locator("#file-name")).to_have_text("your attempt, as a student")
+        guide = ines.locator("#edit-checks-help a")
+        expect(guide).to_have_attribute("href", "/courses/checks")
+
+        # The attempt becomes the starter code in a click; saved, the brief shows the description only.
+        attempt = "def square(x):\n    return x * x\n"
+        ines.evaluate("code => window.playground.editors()[0].setValue(code)", attempt)
+        ines.get_by_role("button", name="Use my attempt's code").click()
+        assert ines.evaluate("window.playground.editors()[1].getValue()") == attempt
+        ines.fill("#edit-description", "Write **square(x)**.")
+        assert_accessible(ines, f"the Edit tab at {size}")
+        shoot(ines, f"authoring-{size}")
+        ines.get_by_role("button", name="Save").click()
+        expect(ines.locator("#edit-saved")).to_have_text("Saved.")
+        ines.get_by_role("tab", name="Assignment").click()
+        expect(ines.locator("#brief-description strong")).to_have_text("square(x)")
+        expect(ines.locator("#brief-no-description")).to_be_hidden()
+        assert_accessible(ines, f"the brief after a save at {size}")
+
+        # A fresh assignment's empty attempt follows the starter code once it is saved.
+        other = off_the_loop(do_create_assignment, course_, title="Other", description="", starter_code="",
+                             checks="", device="cpu")
+        open_assignment(ines, other.pk)
+        ines.wait_for_function("() => window.playground.editors().length === 3")
+        ines.get_by_role("tab", name="Edit").click()
+        ines.evaluate("code => window.playground.editors()[1].setValue(code)", "x = 1\n")
+        ines.get_by_role("button", name="Save").click()
+        expect(ines.locator("#edit-saved")).to_have_text("Saved.")
+        assert get_code(ines) == "x = 1\n"
+
+        ines.goto("/courses/checks")
+        expect(ines.get_by_role("heading", name="Writing an assignment's hidden checks", level=1)).to_be_visible()
+        assert ines.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        assert_accessible(ines, f"the checks guide at {size}")

@@ -68,6 +68,11 @@ export function bindEditing(
     return made;
   };
   const starterEditor = sub("edit-starter", "Starter code editor", data.starter_code);
+  // The attempt (the large editor, editors[0]) written first becomes the starter code in a click.
+  maybeById("edit-starter-from-attempt")?.addEventListener("click", () => {
+    starterEditor.setCode(editors[0].getCode());
+    starterEditor.editor.focus();
+  });
   let checksEditor: CodeEditor | null = null;
   let savedChecks = "";
   const checksHost = byId("edit-checks");
@@ -149,6 +154,9 @@ function refreshBrief(data: AssignmentData, fresh: AssignmentDetail): void {
   document.title = `${fresh.title} · ${data.course.title} · JAX Playground`;
   byId("brief-description").innerHTML = fresh.description_html || "";
   byId("brief-description").hidden = !fresh.description_html;
+  // One or the other: the description, or the line that says there is none yet.
+  const none = maybeById("brief-no-description");
+  if (none) none.hidden = Boolean(fresh.description_html);
   byId("brief-due").textContent = fresh.due ? dateTime(fresh.due) : "No due date";
   byId("brief-device").textContent = (fresh.device || data.device).toUpperCase();
   const max = maybeById("brief-max");

@@ -186,7 +186,11 @@ function main(data: AssignmentData): void {
   const regrader = instructor ? bindRegrade(data, submissions) : null;
   if (instructor && editForm) {
     bindEditing(data, editors, tabs, status, regrader, (fresh) => {
+      // An attempt still at the old starter code (or empty) follows the new one: the large editor
+      // shows what a student starts from.
+      const untouched = code.getCode() === starter;
       starter = fresh.starter_code;
+      if (untouched && code.getCode() !== starter) code.setCode(starter);
       resetButton.disabled = code.getCode() === starter;
     });
   }
