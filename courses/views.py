@@ -2,8 +2,9 @@
 course's live dashboard. A page checks access (``courses.access``) and renders; what changes
 something goes through the JSON API from the page's script.
 
-Signed out, every course page sends to the sign-in page and back: it says nothing about whether
-the course exists. Signed in, a course one is not a member of is "not found" (404), and so is a
+Signed out, every course page but the join link sends to the sign-in page and back: it says
+nothing about whether the course exists (the join link names its course, under the same limit as
+joining). Signed in, a course one is not a member of is "not found" (404), and so is a
 dashboard to a student. An assignment's hidden checks are never rendered into any page: an
 instructor's page asks the API for them.
 """
@@ -25,11 +26,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from playground import devices
 from snippets import markdown
+from web.clients import request_client_key
 from web.errors import ActionError
+from web.ratelimit import check_rate
 
 from .access import access_assignment_for_user, access_course_for_user, courses_for_user
 from .actions import (
-    check_answer_invitation, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
+    JOINS_PER_HOUR, check_answer_invitation, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
     pending_invitations,
 )
 from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Ban, Course, Membership, Submission
@@ -154,16 +157,24 @@ def checks_guide(request):
 
 # /courses/join/<code> ----------------------------------------------------------------------------
 
-@page
+@never_cache
+@require_GET
+@ensure_csrf_cookie
 def join_page(request, code):
     """The link a course's instructor hands out: the course's name and one button. Looking a code
-    up counts against the same hourly limit as joining, so codes cannot be tried in bulk here."""
+    up counts against the same hourly limit as joining, so codes cannot be tried in bulk here.
+    Signed out, the page names the course too, with the ways to sign in (or up) and come back:
+    a student who follows the link knows what they are signing in for."""
     code = normalize_join_code(code)
-    context = {"nav": "courses", "code": code, "course": None, "error": None}
+    context = {"nav": "courses", "code": code, "course": None, "error": None,
+               "signed_out": not request.user.is_authenticated}
     if not code or len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
         raise Http404("no course has this join code")
     try:
-        check_join_rate(request.user)
+        if request.user.is_authenticated:
+            check_join_rate(request.user)
+        else:
+            check_rate("course-joins", request_client_key(request), JOINS_PER_HOUR, 3600, "attempts to join a course")
     except ActionError as exc:
         context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
         return render(request, "courses/join.html", context, status=exc.status)
@@ -173,6 +184,8 @@ def join_page(request, code):
     if access_course_for_user(course.pk, request.user) is not None:
         return redirect(course.get_absolute_url())
     context["course"] = course
+    if not request.user.is_authenticated:
+        return render(request, "courses/join.html", context)
     try:
         check_not_banned(course, request.user)
     except ActionError as exc:

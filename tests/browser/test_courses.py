@@ -267,10 +267,13 @@ def test_strangers_and_students_find_nothing_and_signed_out_people_sign_in_first
     with browser_as(browser, live_stack, people["sam"], allowed=("404",)) as sam:
         assert sam.goto(f"/courses/{course.pk}/dashboard").status == 404
     with browser_as(browser, live_stack) as nobody:
-        for path in (f"/courses/{course.pk}/", f"/assignments/{assignment.pk}/", f"/courses/join/{course.join_code}"):
+        for path in (f"/courses/{course.pk}/", f"/assignments/{assignment.pk}/"):
             nobody.goto(path)
             assert urlparse(nobody.url).path == "/accounts/login/", path
             assert f"next={path}" in nobody.url.replace("%2F", "/")
+        # A join link names its course, with the way to sign in and come back (test_first_use.py).
+        nobody.goto(f"/courses/join/{course.join_code}")
+        expect(nobody.get_by_role("link", name="Sign in to join")).to_be_visible()
 
 
 # The test: a student runs and submits, the instructor's dashboard follows live ----------

@@ -257,3 +257,32 @@ def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_gu
         expect(ines.get_by_role("heading", name="Writing an assignment's hidden checks", level=1)).to_be_visible()
         assert ines.evaluate("document.documentElement.scrollWidth <= innerWidth")
         assert_accessible(ines, f"the checks guide at {size}")
+
+
+# 7. Courses are found: from the home page, and from a join link signed out ------------------------
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_home_page_links_courses_and_a_join_link_names_its_course_signed_out(
+        browser: Browser, live_stack, people, course, size: str):  # noqa: F811
+    course_, _ = course
+    with browser_as(browser, live_stack, size=size) as nobody:
+        open_playground(nobody)
+        link = nobody.get_by_role("link", name="Courses")
+        expect(link).to_be_visible()
+        expect(link).to_have_attribute("href", "/courses/")
+
+        nobody.goto(f"/courses/join/{course_.join_code}")
+        expect(nobody.get_by_role("heading", name="JAX 101", level=1)).to_be_visible()
+        sign_in = nobody.get_by_role("link", name="Sign in to join")
+        expect(sign_in).to_be_visible()
+        assert unquote(sign_in.get_attribute("href")).endswith(f"next=/courses/join/{course_.join_code}")
+        assert nobody.get_by_role("link", name="Create an account").is_visible()
+        assert_accessible(nobody, f"a join link signed out at {size}")
+        shoot(nobody, f"join-signed-out-{size}")
+        sign_in.click()
+        expect(nobody).to_have_url(re.compile(r"/accounts/login/\?next="))
+    # Signed in, the same link joins.
+    with browser_as(browser, live_stack, people["otto"]) as otto:
+        otto.goto(f"/courses/join/{course_.join_code}")
+        otto.get_by_role("button", name="Join the course").click()
+        expect(otto).to_have_url(re.compile(rf"/courses/{course_.pk}/$"))
