@@ -286,3 +286,40 @@ def test_the_home_page_links_courses_and_a_join_link_names_its_course_signed_out
         otto.goto(f"/courses/join/{course_.join_code}")
         otto.get_by_role("button", name="Join the course").click()
         expect(otto).to_have_url(re.compile(rf"/courses/{course_.pk}/$"))
+
+
+# 8. A phone's top bar, and the result tabs' focus ring --------------------------------------------
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_the_top_bar_is_short_and_the_tabs_focus_ring_is_whole(browser: Browser, live_stack, size: str):
+    page = new_page(browser, live_stack, size)
+    try:
+        open_playground(page)
+        bar = box(page, "header.topbar")
+        # A phone's bar was 190 of 844 px: two rows now, as at 1024 px; one row at 1440 px.
+        assert bar["height"] <= {"wide": 64, "laptop": 110, "phone": 100}[size], bar
+        for name in ("Examples", "Libraries", "Courses", "Share", "Sign in", "#run-button", "#device-select"):
+            control = page.locator(name) if name.startswith("#") else page.get_by_role("link", name=name, exact=True).or_(
+                page.get_by_role("button", name=name, exact=True)).first
+            expect(control).to_be_visible()
+            found = control.bounding_box()
+            assert found["x"] >= 0 and found["x"] + found["width"] <= SIZES[size][0], name
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+        # The ring of a focused tab is drawn inside the tab bar, which clips what is outside it.
+        page.locator("#tab-output").focus()
+        page.keyboard.press("ArrowRight")
+        expect(page.locator("#tab-compiled")).to_be_focused()
+        ring = page.evaluate("""() => {
+            const tab = document.querySelector('#tab-compiled'), bar = tab.closest('.tabs');
+            const s = getComputedStyle(tab), t = tab.getBoundingClientRect(), b = bar.getBoundingClientRect();
+            const out = parseFloat(s.outlineWidth) + parseFloat(s.outlineOffset);
+            return {style: s.outlineStyle, top: t.top - out - b.top, bottom: b.bottom - (t.bottom + out),
+                    left: t.left - out - b.left, right: b.right - (t.right + out)}; }""")
+        assert ring["style"] != "none", ring
+        assert min(ring["top"], ring["bottom"], ring["left"], ring["right"]) >= -0.5, ring
+        assert_accessible(page, f"the playground at {size}")
+        shoot(page, f"top-bar-{size}")
+        assert page.errors == []
+    finally:
+        page.context.close()
