@@ -134,8 +134,8 @@ def api_course_dashboard(request, course_id):
 
 @api("GET")
 def api_course_grades(request, course_id):
-    """One row per student, one column per assignment: the score of the student's latest graded
-    submission (empty: none graded), then the total."""
+    """One row per student (username, name and email, for a roster), one column per assignment:
+    the score of the student's latest graded submission (empty: none graded), then the total."""
     course = _course(request, course_id, instructor=True).course
     assignments = list(course.assignments.order_by("due_at", "created_at"))
     students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
@@ -147,12 +147,13 @@ def api_course_grades(request, course_id):
         scores[(student_id, assignment_id)] = score  # ids grow with time: the last is the latest
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["username", *[_cell(f"{a.title} (latest graded, of {_number(a.max_score)})")
+    writer.writerow(["username", "name", "email", *[_cell(f"{a.title} (latest graded, of {_number(a.max_score)})")
                                    for a in assignments],
                      f"total (of {_number(sum(a.max_score for a in assignments))})"])
     for m in students:
         row = [scores.get((m.user_id, a.pk)) for a in assignments]
-        writer.writerow([_cell(m.user.username), *["" if s is None else _number(s) for s in row],
+        writer.writerow([_cell(m.user.username), _cell(m.user.get_full_name()), _cell(m.user.email),
+                         *["" if s is None else _number(s) for s in row],
                          _number(sum(s for s in row if s is not None))])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="course-{course.pk}-grades.csv"'

@@ -634,7 +634,8 @@ class TestGradesCsv:
                                                               instructor_client, django_user_model,
                                                               executor_online):
         second = do_create_assignment(course, title="=HYPERLINK(\"x\")", checks='check("a", True, 10)')
-        cleo = django_user_model.objects.create_user("cleo", "cleo@example.com", "x")
+        cleo = django_user_model.objects.create_user("cleo", "cleo@example.com", "x", first_name="Cleo",
+                                                     last_name="Ray")
         do_join_course(course, cleo)
         first = submit(student_client, assignment)
         do_record_grade(str(first.run_id), result())
@@ -649,9 +650,11 @@ class TestGradesCsv:
         assert response["Content-Type"].startswith("text/csv")
         assert "attachment" in response["Content-Disposition"]
         rows = list(csv.reader(io.StringIO(response.content.decode())))
-        assert rows[0] == ["username", "Squares (latest graded, of 5)",
+        assert rows[0] == ["username", "name", "email", "Squares (latest graded, of 5)",
                            "'=HYPERLINK(\"x\") (latest graded, of 10)", "total (of 15)"]
-        assert rows[1:] == [["cleo", "", "", "0"], ["sam", "3", "10", "13"]]
+        sam = django_user_model.objects.get(username="sam")
+        assert rows[1:] == [["cleo", "Cleo Ray", "cleo@example.com", "", "", "0"],
+                            ["sam", sam.get_full_name(), sam.email, "3", "10", "13"]]
 
     def test_students_and_outsiders_get_404(self, course, student_client, outsider_client, client):
         for who in (student_client, outsider_client, client):

@@ -379,8 +379,10 @@ def test_grades_export_as_csv(live_stack, course, assignment, instructor_client,
     wait_graded(*ids)
     rows = list(csv.reader(io.StringIO(instructor_client.get(f"/api/courses/{course.pk}/grades.csv").content
                                        .decode())))
-    assert rows[0] == ["username", "Squares (latest graded, of 5)", "total (of 5)"]
-    assert rows[1:] == [["csv000", "5", "5"], ["csv001", "3", "3"], ["csv002", "", "0"], ["sam", "", "0"]]
+    assert rows[0] == ["username", "name", "email", "Squares (latest graded, of 5)", "total (of 5)"]
+    sam = Submission._meta.get_field("student").related_model.objects.get(username="sam")
+    assert rows[1:] == [["csv000", "", "csv0@example.com", "5", "5"], ["csv001", "", "csv1@example.com", "3", "3"],
+                        ["csv002", "", "csv2@example.com", "", "0"], ["sam", sam.get_full_name(), sam.email, "", "0"]]
 
 
 def test_the_dashboard_shows_a_submission_live(live_stack, course, assignment, instructor, student_client):
