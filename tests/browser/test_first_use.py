@@ -133,6 +133,32 @@ def test_reset_can_be_undone_and_keeps_the_old_code_as_a_draft(browser: Browser,
         page.context.close()
 
 
+def test_an_assignments_reset_can_be_undone_after_a_reload_too(browser: Browser, live_stack, people,
+                                                              course):  # noqa: F811
+    _, assignment = course
+    mine = "def square(x):\n    return x * x  # mine\n"
+    # Reset deletes the draft on the server too, which it may not have reached yet (a 404).
+    with browser_as(browser, live_stack, people["sam"], size="phone", allowed=("404",)) as sam:
+        open_assignment(sam, assignment.pk)
+        starter = get_code(sam)
+        set_code(sam, mine)
+        sam.locator("#reset-code").click()
+        bar = sam.locator("#undo-bar")
+        expect(bar).to_contain_text("Code reset.")
+        expect(bar.get_by_role("button", name="Undo")).to_be_focused()
+        assert get_code(sam) == starter
+        assert_accessible(sam, "an assignment's undo bar on a phone")
+        bar.get_by_role("button", name="Undo").click()
+        expect(bar).to_be_hidden()
+        assert get_code(sam) == mine
+        # Reset, reload: the code before it is still one click away.
+        sam.locator("#reset-code").click()
+        open_assignment(sam, assignment.pk)
+        assert get_code(sam) == starter
+        bar.get_by_role("button", name="Undo").click()
+        assert get_code(sam) == mine
+
+
 # 3. A failed run is shown on the Output tab -------------------------------------------------------
 
 def test_a_failed_run_switches_to_the_output_tab_and_a_cancelled_one_does_not(page: Page):

@@ -18,7 +18,7 @@ import { getSubmission, listSubmissions, startAssignmentRun, submit, type NewSub
 import { errorText, localizeTimes, points, showFlash } from "../course-page";
 import { findDevice } from "../devices";
 import { byId, el, maybeById, pageData } from "../dom";
-import { Drafts } from "../drafts";
+import { Drafts, RESET_PREFIX } from "../drafts";
 import type { CodeEditor } from "../editor";
 import { Tabs, type Pane } from "../panes/pane";
 import { runShortcut } from "../platform";
@@ -54,6 +54,8 @@ function main(data: AssignmentData): void {
       if (text === starter) drafts.remove(draftKey);
       else drafts.save(draftKey, data.title, text);
       resetButton.disabled = text === starter;
+      // Typing after a Reset: Undo would replace the typing, so the bar goes (the kept code stays).
+      if (!restoring) hideUndo();
     },
     tabs: { bar: runBar, panels: runPanels },
     views: [results],
@@ -78,14 +80,46 @@ function main(data: AssignmentData): void {
     if (changed && draft && code.getCode() === startingCode) code.setCode(draft.code);
   });
 
+  // Reset to the starter code keeps the code it replaced (a draft of its own, in this browser):
+  // "Code reset. Undo" brings it back, after a reload too, until the person types again.
+  const resetKey = RESET_PREFIX + draftKey;
+  const undoBar = maybeById("undo-bar");
+  let restoring = false;
+  const hideUndo = () => {
+    if (undoBar) undoBar.hidden = true;
+  };
+  const showUndo = (focus: boolean) => {
+    if (!undoBar) return;
+    const undo = el("button", "button button-small undo-button", "Undo");
+    undo.type = "button";
+    undo.title = "Bring back the code you had before Reset";
+    undo.addEventListener("click", () => {
+      const kept = drafts.get(resetKey);
+      hideUndo();
+      if (!kept) return;
+      drafts.remove(resetKey);
+      code.setCode(kept.code);
+      code.editor.focus();
+    });
+    undoBar.replaceChildren(el("span", "undo-text", "Code reset. ", el("span", "undo-sub", "Your code before it is kept.")), undo);
+    undoBar.hidden = false;
+    if (focus) undo.focus();
+  };
   const resetButton = byId<HTMLButtonElement>("reset-code");
   resetButton.disabled = code.getCode() === starter;
   resetButton.addEventListener("click", () => {
-    code.setCode(starter);
+    const before = code.getCode();
+    restoring = true;
+    try {
+      code.setCode(starter);
+    } finally {
+      restoring = false;
+    }
     drafts.remove(draftKey);
-    status.say("Back to the starter code (Ctrl+Z brings your code back).");
-    code.editor.focus();
+    if (before !== starter) drafts.save(resetKey, `${data.title} (before Reset)`, before);
+    showUndo(true);
   });
+  if (drafts.get(resetKey) && code.getCode() === starter) showUndo(false);
 
   // The page's tabs: the brief, the submissions, the run's results, the settings.
   const brief = new StaticPane("brief", "Assignment", byId("brief"));
