@@ -133,8 +133,8 @@ def test_reset_can_be_undone_and_keeps_the_old_code_as_a_draft(browser: Browser,
         page.context.close()
 
 
-def test_an_assignments_reset_can_be_undone_after_a_reload_too(browser: Browser, live_stack, people,
-                                                              course):  # noqa: F811
+def test_an_assignments_reset_can_be_undone_after_a_reload_too(
+        browser: Browser, live_stack, people, course):  # noqa: F811
     _, assignment = course
     mine = "def square(x):\n    return x * x  # mine\n"
     # Reset deletes the draft on the server too, which it may not have reached yet (a 404).
@@ -325,8 +325,9 @@ def test_the_top_bar_is_short_and_the_tabs_focus_ring_is_whole(browser: Browser,
         # A phone's bar was 190 of 844 px: two rows now, as at 1024 px; one row at 1440 px.
         assert bar["height"] <= {"wide": 64, "laptop": 110, "phone": 100}[size], bar
         for name in ("Examples", "Libraries", "Courses", "Share", "Sign in", "#run-button", "#device-select"):
-            control = page.locator(name) if name.startswith("#") else page.get_by_role("link", name=name, exact=True).or_(
-                page.get_by_role("button", name=name, exact=True)).first
+            control = page.locator(name) if name.startswith("#") else (
+                page.get_by_role("link", name=name, exact=True)
+                .or_(page.get_by_role("button", name=name, exact=True)).first)
             expect(control).to_be_visible()
             found = control.bounding_box()
             assert found["x"] >= 0 and found["x"] + found["width"] <= SIZES[size][0], name
