@@ -15,12 +15,11 @@ callback's would reach into a process that is not there).
 from __future__ import annotations
 
 import json
-import re
 
 from . import values
+from .checklib import CUSTOM_CALL
 
 TEXT_MAX_CHARS = 4 * 1024**2
-_CUSTOM_CALL = re.compile(r'(?:stablehlo\.custom_call\s*@|call_target_name\s*=\s*")([A-Za-z0-9_.$\-]+)')
 
 
 def analyse(blob: bytes, input_sets: list, kwargs: dict) -> dict:
@@ -30,7 +29,7 @@ def analyse(blob: bytes, input_sets: list, kwargs: dict) -> dict:
 
     exported = jax.export.deserialize(bytearray(blob))
     text = exported.mlir_module()
-    calls = set(_CUSTOM_CALL.findall(text))
+    calls = set(CUSTOM_CALL.findall(text))
     report = {"text": text[:TEXT_MAX_CHARS], "flops": None, "outputs": None}
     if calls - jaxcompat.stable_custom_calls():
         return report

@@ -192,7 +192,7 @@ def instructor_traceback(exc: BaseException) -> str:
     """The traceback for the instructor: the check code's frames (and the checker's helpers)."""
     try:
         return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    except Exception:  # noqa: BLE001 - a hostile __str__ cannot reach here, but a value's repr might fail
+    except Exception:  # noqa: BLE001 - an exception whose message cannot be formatted (its __str__ raised)
         return f"{type(exc).__name__} (its message could not be read)\n"
 
 

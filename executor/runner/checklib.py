@@ -162,7 +162,8 @@ def grad_check(f, x, grad=None, *, eps: float = 1e-3, rtol: float = 1e-2, atol: 
 
 # -- compilation ------------------------------------------------------------------------------------
 
-_CUSTOM_CALL = re.compile(r'(?:stablehlo\.custom_call\s*@|call_target_name\s*=\s*")([A-Za-z0-9_.$\-]+)')
+# A module's custom-call targets, in the StableHLO text (the checker's reading and the analyst's).
+CUSTOM_CALL = re.compile(r'(?:stablehlo\.custom_call\s*@|call_target_name\s*=\s*")([A-Za-z0-9_.$\-]+)')
 _FLOAT64 = re.compile(r"\b(f64|complex<f64>)\b")
 _LOCATION = re.compile(r"\s*loc\([^)]*\)|^#loc.*$", re.M)
 
@@ -185,9 +186,11 @@ class Lowered:
         self.inputs = [args]
         if isinstance(answer, bytes):
             self.inputs = [args, *_fresh_inputs(args)]
+            from .checker import StudentError
+
             try:
                 report = _session().ask("analyse", name, args=(answer, [list(a) for a in self.inputs], kwargs))
-            except Exception as exc:  # noqa: BLE001 - a StudentError: the module could not be read
+            except (StudentError, TypeError) as exc:  # the analyst could not read or run it; inputs it cannot take
                 self.problem = f"what your side sent for {name} is not a compiled function the checks can read"
                 self.detail = str(exc)[:300]
                 report = {}
@@ -201,7 +204,7 @@ class Lowered:
             self.text = answer["text"]
         else:
             self.problem = f"{name} could not be lowered"
-        self.custom_calls = sorted(set(_CUSTOM_CALL.findall(self.text)))
+        self.custom_calls = sorted(set(CUSTOM_CALL.findall(self.text)))
         stable = jaxcompat.stable_custom_calls()
         self.callbacks = [t for t in self.custom_calls if t not in stable]
         self.float64 = bool(_FLOAT64.search(self.text))
