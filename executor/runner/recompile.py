@@ -78,7 +78,9 @@ def _same_fun(a: dict, b: dict) -> bool:
 
 
 def _diff(new: dict, old: dict) -> tuple[list[tuple[str, str]], int]:
-    """[(kind, sentence)] of what differs, and a distance for choosing the closest old one."""
+    """[(kind, sentence)] of what differs, and a distance for choosing the closest old one. Each
+    sentence opens with a word of ours ("argument x has a new shape"), never with a name from the
+    user's code: the page starts a sentence with a capital, which would rename ``x`` to ``X``."""
     reasons: list[tuple[str, str]] = []
     na, oa = new["args"], old["args"]
     if [a["name"] for a in na] != [a["name"] for a in oa]:
@@ -88,18 +90,18 @@ def _diff(new: dict, old: dict) -> tuple[list[tuple[str, str]], int]:
     else:
         for a, b in zip(na, oa):
             if a["shape"] != b["shape"] and a["dtype"] == b["dtype"]:
-                reasons.append(("shape", f"{a['name']} has a new shape: {b['type']} → {a['type']}"))
+                reasons.append(("shape", f"argument {a['name']} has a new shape: {b['type']} → {a['type']}"))
             elif a["dtype"] != b["dtype"]:
-                reasons.append(("dtype", f"{a['name']} has a new dtype: {b['type']} → {a['type']}"))
+                reasons.append(("dtype", f"argument {a['name']} has a new dtype: {b['type']} → {a['type']}"))
             elif a["weak"] != b["weak"]:
                 if a["weak"]:
-                    reasons.append(("weak_type", f"{a['name']} is now a Python scalar (weakly typed "
+                    reasons.append(("weak_type", f"argument {a['name']} is now a Python scalar (weakly typed "
                                                  f"{a['type']}) where it was a typed array {b['type']}"))
                 else:
-                    reasons.append(("weak_type", f"{a['name']} is now a typed array {a['type']} where it "
+                    reasons.append(("weak_type", f"argument {a['name']} is now a typed array {a['type']} where it "
                                                  f"was a Python scalar (weakly typed {b['type']})"))
             elif a["type"] != b["type"]:
-                reasons.append(("sharding", f"{a['name']} changed: {b['type']} → {a['type']}"))
+                reasons.append(("sharding", f"argument {a['name']} changed: {b['type']} → {a['type']}"))
     for key in sorted(set(new["static"]) | set(old["static"])):
         before, after = old["static"].get(key, "—"), new["static"].get(key, "—")
         if before != after:

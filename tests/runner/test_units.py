@@ -1,13 +1,17 @@
 """The runner's pure functions, without a sandbox: the source transformation, option parsing,
-IPython's time format, text caps, HLO clean-up and error explanations."""
+IPython's time format, text caps, HLO clean-up, error explanations and recompilation reasons."""
 
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from executor.runner import capture, common, explain, notebook, texts
+from executor.runner import capture, common, explain, notebook, recompile, texts
+
+COMPILED_PANE = Path(__file__).resolve().parents[2] / "frontend" / "src" / "panes" / "compiled.ts"
 
 
 def test_magic_lines_become_calls_on_the_same_line():
@@ -204,3 +208,47 @@ def test_timeit_with_no_time_left_reports_its_calibration(monkeypatch, capsys):
         common.set_wall_clock(None)
     assert "(mean ± std. dev. of 1 run, 1 loop each)" in out
     assert "stopped after 1 of 7 repeats" in out
+
+
+def _signature(*args, static=None, donated=(), ctx="ctx", fun_id=1) -> dict:
+    """A compilation's signature as ``recompile.signature`` makes it: args are (name, type,
+    shape, dtype, weak)."""
+    return {"args": [{"name": n, "type": t, "shape": shape, "dtype": d, "weak": w, "sharding": None}
+                     for n, t, shape, d, w in args],
+            "static": dict(static or {}), "shardings": [], "donated": donated,
+            "fun_ref": None, "fun_id": fun_id, "ctx": ctx}
+
+
+def test_a_recompilation_reason_names_an_argument_as_written_and_never_opens_with_it():
+    x3 = ("x", "f32[3]", (3,), "float32", False)
+    x24 = ("x", "f32[2,4]", (2, 4), "float32", False)
+    big = ("X", "i32[3]", (3,), "int32", False)
+    reasons, _ = recompile._diff(_signature(x24, big), _signature(x3, ("X", "f32[3]", (3,), "float32", False)))
+    assert [r for _, r in reasons] == ["argument x has a new shape: f32[3] → f32[2,4]",
+                                       "argument X has a new dtype: f32[3] → i32[3]"]
+
+    # Every kind of reason opens with one of the runner's own words, which the Compiled pane
+    # (REASON_OPENINGS in compiled.ts) may capitalise without renaming anything.
+    openings = re.search(r"const REASON_OPENINGS =\s*/(.+)/;", COMPILED_PANE.read_text())[1]
+    scalar = ("x", "f32[]", (), "float32", True)
+    typed = ("x", "f32[]", (), "float32", False)
+    pairs = [
+        (_signature(x24), _signature(x3)),                                    # shape
+        (_signature(("x", "i32[3]", (3,), "int32", False)), _signature(x3)),  # dtype
+        (_signature(scalar), _signature(typed)),                              # now a Python scalar
+        (_signature(typed), _signature(scalar)),                              # now a typed array
+        (_signature(("x", "f32[3]{S}", (3,), "float32", False)), _signature(x3)),  # sharding
+        (_signature(("y", "f32[3]", (3,), "float32", False)), _signature(x3)),     # structure
+        (_signature(x3, static={"n": "3"}), _signature(x3, static={"n": "2"})),
+        (_signature(x3, donated=(0,)), _signature(x3)),
+        (_signature(x3, ctx="x64"), _signature(x3)),
+        (_signature(x3, fun_id=2), _signature(x3)),                            # a new function
+        (_signature(x3), _signature(x3)),                                      # caches cleared
+    ]
+    kinds = set()
+    for new, old in pairs:
+        for kind, reason in recompile._diff(new, old)[0]:
+            kinds.add(kind)
+            assert re.match(openings, reason), reason
+    assert kinds >= {"shape", "dtype", "weak_type", "sharding", "structure", "static", "donation",
+                     "context", "new_function", "other"}

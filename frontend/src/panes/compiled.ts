@@ -534,12 +534,19 @@ function lineMap(value: unknown): LineMap | null {
   return value.map((v) => (typeof v === "number" && Number.isInteger(v) && v > 0 ? v : null));
 }
 
-/** "f compiled again (compilation 2) because x has a new shape: ..." → "x has a new shape: ...". */
+/** How executor/runner/recompile.py's reasons begin, names of the snippet's never among them. */
+const REASON_OPENINGS =
+  /^(?:argument |its arguments' |static argument |an argument |the donated |the same function |a JAX setting |it is a new )/;
+
+/** "f compiled again (compilation 2) because argument x has a new shape: ..." → "Argument x has a
+ *  new shape: ...". Only the runner's own first words take a capital: a reason that opens with
+ *  one of the snippet's names (as runs saved before said it: "x has a new shape") keeps it as
+ *  written, since `X` would be another name. */
 function shortReason(reason: string): string {
   const m = /^.*? compiled again(?: \([^)]*\))? because (.+)$/s.exec(reason);
   if (!m) return reason;
   const rest = m[1].replace(/\.$/, "");
-  return rest.charAt(0).toUpperCase() + rest.slice(1);
+  return REASON_OPENINGS.test(rest) ? rest.charAt(0).toUpperCase() + rest.slice(1) : rest;
 }
 
 /** The panels of a side-by-side display: {title, jaxpr, error}. */
