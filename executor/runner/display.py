@@ -40,8 +40,21 @@ def _is_tracer(value) -> bool:
     return is_tracer(value)
 
 
+class Shown:
+    """A result that was shown as it was made (a jaxplay helper printed its table, or sent it to
+    the Compiled or Timing pane). Left as a snippet's last expression it shows nothing more: its
+    repr (``<Comparison of …>``) after the table it printed only says the same thing worse. In
+    Jupyter an object with ``_ipython_display_`` is shown by that method alone, so the same
+    result in a notebook is not echoed either."""
+
+    def _ipython_display_(self) -> None:
+        pass
+
+
 def show_value(value) -> None:
     """Show a value the way Jupyter shows a cell's result."""
+    if isinstance(value, Shown):
+        return
     if _is_array(value) and getattr(value, "size", 0) > SUMMARY_THRESHOLD:
         show_array(value)
         return

@@ -41,6 +41,10 @@ compare(impls, *args, label=None, repeats=7, quiet=False, note=None, **kwargs)
     ``note``: a sentence shown with the table, e.g. why the numbers come out as they do.
     Returns a ``Comparison``; emits one ``timing`` event of kind "comparison".
 
+What jaxprs, bench and compare return has been shown already (printed, or in its pane): as the
+snippet's last expression it is not shown again, here as in Jupyter. ``print(result)`` prints
+its text; ``result.text``, ``result.median``, ``result[i].speedup`` and the like are there to use.
+
 show(value, label=None)
     Displays a value as a cell's result would be: an array's summary, a figure, a repr.
 
@@ -91,7 +95,7 @@ def device_peak(device_kind: str | None) -> tuple[str, dict] | None:
 # -- jaxprs ---------------------------------------------------------------------------------
 
 
-class Jaxprs(dict):
+class Jaxprs(display.Shown, dict):
     """{title: jaxpr text}; its repr stays short because the page shows the texts."""
 
     def __repr__(self) -> str:
@@ -147,7 +151,7 @@ def jaxprs(f, *args, grad: bool = True, vmap: bool = True, batch: int = 8, argnu
 # -- bench ----------------------------------------------------------------------------------
 
 
-class BenchResult:
+class BenchResult(display.Shown):
     """One function's timing. Times are seconds per call; ``timings`` holds one per run."""
 
     def __init__(self, **fields):
@@ -183,6 +187,9 @@ class BenchResult:
 
     def __repr__(self) -> str:
         return f"<BenchResult {self.label}: median {common.format_time(self.median)}>"
+
+    def __str__(self) -> str:
+        return self.summary()
 
 
 def _device_of(args) -> tuple[str | None, str | None]:
@@ -345,7 +352,7 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
 # -- compare --------------------------------------------------------------------------------
 
 
-class Comparison(list):
+class Comparison(display.Shown, list):
     """The rows of a comparison (BenchResults), fastest speed-up last read off ``speedup``."""
 
     def __init__(self, rows, text: str):
@@ -411,7 +418,9 @@ def compare(impls: dict, *args, label: str | None = None, repeats: int = 7, quie
 
 
 def show(value, label: str | None = None) -> None:
-    if display._is_array(value):
+    if isinstance(value, display.Shown):  # asked for again: its text, as print() gives it
+        print(value, flush=True)
+    elif display._is_array(value):
         display.show_array(value, label=label)
     elif type(value).__module__.startswith("matplotlib") and hasattr(value, "savefig"):
         display.send_figure(value)

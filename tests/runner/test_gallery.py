@@ -36,3 +36,6 @@ def test_each_example_runs_and_fills_its_panes(run, path):
     missing = EXPECTED[path.stem.split("-", 1)[1]] - produced
     assert not missing, f"{path.name} produced no {missing}: {result!r}"
     assert not result.error
+    # A jaxplay helper left as the last line shows its table, not its repr after it as well.
+    for echoed in ("<Comparison", "<BenchResult", "<jaxprs:"):
+        assert echoed not in result.stdout, f"{path.name} echoed {echoed}…>: {result.stdout[-300:]!r}"
