@@ -1,4 +1,5 @@
-"""daphne with a limit on request bodies: ``python -m web.server`` takes daphne's command line.
+"""daphne with a limit on request bodies, and time for a client to answer a websocket's close:
+``python -m web.server`` takes daphne's command line.
 
     python -m web.server -e tcp:port=8000:interface=127.0.0.1:backlog=1024 web.asgi:application
 
@@ -30,6 +31,14 @@ log = logging.getLogger("web.server")
 # How long a refused connection goes on being read (and what it sends thrown away) after the
 # answer, so that closing it does not reset it before the client has read the 413.
 LINGER_S = 1.0
+
+# How long a websocket the server closed waits for the client's answering close frame before the
+# server resets it. autobahn's default is 1 s, but it keeps its timers in buckets of whole
+# seconds (txaio's batched timer takes int(now + delay)), so a timeout of 1 s fires anywhere from
+# 0 to 1 s later: under a burst, a client had not yet answered the close when the reset came, and
+# a client that reads in a thread (websockets' sync client) then lost the frames that arrived
+# with the close, the run's `finished` among them. 5 s here is 4 to 5 s, which a slow client has.
+CLOSE_HANDSHAKE_TIMEOUT_S = 5
 
 
 class LimitedRequest(WebRequest):
@@ -124,6 +133,21 @@ class LimitedServer(Server):
     @http_factory.setter
     def http_factory(self, factory):
         self._http_factory = LimitedHTTPFactory(self) if type(factory) is HTTPFactory else factory
+
+    # ... and sets the options of the websocket factory it makes; one more is set here.
+    @property
+    def ws_factory(self):
+        return self._ws_factory
+
+    @ws_factory.setter
+    def ws_factory(self, factory):
+        original = factory.setProtocolOptions
+
+        def set_options(**options):
+            original(**options, closeHandshakeTimeout=CLOSE_HANDSHAKE_TIMEOUT_S)
+
+        factory.setProtocolOptions = set_options
+        self._ws_factory = factory
 
 
 class CommandLineInterface(DaphneCommandLine):

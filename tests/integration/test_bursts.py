@@ -49,12 +49,6 @@ def test_every_run_of_a_burst_is_admitted_and_stored(burst):
     assert all(r.get("api_ended_wall") for r in burst), "a run the API never said had ended"
 
 
-# A known fault, not yet fixed: under load, daphne resets a socket now and then right after its
-# handshake, in the same instant as it drops other sockets that have finished (a packet capture
-# in docs/BENCHMARKS.md, "Bursts"); the consumer has sent every event by then. Kept running, so
-# that the fix shows as a pass.
-@pytest.mark.xfail(reason="daphne resets a socket now and then as it drops finished ones (BENCHMARKS, Bursts)",
-                   strict=False)
 def test_every_socket_of_a_burst_ends_with_finished(burst):
     early = [r for r in burst if "run" in r and r["early_close"]]
     assert not early, f"{len(early)} sockets closed before 'finished': {early[:3]}"

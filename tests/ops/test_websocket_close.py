@@ -1,0 +1,103 @@
+"""When the server closes a websocket, the real server (``python -m web.server``) gives the
+client time to answer the close before it resets the connection: with daphne's own setting (a
+1 s close handshake, kept by autobahn in buckets of whole seconds, so from 0 to 1 s) a client that
+was slow to answer under load was reset first, and one that reads in a thread (websockets' sync
+client) lost the frames that had arrived with the close, a run's ``finished`` among them."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import struct
+import time
+
+import pytest
+
+from .conftest import base_env
+
+# Longer than anything daphne's own timeout can reach, shorter than ours (4 to 5 s).
+SLOW_ANSWER_S = 2.5
+
+
+def handshake(port: int, path: str) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = sock.recv(1)
+        assert chunk, f"the server closed during the handshake: {head!r}"
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return sock
+
+
+def read_frame(sock: socket.socket) -> tuple[int, bytes]:
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            assert chunk, "the connection ended inside a frame"
+            data += chunk
+        return data
+
+    first, second = exactly(2)
+    length = second & 0x7F
+    if length == 126:
+        length = struct.unpack(">H", exactly(2))[0]
+    elif length == 127:
+        length = struct.unpack(">Q", exactly(8))[0]
+    return first & 0x0F, exactly(length)
+
+
+def masked_close(code: int) -> bytes:
+    mask, payload = os.urandom(4), struct.pack(">H", code)
+    return bytes([0x88, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def still_open(sock: socket.socket) -> bool:
+    """Nothing left to read and no reset: the connection is as the server left it."""
+    sock.setblocking(False)  # a socket with a timeout would wait for something to read
+    try:
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+    return False  # data or an end of file: not what a closed-by-server socket waiting for us has
+
+
+def close_after_a_slow_answer(port: int) -> tuple[int, bytes, bool]:
+    # 'after' that is not a number: the consumer accepts, then closes with its own code.
+    sock = handshake(port, "/ws/runs/00000000-0000-0000-0000-000000000000/?after=x")
+    try:
+        opcode, payload = read_frame(sock)
+        assert opcode == 8, (opcode, payload)
+        code = struct.unpack(">H", payload[:2])[0]
+        time.sleep(SLOW_ANSWER_S)
+        alive = still_open(sock)
+        if alive:
+            sock.setblocking(True)
+            sock.sendall(masked_close(code))
+        return code, payload[2:], alive
+    finally:
+        sock.close()
+
+
+@pytest.mark.django_db
+def test_a_client_slow_to_answer_the_close_is_not_reset(web_server):
+    server = web_server(base_env())
+    code, _reason, alive = close_after_a_slow_answer(server.port)
+    assert code == 4400  # the consumer's own close (daphne sends no reason)
+    assert alive, f"the server reset the socket before {SLOW_ANSWER_S} s had passed for the client to answer"
+    # The server goes on serving sockets.
+    assert close_after_a_slow_answer(server.port)[2]
+
+
+@pytest.mark.django_db
+def test_plain_daphne_would_have_reset_it(web_server):
+    """What the setting is for: daphne's own close handshake resets the slow client."""
+    daphne = web_server(base_env(), module="daphne")
+    assert not close_after_a_slow_answer(daphne.port)[2]
