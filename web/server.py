@@ -39,6 +39,9 @@ LINGER_S = 1.0
 # a client that reads in a thread (websockets' sync client) then lost the frames that arrived
 # with the close, the run's `finished` among them. 5 s here is 4 to 5 s, which a slow client has.
 CLOSE_HANDSHAKE_TIMEOUT_S = 5
+# autobahn's opening handshake timeout is daphne's connect timeout and this much more.
+OPENING_MARGIN_S = 5
+WEBSOCKET_CONNECT_TIMEOUT_S = 20
 
 
 class LimitedRequest(WebRequest):
@@ -144,7 +147,12 @@ class LimitedServer(Server):
         original = factory.setProtocolOptions
 
         def set_options(**options):
-            original(**options, closeHandshakeTimeout=CLOSE_HANDSHAKE_TIMEOUT_S)
+            # autobahn resets a socket the application has not accepted within its opening
+            # handshake timeout (daphne: 5 s, so 4 to 5 s), with no answer at all; daphne's own
+            # connect timeout (20 s) answers 403 instead. A busy server that accepts after 4 s
+            # is slow, not broken: the socket is let in, and a stuck one gets daphne's answer.
+            opening = max(options.pop("openHandshakeTimeout", 0), self.websocket_connect_timeout + OPENING_MARGIN_S)
+            original(**options, openHandshakeTimeout=opening, closeHandshakeTimeout=CLOSE_HANDSHAKE_TIMEOUT_S)
 
         factory.setProtocolOptions = set_options
         self._ws_factory = factory
@@ -152,6 +160,13 @@ class LimitedServer(Server):
 
 class CommandLineInterface(DaphneCommandLine):
     server_class = LimitedServer
+
+    def __init__(self):
+        super().__init__()
+        # daphne's command line refuses (403) a socket its application has not accepted within
+        # 5 s; under a burst a busy process accepts later than that (the consumer accepts first
+        # thing). Its Server's own default, 20 s, is the default here too.
+        self.parser.set_defaults(websocket_connect_timeout=WEBSOCKET_CONNECT_TIMEOUT_S)
 
 
 def main() -> None:

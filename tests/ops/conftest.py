@@ -18,13 +18,13 @@ from bench.stack import ROOT, RedisServer, free_port
 
 
 class WebServer:
-    def __init__(self, env: dict, logfile: Path, module: str = "web.server"):
+    def __init__(self, env: dict, logfile: Path, module: str = "web.server", app: str = "web.asgi:application"):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.logfile = logfile
         self.log = open(logfile, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, "-e", f"tcp:port={self.port}:interface=127.0.0.1", "web.asgi:application"],
+            [sys.executable, "-m", module, "-e", f"tcp:port={self.port}:interface=127.0.0.1", app],
             cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 30
         while True:
@@ -68,8 +68,8 @@ def web_server(tmp_path):
     """``web_server(env)``: start one (stopped after the test) with exactly that environment."""
     servers = []
 
-    def start(env: dict, module: str = "web.server") -> WebServer:
-        server = WebServer(env, tmp_path / f"web-{len(servers)}.log", module)
+    def start(env: dict, module: str = "web.server", app: str = "web.asgi:application") -> WebServer:
+        server = WebServer(env, tmp_path / f"web-{len(servers)}.log", module, app)
         servers.append(server)
         return server
 

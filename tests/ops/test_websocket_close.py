@@ -1,8 +1,11 @@
-"""When the server closes a websocket, the real server (``python -m web.server``) gives the
-client time to answer the close before it resets the connection: with daphne's own setting (a
-1 s close handshake, kept by autobahn in buckets of whole seconds, so from 0 to 1 s) a client that
-was slow to answer under load was reset first, and one that reads in a thread (websockets' sync
-client) lost the frames that had arrived with the close, a run's ``finished`` among them."""
+"""The real server (``python -m web.server``) and daphne as it comes, at a websocket's two ends.
+
+A busy server that accepts a socket after 6 s lets it in (daphne as it comes resets it after 4 to
+5 s with no answer, or refuses it with 403). When the server closes a socket it gives the client
+time to answer the close before it resets the connection: with daphne's own setting (a 1 s close
+handshake, kept by autobahn in buckets of whole seconds, so from 0 to 1 s) a client that was slow
+to answer under load was reset first, and one that reads in a thread (websockets' sync client)
+lost the frames that had arrived with the close, a run's ``finished`` among them."""
 
 from __future__ import annotations
 
@@ -101,3 +104,25 @@ def test_plain_daphne_would_have_reset_it(web_server):
     """What the setting is for: daphne's own close handshake resets the slow client."""
     daphne = web_server(base_env(), module="daphne")
     assert not close_after_a_slow_answer(daphne.port)[2]
+
+
+def handshake_of_a_slow_accept(port: int) -> str:
+    try:
+        sock = handshake(port, "/ws/slow/")
+    except (AssertionError, ConnectionResetError) as e:
+        return f"no answer: {e!r}"
+    try:
+        opcode, payload = read_frame(sock)
+        return payload.decode() if opcode == 1 else f"opcode {opcode}"
+    finally:
+        sock.close()
+
+
+def test_a_socket_accepted_after_six_seconds_is_let_in(web_server):
+    server = web_server(base_env(SLOW_ACCEPT_S="6"), app="tests.ops.slow_accept:application")
+    assert handshake_of_a_slow_accept(server.port) == '{"type": "hello"}'
+
+
+def test_plain_daphne_resets_a_socket_accepted_after_six_seconds(web_server):
+    daphne = web_server(base_env(SLOW_ACCEPT_S="6"), module="daphne", app="tests.ops.slow_accept:application")
+    assert handshake_of_a_slow_accept(daphne.port).startswith("no answer")
