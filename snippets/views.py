@@ -140,12 +140,22 @@ def snippet_page(request, snippet):
     forks = snippet.forks.filter(hidden_at__isnull=True, removed_at__isnull=True).order_by("created_at")
     context = page_context(request) | {
         "snippet": snippet, "snippet_data": _page_data(snippet), "preview": _preview(snippet, request),
-        "description_html": markdown.render(snippet.description), "forks": forks[:20], "forks_count": forks.count(),
+        "description_html": markdown.render(snippet.description), "forks_count": forks.count(),
+        "forks": [{"slug": fork.slug, "name": fork_name(fork, snippet)} for fork in forks[:5]],
     }
     response = render(request, "playground/index.html", context)
     if snippet.hidden_at is not None:
         response["X-Robots-Tag"] = "noindex"
     return response
+
+
+def fork_name(fork: Snippet, original: Snippet) -> str:
+    """How the original's page names a fork: by its title, and by its link too where that title is
+    the original's own (a fork shared by a script, or before the Share dialog marked a fork's
+    title), so that a fork never reads as the original."""
+    if not fork.title:
+        return fork.slug
+    return f"{fork.title} ({fork.slug})" if fork.title == original.title else fork.title
 
 
 @require_GET

@@ -148,6 +148,15 @@ export class Gallery {
     this.renderHeader();
   }
 
+  /** The editor's code was shared from a snippet's page as a link of its own (a fork): the
+   *  draft of this page's snippet that holds exactly that code is the fork's now, not the
+   *  original's, and goes. Further edits here are the original's draft again. */
+  forked(code: string): void {
+    if (this.current.kind !== "snippet") return;
+    if (this.drafts.get(this.current.key)?.code === code) this.drafts.remove(this.current.key);
+    this.renderHeader();
+  }
+
   /** The server's copy of the drafts arrived: an editor nobody has typed in yet shows it. */
   refresh(untouched: boolean): void {
     if (!this.editor) return;

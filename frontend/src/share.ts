@@ -13,8 +13,28 @@ export interface ShareSource {
   getDevice(): string;
   /** The run the page shows (this page's, or the snippet's saved one), or null. */
   lastRun(): ShownRun | null;
-  /** On a snippet page: its slug. A share with other content becomes its fork. */
-  parent: string | null;
+  /** On a snippet page: the snippet. A share of other code becomes its fork. */
+  original: OriginalSnippet | null;
+  /** A share from a snippet's page made a link of its own (a fork): the code it keeps. */
+  onForked?(code: string): void;
+}
+
+export interface OriginalSnippet {
+  slug: string;
+  title: string;
+  code: string;
+}
+
+/** The longest title the server takes (snippets/actions.py TITLE_MAX). */
+const TITLE_MAX = 200;
+const FORK_MARK = " (fork)";
+
+/** The title a fork of a snippet starts with: the original's, marked, so that the two never
+ *  look alike in the original's list of forks or in a browser tab. An untitled original's forks
+ *  are untitled too (their link names them). */
+export function forkTitle(title: string): string {
+  const t = title.trim();
+  return t ? t.slice(0, TITLE_MAX - FORK_MARK.length) + FORK_MARK : "";
 }
 
 export interface ShownRun {
@@ -94,6 +114,7 @@ export class ShareDialog {
   private readonly result: HTMLElement;
   private readonly link: HTMLInputElement;
   private readonly linkNote: HTMLElement;
+  private readonly forkNote: HTMLElement;
   private readonly embed: HTMLTextAreaElement;
   private readonly embedNote: HTMLElement;
   private opener: HTMLElement | null = null;
@@ -114,6 +135,7 @@ export class ShareDialog {
     this.result = part(dialog, "#share-result");
     this.link = part(dialog, "#share-link");
     this.linkNote = part(dialog, "#share-link-note");
+    this.forkNote = part(dialog, "#share-fork-note");
     this.embed = part(dialog, "#share-embed");
     this.embedNote = part(dialog, "#share-embed-note");
 
@@ -157,6 +179,7 @@ export class ShareDialog {
     this.error.textContent = "";
     this.createButton.disabled = false;
     const code = this.source.getCode();
+    this.prefillTitle(code);
     this.runNote.textContent = "";
     const shown = this.source.lastRun();
     this.run = matchingRun(shown, code);
@@ -174,6 +197,18 @@ export class ShareDialog {
 
   close(): void {
     if (this.dialog.open) this.dialog.close();
+  }
+
+  /** On a snippet's page the title starts as the snippet's own for its own code, and marked as
+   *  a fork's for other code; what the person typed is theirs and stays. */
+  private prefillTitle(code: string): void {
+    const original = this.source.original;
+    if (!original) return;
+    const typed = this.titleInput.value.trim();
+    const own = original.title.trim();
+    const fork = forkTitle(original.title);
+    if (code !== original.code && typed === own) this.titleInput.value = fork;
+    else if (code === original.code && typed === fork && fork !== own) this.titleInput.value = original.title;
   }
 
   private async create(): Promise<void> {
@@ -198,9 +233,12 @@ export class ShareDialog {
         run,
         // The server gives back the same snippet for the same content: a parent only counts for
         // content that differs.
-        parent: this.source.parent,
+        parent: this.source.original?.slug ?? null,
       });
-      this.show(saved);
+      const original = this.source.original;
+      const forked = original !== null && saved.slug !== original.slug;
+      if (forked) this.source.onForked?.(code);
+      this.show(saved, forked ? original : null);
     } catch (error) {
       this.showError(shareError(error));
     } finally {
@@ -215,8 +253,13 @@ export class ShareDialog {
     this.error.hidden = false;
   }
 
-  private show(saved: SavedSnippet): void {
+  /** ``forkOf``: the snippet this share forked, if it did. */
+  private show(saved: SavedSnippet, forkOf: OriginalSnippet | null): void {
     const url = saved.url;
+    this.forkNote.hidden = forkOf === null;
+    this.forkNote.textContent = forkOf
+      ? `A fork of “${forkOf.title.trim() || forkOf.slug}”, with a link of its own: the original keeps its code.`
+      : "";
     this.link.value = url;
     part<HTMLAnchorElement>(this.dialog, "#share-py").href = `${url}.py`;
     part<HTMLAnchorElement>(this.dialog, "#share-ipynb").href = `${url}.ipynb`;

@@ -182,7 +182,10 @@ def test_a_fork_links_to_its_original_and_the_original_lists_it(page: Page, brow
         # Edit and share: a fork of this snippet.
         forked_code = CODE + "print('and a fork')\n"
         set_code(other, forked_code)
-        expect(other.locator("#share-title-input")).to_have_value("Sum of squares")  # kept from the original
+        # The dialog offers the original's title marked as a fork's; the person's own replaces it.
+        other.click("#share-button")
+        expect(other.locator("#share-title-input")).to_have_value("Sum of squares (fork)")
+        other.keyboard.press("Escape")
         fork_url, posted, _ = share(other, title="Sum of squares, forked")
         assert posted["parent"] == slug
         assert posted["run"] is None  # the code changed since its last run

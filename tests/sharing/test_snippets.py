@@ -131,6 +131,17 @@ class TestForks:
         page = client.get(f"/s/{fork['slug']}").content.decode()
         assert f"/s/{original['slug']}" in page
 
+    def test_the_originals_page_never_names_a_fork_as_itself(self, client):
+        original = share(client, 201, code="x = 1\n", title="Original")["slug"]
+        marked = share(client, 201, code="x = 2\n", title="Original (fork)", parent=original)["slug"]
+        same = share(client, 201, code="x = 3\n", title="Original", parent=original)["slug"]  # a script's
+        untitled = share(client, 201, code="x = 4\n", parent=original)["slug"]
+        page = client.get(f"/s/{original}").content.decode()
+        listed = re.search(r'<span class="snippet-forks">(.*?)</span>', page, re.S).group(1)
+        assert re.findall(r'<a href="/s/(\w+)">([^<]*)</a>', listed) == [
+            (marked, "Original (fork)"), (same, f"Original ({same})"), (untitled, untitled)]
+        assert "3 forks" in listed
+
 
 class TestOpeningALink:
     def test_opening_a_link_or_its_downloads_runs_nothing(self, client, redis_client):

@@ -144,7 +144,10 @@ function playgroundPage(snippet: SnippetData | null): void {
       if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
       return null;
     },
-    parent: snippet?.slug ?? null,
+    original: snippet ? { slug: snippet.slug, title: snippet.title, code: snippet.code } : null,
+    // The edits are the fork's now: this page's draft of the original goes, so the original's
+    // page shows its own code again (its link is not the fork's).
+    onForked: (forked) => gallery?.forked(forked),
   });
 
   if (page) page.start(bench);
