@@ -5,7 +5,9 @@
               rotating through it must not buy more runs)
     active    runs queued or running at once, at most RUN_MAX_ACTIVE_PER_CLIENT: one person
               submitting 100 runs has a few in the queue, so everyone else's wait behind at most
-              that many of theirs
+              that many of theirs. Everyone signed out behind one address shares its
+              RUN_MAX_ACTIVE_PER_ADDRESS (twice a person's by default); a refusal tells them
+              that signing in gives each a share of their own
     order     a run goes into the queue at the priority of how many the client already has
               queued or running: a client's first run is taken before anyone's second, its
               second before anyone's third (Celery's priorities, one Redis list a step); the
@@ -39,7 +41,7 @@ from django.dispatch import receiver
 from executor import events as ev
 from executor import registry, shares
 
-from web.clients import client_key
+from web.clients import client_key, is_account_key
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
@@ -91,10 +93,19 @@ def check_admit_run(who: str, device: str, run_id: str) -> int:
     rate, the device's queue, the hourly and daily budget, then one of their active slots.
     Returns the priority step to queue it at. The caller releases the slot (``release``) if the
     run is not made after all."""
-    check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
-    check_queue_length(device, interactive_queue_depth(device))
-    check_budget(who, device)
-    return admit(who, device, run_id)
+    try:
+        check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
+        check_queue_length(device, interactive_queue_depth(device))
+        check_budget(who, device)
+        return admit(who, device, run_id)
+    except ActionError as exc:
+        if exc.status != 429 or is_account_key(who):
+            raise
+        # Signed out, the share is the address's: the fifth person on a shared network is told
+        # it is not theirs alone, and how to have one that is.
+        raise ActionError(f"{exc.message}. Signed out, everyone at your address shares this limit: "
+                          "sign in to have a share of your own", status=exc.status, headers=exc.headers,
+                          data=exc.data) from None
 
 
 def check_admit_regrade(who: str, device: str, runs: int) -> None:
@@ -176,7 +187,8 @@ def check_budget(client: str, device: str) -> None:
 def admit(client: str, device: str, run_id: str) -> int:
     """Take one of the client's active slots for ``run_id``, or refuse (429). Returns the run's
     priority step: 0 for a client with nothing queued or running, later steps for more."""
-    cap = _limits(_kind(device))["active"]
+    limits = _limits(_kind(device))
+    cap = limits["active"] if is_account_key(client) else limits["address_active"]
     now = time.time()
     redis = get_redis()
     redis.set(_client_of(run_id), client, ex=KEY_TTL_S)
@@ -189,8 +201,8 @@ def admit(client: str, device: str, run_id: str) -> int:
         # A slot frees when one of these runs ends, which for most runs is within a second or
         # two (the wall clock bounds it): asking again soon costs a request, asking late a wait.
         retry = min(ACTIVE_RETRY_S, max(1.0, float(oldest) + settings.RUN_LIMITS["wall_s"] - now))
-        raise refuse(f"you already have {int(count)} runs queued or running (at most {cap} at once)",
-                     "active_runs", retry)
+        whose = "you already have" if is_account_key(client) else "your address already has"
+        raise refuse(f"{whose} {int(count)} runs queued or running (at most {cap} at once)", "active_runs", retry)
     return priority(int(count))
 
 

@@ -60,6 +60,12 @@ def client_key(address: str | None, user=None) -> str:
     return address_key(address or "unknown")
 
 
+def is_account_key(key: str) -> bool:
+    """Whether a client key is an account's (else it is an address, shared by everyone signed out
+    behind it)."""
+    return key.startswith("user:")
+
+
 def request_client_key(request) -> str:
     """``client_key`` of an HTTP request, as the API decorator authenticated it."""
     address = client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))

@@ -209,6 +209,10 @@ EXECUTOR_ONLINE_WINDOW_S = env_int("EXECUTOR_ONLINE_WINDOW_S", 15, minimum=2)
 # device kind: runs queued or running at once, executor seconds an hour and a day, and how long
 # a kind's queue may grow before new runs are refused with a 503. 0 turns one off. Each can be
 # set for one kind with a suffix: RUN_MAX_ACTIVE_PER_CLIENT_GPU=1, RUN_BUDGET_S_PER_HOUR_TPU=300.
+# Everyone signed out behind one address shares that address's runs at once, twice a person's
+# by default (RUN_MAX_ACTIVE_PER_ADDRESS): a few people on one network each get a run in, while
+# the priority steps keep an address's third run behind everyone's first; a room signs in, and
+# each account has a share of its own.
 
 
 def _per_kind(name: str, default: int, kind: str) -> int:
@@ -216,15 +220,18 @@ def _per_kind(name: str, default: int, kind: str) -> int:
     return env_int(f"{name}_{kind.upper()}", env_int(name, default, minimum=0), minimum=0)
 
 
-RUN_QUOTAS = {
-    kind: {
-        "active": _per_kind("RUN_MAX_ACTIVE_PER_CLIENT", 4, kind),
+def _quotas(kind: str) -> dict:
+    active = _per_kind("RUN_MAX_ACTIVE_PER_CLIENT", 4, kind)
+    return {
+        "active": active,
+        "address_active": _per_kind("RUN_MAX_ACTIVE_PER_ADDRESS", 2 * active, kind),
         "per_hour_s": _per_kind("RUN_BUDGET_S_PER_HOUR", 1800, kind),
         "per_day_s": _per_kind("RUN_BUDGET_S_PER_DAY", 4 * 3600, kind),
         "queue_max": _per_kind("RUN_QUEUE_MAX", 500, kind),
     }
-    for kind in RUN_DEVICE_KINDS
-}
+
+
+RUN_QUOTAS = {kind: _quotas(kind) for kind in RUN_DEVICE_KINDS}
 # A run no executor took within this long is given up as lost (its queue went with a broker
 # that restarted, say); it is never run late.
 RUN_QUEUE_TIMEOUT_S = env_int("RUN_QUEUE_TIMEOUT_S", 600, minimum=30)

@@ -24,7 +24,9 @@ def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
 
     url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/12"
     redis.Redis.from_url(url).flushdb()
-    env = stack_env(url, RUN_MAX_ACTIVE_PER_CLIENT="2", RUN_BUDGET_S_PER_HOUR="3", RUN_BUDGET_S_PER_DAY="0",
+    # Its clients are addresses (no one signs in): an address's cap is set to a person's, 2.
+    env = stack_env(url, RUN_MAX_ACTIVE_PER_CLIENT="2", RUN_MAX_ACTIVE_PER_ADDRESS="2", RUN_BUDGET_S_PER_HOUR="3",
+                    RUN_BUDGET_S_PER_DAY="0",
                     RUN_QUEUE_MAX="3", TRUSTED_PROXIES="1", EXECUTOR_CONCURRENCY="1", EXECUTOR_POOL_SIZE="1")
     stack = Stack.launch(env, tmp_path_factory.mktemp("quota-stack-logs"))
     try:
