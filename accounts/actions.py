@@ -32,10 +32,25 @@ log = logging.getLogger("accounts")
 
 # Sign-ups and password resets -------------------------------------------------------------------
 
-def check_sign_up(form, *, client: str):
+def check_sign_up(form, *, client: str, course=None):
     """Save a valid ``UserCreationForm`` as a new account, at most SIGNUP_RATE_LIMIT_PER_HOUR an
-    hour from one address (accounts made in bulk are for spam)."""
-    check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "sign-ups")
+    hour from one address (accounts made in bulk are for spam, and each would have fair shares of
+    its own). ``course``: the course whose join link the person came from. A class signs up there
+    together, often behind one address, so those sign-ups count apart: at most
+    SIGNUP_RATE_LIMIT_PER_COURSE_HOUR an hour through the course's link, and as many from the
+    address through any course's (anyone may make a course, and its link, so the address's bound
+    is what stops a bot that does)."""
+    if course is None:
+        try:
+            check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "sign-ups from your address")
+        except ActionError as exc:
+            raise ActionError(f"{exc.message}. Signing up with a class? Use your course's join link: a whole "
+                              "room may sign up through it", status=exc.status, headers=exc.headers,
+                              data=exc.data) from None
+    else:
+        limit = settings.SIGNUP_RATE_LIMIT_PER_COURSE_HOUR
+        check_rate("signups-by-join-link", client, limit, 3600, "sign-ups through join links from your address")
+        check_rate("signups-of-course", f"course:{course.pk}", limit, 3600, "sign-ups through this course's join link")
     return do_sign_up(form)
 
 

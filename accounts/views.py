@@ -20,6 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from courses.actions import course_of_join_link
 from playground.actions.runs import check_delete_run
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
@@ -57,17 +58,21 @@ def signup(request):
     next_url = request.POST.get("next", request.GET.get("next", ""))
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, require_https=request.is_secure()):
         next_url = ""
+    client = request_client_key(request)
+    # Come from a course's join link (it brings the person back there to join): the page names the
+    # course, and the sign-up counts against the course's bound, not the address's.
+    course = course_of_join_link(next_url, client=client)
     form = SignUpForm(request.POST if request.method == "POST" else None)
+    context = {"form": form, "next": next_url, "course": course}
     if form.is_bound and form.is_valid():
         try:
-            user = check_sign_up(form, client=request_client_key(request))
+            user = check_sign_up(form, client=client, course=course)
         except ActionError as exc:
-            form.add_error(None, exc.message)
-            return _with_headers(render(request, "accounts/signup.html", {"form": form, "next": next_url},
-                                        status=exc.status), exc.headers)
+            form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
+            return _with_headers(render(request, "accounts/signup.html", context, status=exc.status), exc.headers)
         login(request, user)
         return redirect(next_url or settings.LOGIN_REDIRECT_URL)
-    return render(request, "accounts/signup.html", {"form": form, "next": next_url})
+    return render(request, "accounts/signup.html", context)
 
 
 class LoginView(auth_views.LoginView):
@@ -214,3 +219,4 @@ def my_run_delete(request, run_id):
     else:
         messages.success(request, "Run deleted")
     return redirect(_back("my-runs", request))
+

@@ -7,9 +7,11 @@ to a submission once queued is in ``courses.grading``."""
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from datetime import UTC, timedelta
 
+import redis
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -24,7 +26,7 @@ from playground.models import Run
 from web.api import text
 from web.clients import client_key
 from web.errors import ActionError
-from web.ratelimit import check_rate
+from web.ratelimit import check_count, check_rate, count_one
 
 from . import checks as checks_source
 from .dashboard import broadcast_on_commit, regrade_item, run_item, submission_item
@@ -40,6 +42,8 @@ DESCRIPTION_MAX = 20_000
 # Far more than a person makes by hand; a script's runaway loop stops here.
 COURSES_PER_HOUR = 30
 JOINS_PER_HOUR = 30  # join codes have 40 bits; this keeps anyone from trying them in bulk
+# A course's join link as a page's ``next`` carries it (``Course.join_url``; sign-in, sign-up).
+JOIN_PATH = re.compile(r"/courses/join/([^/?#]{1,64})")
 # Invitations one instructor may send an hour: a class's co-instructors and a few students, not
 # a way to try usernames in bulk.
 INVITATIONS_PER_HOUR = 60
@@ -114,6 +118,36 @@ def check_join_course(payload, *, user) -> Membership:
 def check_join_rate(user) -> None:
     """Joining and looking a join code up count together (the join page shows a code's course)."""
     check_rate("course-joins", _who(user), JOINS_PER_HOUR, 3600, "attempts to join a course")
+
+
+def check_join_link(code: str, *, client: str) -> Course | None:
+    """The course a join link names, looked up for someone signed out (``client``: their
+    address's key), or None. A link is handed to a whole room, and sixty people behind one
+    address open it at once: only codes that name no course count against the address, and once
+    it has tried JOINS_PER_HOUR of those this hour it is refused (429), so codes still cannot be
+    tried in bulk."""
+    check_count("course-join-misses", client, JOINS_PER_HOUR, 3600, "join codes that name no course")
+    code = normalize_join_code(code)
+    course = None
+    if code and len(code) <= 16 and all(c in JOIN_CODE_ALPHABET for c in code):
+        course = Course.objects.filter(join_code=code).first()
+    if course is None:
+        count_one("course-join-misses", client, 3600)
+    return course
+
+
+def course_of_join_link(url: str, *, client: str) -> Course | None:
+    """The course that takes members through the join link ``url`` ("/courses/join/<code>", a
+    sign-up's ``next``), looked up as ``check_join_link`` does; None for any other URL, a code
+    that names no course, an archived course, or an address over its limit of misses."""
+    match = JOIN_PATH.fullmatch(url or "")
+    if match is None:
+        return None
+    try:
+        course = check_join_link(match.group(1), client=client)
+    except (ActionError, redis.RedisError):  # the page opens all the same, as any sign-up's
+        return None
+    return course if course is not None and not course.archived else None
 
 
 def check_not_banned(course: Course, user) -> None:

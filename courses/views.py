@@ -3,10 +3,10 @@ course's live dashboard. A page checks access (``courses.access``) and renders; 
 something goes through the JSON API from the page's script.
 
 Signed out, every course page but the join link sends to the sign-in page and back: it says
-nothing about whether the course exists (the join link names its course, under the same limit as
-joining). Signed in, a course one is not a member of is "not found" (404), and so is a
-dashboard to a student. An assignment's hidden checks are never rendered into any page: an
-instructor's page asks the API for them.
+nothing about whether the course exists (the join link names its course; codes that name none
+count against the address, as joining counts against an account). Signed in, a course one is
+not a member of is "not found" (404), and so is a dashboard to a student. An assignment's hidden
+checks are never rendered into any page: an instructor's page asks the API for them.
 """
 
 from __future__ import annotations
@@ -28,11 +28,10 @@ from playground import devices
 from snippets import markdown
 from web.clients import request_client_key
 from web.errors import ActionError
-from web.ratelimit import check_rate
 
 from .access import access_assignment_for_user, access_course_for_user, courses_for_user
 from .actions import (
-    JOINS_PER_HOUR, check_answer_invitation, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
+    check_answer_invitation, check_join_link, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
     pending_invitations,
 )
 from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Ban, Course, Membership, Submission
@@ -161,10 +160,12 @@ def checks_guide(request):
 @require_GET
 @ensure_csrf_cookie
 def join_page(request, code):
-    """The link a course's instructor hands out: the course's name and one button. Looking a code
-    up counts against the same hourly limit as joining, so codes cannot be tried in bulk here.
-    Signed out, the page names the course too, with the ways to sign in (or up) and come back:
-    a student who follows the link knows what they are signing in for."""
+    """The link a course's instructor hands out: the course's name and one button. Signed in,
+    looking a code up counts against the same hourly limit as joining, so codes cannot be tried
+    in bulk here. Signed out, the page names the course too, with the ways to sign in (or up) and
+    come back: a student who follows the link knows what they are signing in for. A whole room
+    behind one address opens the link signed out, so there only codes that name no course count
+    (``check_join_link``)."""
     code = normalize_join_code(code)
     context = {"nav": "courses", "code": code, "course": None, "error": None,
                "signed_out": not request.user.is_authenticated}
@@ -173,12 +174,12 @@ def join_page(request, code):
     try:
         if request.user.is_authenticated:
             check_join_rate(request.user)
+            course = Course.objects.filter(join_code=code).first()
         else:
-            check_rate("course-joins", request_client_key(request), JOINS_PER_HOUR, 3600, "attempts to join a course")
+            course = check_join_link(code, client=request_client_key(request))
     except ActionError as exc:
         context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
         return render(request, "courses/join.html", context, status=exc.status)
-    course = Course.objects.filter(join_code=code).first()
     if course is None:
         raise Http404("no course has this join code")
     if access_course_for_user(course.pk, request.user) is not None:

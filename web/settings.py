@@ -243,6 +243,11 @@ RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
 # names another of Django's backends (with its EMAIL_* settings).
 SNIPPET_RATE_LIMIT_PER_HOUR = env_int("SNIPPET_RATE_LIMIT_PER_HOUR", 120, minimum=0)
 SIGNUP_RATE_LIMIT_PER_HOUR = env_int("SIGNUP_RATE_LIMIT_PER_HOUR", 10, minimum=0)
+# Sign-ups through a course's join link count apart (accounts.actions.check_sign_up): at most
+# this many an hour through one course's link, and this many from one address through any: two
+# rooms of 60 behind one school's address in the same hour; a bot that makes courses of its own
+# to reuse their links gets no more than that from an address.
+SIGNUP_RATE_LIMIT_PER_COURSE_HOUR = env_int("SIGNUP_RATE_LIMIT_PER_COURSE_HOUR", 120, minimum=0)
 _EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 MAILERS = {"default": {
     "BACKEND": _EMAIL_BACKEND,

@@ -36,6 +36,14 @@ def test_it_refuses_a_wrong_password(client, alice):
     assert signed_in_user_id(client) is None
 
 
+def test_a_refused_sign_in_keeps_the_username_and_says_the_password_is_not(client, alice):
+    page = client.post("/accounts/login/", {"username": "alice", "password": "wrong"}).content.decode()
+    username = re.search(r'<input[^>]*name="username"[^>]*>', page).group(0)
+    password = re.search(r'<input[^>]*name="password"[^>]*>', page).group(0)
+    assert 'value="alice"' in username and "value=" not in password
+    assert "the password field is emptied, so type the password again" in page
+
+
 def test_it_signs_out_with_a_post(alice_client):
     response = alice_client.post("/accounts/logout/")
     assert response.status_code == 302
