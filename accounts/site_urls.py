@@ -13,4 +13,5 @@ urlpatterns = [
     path("me/snippets/<str:slug>/delete/", views.my_snippet_delete, name="my-snippet-delete"),
     path("me/runs/", views.my_runs, name="my-runs"),
     path("me/runs/<str:run_id>/delete/", views.my_run_delete, name="my-run-delete"),
+    path("me/runs/<str:run_id>/cancel/", views.my_run_cancel, name="my-run-cancel"),
 ]

@@ -21,7 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from courses.actions import course_of_join_link
-from playground.actions.runs import check_delete_run
+from playground.actions.runs import check_cancel_run, check_delete_run
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
 from snippets.models import Snippet
@@ -220,3 +220,20 @@ def my_run_delete(request, run_id):
         messages.success(request, "Run deleted")
     return redirect(_back("my-runs", request))
 
+
+@login_required
+@require_POST
+def my_run_cancel(request, run_id):
+    """Cancel a queued or running run of one's own (one whose page was closed): the same action as
+    POST /api/runs/<id>/cancel, which the page's script calls instead, staying on the page."""
+    run = access_own_run(request.user, run_id)
+    if run is None:
+        raise Http404("no such run of yours")
+    try:
+        status = check_cancel_run(run, who=request_client_key(request))
+    except ActionError as exc:
+        messages.error(request, exc.message[:1].upper() + exc.message[1:])
+    else:
+        messages.success(request, "Run cancelled" if status == "cancelled"
+                         else "Cancelling the run: it stops within a second or two")
+    return redirect(_back("my-runs", request))

@@ -7,6 +7,8 @@
 //   dist/assignment.js/.css an assignment's page (src/pages/assignment.ts: the workbench, as app.js has it)
 //   dist/courses.js/.css    the other course pages (src/pages/courses.ts: no editor)
 //   dist/dashboard.js/.css  a course's live dashboard (src/pages/dashboard.ts)
+//   dist/my-runs.js         My runs (src/pages/my-runs.ts: Cancel through the API; the account
+//                           pages have no other script)
 //
 // `node build.mjs --watch` rebuilds on change; `--dev` skips minification.
 import * as esbuild from "esbuild";
@@ -56,9 +58,9 @@ const builds = [
     assetNames: "[name]-[hash]",
   },
   {
-    // The course pages without an editor: no Monaco in them.
+    // The course pages and My runs, without an editor: no Monaco in them.
     ...common,
-    entryPoints: { courses: "src/pages/courses.ts", dashboard: "src/pages/dashboard.ts" },
+    entryPoints: { courses: "src/pages/courses.ts", dashboard: "src/pages/dashboard.ts", "my-runs": "src/pages/my-runs.ts" },
     outdir,
     format: "esm",
   },

@@ -1,5 +1,6 @@
 """/me/runs/: one's own runs, newest first; Delete removes a finished run, but not one a snippet's
-link shows as its saved output, nor one still going."""
+link shows as its saved output, nor one still going; Cancel stops a queued or running one (its
+page may be long closed) through the same action as POST /api/runs/<id>/cancel."""
 
 from __future__ import annotations
 
@@ -64,3 +65,60 @@ def test_it_cannot_delete_someone_elses_run(alice_client, bob):
     theirs = run_of(bob)
     assert alice_client.post(f"/me/runs/{theirs.id}/delete/").status_code == 404
     assert Run.objects.filter(pk=theirs.pk).exists()
+
+
+# Cancel ----------------------------------------------------------------------------------------
+
+def test_a_run_still_going_offers_cancel_and_a_finished_one_delete(alice_client, alice):
+    queued = run_of(alice, "q = 1", status="queued")
+    running = run_of(alice, "r = 2", status="running")
+    done = run_of(alice, "d = 3")
+    page = alice_client.get("/me/runs/").content.decode()
+    for run in (queued, running):
+        assert f'action="/me/runs/{run.id}/cancel/"' in page
+        assert f"/me/runs/{run.id}/delete/" in page  # the row's Delete, once the script saw it end
+    assert 'aria-label="Cancel run q = 1"' in page and 'aria-label="Cancel run r = 2"' in page
+    assert f"/me/runs/{done.id}/cancel/" not in page and 'aria-label="Delete run d = 3"' in page
+    assert "my-runs.js" in page
+
+
+def test_cancel_ends_a_queued_run_at_once(alice_client, alice):
+    run = run_of(alice, status="queued")
+    response = alice_client.post(f"/me/runs/{run.id}/cancel/", follow=True)
+    assert response.redirect_chain == [("/me/runs/", 302)]
+    page = response.content.decode()
+    assert "Run cancelled" in page
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert RunEvent.objects.filter(run=run, type="finished").exists()
+    assert "status-cancelled" in page and 'aria-label="Delete run print(1)"' in page
+
+
+def test_cancel_of_a_running_run_asks_its_executor_to_stop_it(alice_client, alice):
+    from executor import events as ev
+    from playground.redis import get_redis
+
+    run = run_of(alice, status="running")
+    response = alice_client.post(f"/me/runs/{run.id}/cancel/", {"page": "1"}, follow=True)
+    assert "Cancelling the run: it stops within a second or two" in response.content.decode()
+    assert get_redis().exists(ev.cancel_key(str(run.id)))  # what the executor looks for each tick
+    run.refresh_from_db()
+    assert run.status == "running"
+
+
+def test_cancel_of_a_run_that_already_ended_says_so(alice_client, alice):
+    run = run_of(alice, status="succeeded")
+    response = alice_client.post(f"/me/runs/{run.id}/cancel/", follow=True)
+    assert "The run already finished (succeeded)" in response.content.decode()
+
+
+def test_it_cannot_cancel_someone_elses_run(alice_client, bob):
+    from executor import events as ev
+    from playground.redis import get_redis
+
+    theirs = run_of(bob, status="queued")
+    assert alice_client.post(f"/me/runs/{theirs.id}/cancel/").status_code == 404
+    assert alice_client.get(f"/me/runs/{theirs.id}/cancel/").status_code in (404, 405)
+    theirs.refresh_from_db()
+    assert theirs.status == "queued" and not get_redis().exists(ev.cancel_key(str(theirs.id)))
+
