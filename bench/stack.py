@@ -335,6 +335,8 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             "RUN_QUEUE_MAX": "0",
             # One client address stands in for a class: its sockets are not capped at 32.
             "WS_MAX_PER_CLIENT": "1000", "PYTHONUNBUFFERED": "1",
+            # The editor's analysers only where a benchmark measures them (bench.analyse).
+            "ANALYSER_PROCESSES": "0",
             "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "fork"),
             "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
             **{k: str(v) for k, v in extra_env.items()},

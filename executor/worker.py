@@ -114,6 +114,7 @@ def _on_after_setup(sender=None, instance=None, **_):
         executor.stop()
         raise SystemExit(1)
     executor.start_heartbeat()
+    _start_analysers()
     if queues is not None:
         for name in (settings.QUEUE, registry.queue_name(executor.device)):
             if name not in queues.consume_from:
@@ -167,8 +168,22 @@ def _on_task_postrun(**_):
         hub.call_soon(lambda: hub.call_later(REFILL_AFTER_S, _tick))
 
 
+_analysers = None
+
+
+def _start_analysers() -> None:
+    """The editor's analysers, beside the runners, in the environment the runs use."""
+    global _analysers
+    from executor.analyser import service
+
+    if _analysers is None and service.PROCESSES:
+        _analysers = service.Service(settings.REDIS_URL).start()
+
+
 @signals.worker_shutting_down.connect
 def _on_shutdown(**_):
+    if _analysers is not None:
+        _analysers.stop()
     if _executor is not None:
         _executor.stop()
 

@@ -68,6 +68,40 @@ def paths() -> dict:
                           "422": error("Not valid Python (the message names the line)"),
                           "429": error("Too many requests")},
         }},
+        "/api/analyse": {"post": {
+            "summary": "The editor's completion, a completion's details, signature help or docs on hover",
+            "description": "Answered by the analysers on the executor nodes (jedi, in the environment runs use; "
+                           "the code is parsed, never run). Positions count from 1, as Monaco's. A request "
+                           "overtaken by a newer one of the same op and client (a higher seq) answers "
+                           "{\"superseded\": true}; one the analyser could not finish answers {\"error\"}.",
+            "operationId": "analyseCode",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["op", "code", "line", "column"],
+                "properties": {"op": {"type": "string", "enum": ["complete", "resolve", "signatures", "hover"]},
+                               "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+                               "line": {"type": "integer", "minimum": 1},
+                               "column": {"type": "integer", "minimum": 1},
+                               "seq": {"type": "integer", "minimum": 0},
+                               "label": {"type": "string", "description": "resolve: the completion's label"}}}}}},
+            "responses": {"200": {"description": "complete: {items: [{label, kind, insert, signature?, doc?}]}; "
+                                                 "signatures: {signatures: [{label, params, index, doc}]}; "
+                                                 "hover and resolve: {name, full_name, signature, doc, docs_url}",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
+                          "400": error("Malformed"), "413": error("Too long"),
+                          "429": error("Too many requests"), "503": error("No analyser answered in time")},
+        }},
+        "/api/lint": {"post": {
+            "summary": "The code's problems: syntax errors, undefined names, unused imports and variables",
+            "operationId": "lintCode",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"],
+                "properties": {"code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES}}}}}},
+            "responses": {"200": {"description": "{problems: [{line, column, end_line, end_column, code, message, "
+                                                 "severity (error|warning), unnecessary}]}",
+                                  "content": {"application/json": {"schema": {"type": "object",
+                                                                              "required": ["problems"]}}}},
+                          "400": error("Malformed"), "413": error("Too long"), "429": error("Too many requests")},
+        }},
     }
 
 

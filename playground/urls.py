@@ -9,6 +9,8 @@ urlpatterns = [
     path("api/runs/<str:run_id>", views.api_run, name="api-run"),
     path("api/runs/<str:run_id>/cancel", views.api_run_cancel, name="api-run-cancel"),
     path("api/format", views.api_format, name="api-format"),
+    path("api/analyse", views.api_analyse, name="api-analyse"),
+    path("api/lint", views.api_lint, name="api-lint"),
     path("api/openapi.json", views.api_openapi, name="api-openapi"),
     # Last: any other /api/ path is a JSON 404, not the site's HTML one.
     re_path(r"^api(?:/(?P<rest>.*))?$", views.api_not_found),

@@ -17,7 +17,9 @@ from web.openapi import schema
 from . import devices
 from .access import access_run_for_user
 from .gallery import examples
+from .actions.analyse import check_analyse, do_analyse
 from .actions.format import check_format
+from .actions.lint import check_lint, do_lint
 from .actions.runs import check_cancel_run, check_start_run
 from .serializers import run_detail, run_summary
 
@@ -26,6 +28,26 @@ from .serializers import run_detail, run_summary
 def api_format(request):
     """The code, formatted by ruff (the editor's Shift+Alt+F)."""
     return JsonResponse({"code": check_format(parse_json(request), client=clients.request_client_key(request))})
+
+
+@api("POST")
+async def api_analyse(request):
+    """The editor's completion, a completion's details, signature help or docs on hover, from
+    the analysers on the executor nodes."""
+    from asgiref.sync import sync_to_async
+
+    client = await sync_to_async(clients.request_client_key)(request)
+    return JsonResponse(await do_analyse(check_analyse(parse_json(request), client=client)))
+
+
+@api("POST")
+async def api_lint(request):
+    """The problems of the editor's code: syntax errors and pyflakes' lints, for its markers."""
+    from asgiref.sync import sync_to_async
+
+    client = await sync_to_async(clients.request_client_key)(request)
+    code = await sync_to_async(check_lint, thread_sensitive=False)(parse_json(request), client=client)
+    return JsonResponse(await do_lint(code))
 
 
 @api("GET", "POST", "PUT", "PATCH", "DELETE")

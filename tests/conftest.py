@@ -151,6 +151,8 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "EXECUTOR_SANDBOX": sandbox_backend(),
         "EXECUTOR_ALLOW_UNSANDBOXED": "1" if sandbox_backend() == "none" else "0",
         "EXECUTOR_POOL_SIZE": "2",
+        # The editor's analysers start only for the tests of the editor (each imports jax).
+        "ANALYSER_PROCESSES": "0",
         "PYTHONUNBUFFERED": "1",
         **{k: str(v) for k, v in extra.items()},
     }

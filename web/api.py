@@ -4,9 +4,12 @@ text field (``text``), and the address a request's limits count against."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from functools import wraps
+
+from asgiref.sync import sync_to_async
 
 import redis.exceptions
 from django.conf import settings
@@ -35,25 +38,51 @@ def api(*methods: str):
     need none); ActionError and 404 become JSON errors."""
 
     def decorate(view):
-        # Exempt from the middleware's CSRF check: authenticate_api_request runs it itself, for
-        # session-authenticated requests only, and answers in JSON.
-        @csrf_exempt
-        @wraps(view)
-        def wrapper(request, *args, **kwargs):
+        def refused(request):
             if request.method not in methods:
                 return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405,
                              {"Allow": ", ".join(methods)})
+            return None
+
+        def failed(request, exc):
+            if isinstance(exc, ActionError):
+                return error(exc.message, exc.status, exc.headers, exc.data)
+            if isinstance(exc, Http404):
+                return error(str(exc) or "not found", 404)
+            log.warning("Redis is unreachable (%s); %s %s answered 503", exc, request.method, request.path)
+            return error("the playground's queue is unreachable for a moment; try again in a few seconds",
+                         503, {"Retry-After": "5"})
+
+        handled = (ActionError, Http404, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+        # Exempt from the middleware's CSRF check: authenticate_api_request runs it itself, for
+        # session-authenticated requests only, and answers in JSON.
+        if inspect.iscoroutinefunction(view):
+            # An async view (one that waits on something else, as the analyser) waits in the
+            # event loop, not in the one thread Django gives synchronous views.
+            @csrf_exempt
+            @wraps(view)
+            async def async_wrapper(request, *args, **kwargs):
+                if (answer := refused(request)) is not None:
+                    return answer
+                try:
+                    await sync_to_async(authenticate_api_request)(request)
+                    return await view(request, *args, **kwargs)
+                except handled as exc:
+                    return failed(request, exc)
+
+            return async_wrapper
+
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request, *args, **kwargs):
+            if (answer := refused(request)) is not None:
+                return answer
             try:
                 authenticate_api_request(request)
                 return view(request, *args, **kwargs)
-            except ActionError as exc:
-                return error(exc.message, exc.status, exc.headers, exc.data)
-            except Http404 as exc:
-                return error(str(exc) or "not found", 404)
-            except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-                log.warning("Redis is unreachable (%s); %s %s answered 503", exc, request.method, request.path)
-                return error("the playground's queue is unreachable for a moment; try again in a few seconds",
-                             503, {"Retry-After": "5"})
+            except handled as exc:
+                return failed(request, exc)
 
         return wrapper
 

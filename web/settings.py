@@ -183,6 +183,11 @@ MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, mi
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
 # The formatter (POST /api/format) costs a few milliseconds of ruff a call.
 FORMAT_RATE_LIMIT_PER_MINUTE = env_int("FORMAT_RATE_LIMIT_PER_MINUTE", 120)
+# The editor's analysis (completion, signatures, hover; POST /api/analyse) and problems as you
+# type (POST /api/lint): a request every few keystrokes while typing, so limits sized for that.
+ANALYSE_RATE_LIMIT_PER_MINUTE = env_int("ANALYSE_RATE_LIMIT_PER_MINUTE", 600)
+ANALYSE_TIMEOUT_S = env_int("ANALYSE_TIMEOUT_S", 3, minimum=1)
+LINT_RATE_LIMIT_PER_MINUTE = env_int("LINT_RATE_LIMIT_PER_MINUTE", 240)
 # Limits asked for each run; an executor enforces the stricter of these and its own.
 RUN_LIMITS = {
     "wall_s": env_int("RUN_WALL_S", 30, minimum=1),

@@ -1,0 +1,40 @@
+"""One analyser process: ``python -m executor.analyser``. Warms up (imports the libraries, fills
+jedi's caches), says ``{"ready": true}``, then answers one JSON request a line on stdin with one
+JSON line on stdout: ``{"op": "complete"|"resolve"|"signatures"|"hover", "code", "line",
+"column", "label"?}``. Its time and memory are bounded by the service that started it, which
+kills it and starts another when a request runs too long."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> None:
+    out = sys.stdout
+    sys.stdout = sys.stderr  # what a library prints must not be taken for an answer
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")  # read, never run: no accelerator is opened
+    from executor.analyser import engine
+
+    engine.warm()
+    ops = {"complete": lambda r: engine.complete(r["code"], r["line"], r["column"]),
+           "resolve": lambda r: engine.resolve(r["code"], r["line"], r["column"], str(r.get("label", ""))),
+           "signatures": lambda r: engine.signatures(r["code"], r["line"], r["column"]),
+           "hover": lambda r: engine.hover(r["code"], r["line"], r["column"])}
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+            answer = ops[request["op"]](request)
+        except (RecursionError, MemoryError):
+            answer = {"error": "the code is too deeply nested to analyse"}
+        except Exception as e:  # noqa: BLE001 - any failure of the analysis is "no suggestions"
+            answer = {"error": f"{type(e).__name__}: {str(e)[:200]}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

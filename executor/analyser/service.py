@@ -1,0 +1,162 @@
+"""The analysers of one node: ``ANALYSER_PROCESSES`` warm ``python -m executor.analyser``
+processes, each with a thread that takes requests from Redis (``wire``), hands them to its
+process and puts the answer on the request's reply key. A process that takes longer than
+``ANALYSER_REQUEST_TIMEOUT_S`` over a request, or grows past ``ANALYSER_MAX_MEMORY_MB``, is
+killed and replaced (while the others answer); the request is answered with an error, which the
+editor shows as no suggestions. The processes run in the executor's environment, so they answer
+for the libraries a run of the code would get. Nothing here runs the code."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import redis
+
+from executor.envvars import env_int, env_str
+
+from . import wire
+
+log = logging.getLogger("executor.analyser")
+
+PROCESSES = env_int("ANALYSER_PROCESSES", 2, minimum=0)
+REQUEST_TIMEOUT_S = env_int("ANALYSER_REQUEST_TIMEOUT_S", 2, minimum=1)
+MAX_MEMORY_MB = env_int("ANALYSER_MAX_MEMORY_MB", 2048, minimum=256)
+START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 120, minimum=5)
+RUNTIME = env_str("ANALYSER_RUNTIME", wire.DEFAULT_RUNTIME)
+ROOT = Path(__file__).resolve().parents[2]
+MEMORY_CHECK_S = 0.05
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class Analyser:
+    """One warm analyser process and the thread that serves it."""
+
+    def __init__(self, client: redis.Redis, index: int, stopping: threading.Event):
+        self.redis = client
+        self.index = index
+        self.stopping = stopping
+        self.proc: subprocess.Popen | None = None
+        self.thread = threading.Thread(target=self.serve, name=f"analyser-{index}", daemon=True)
+        self.answered = 0
+
+    def start_process(self) -> bool:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "executor.analyser"], cwd=ROOT, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        line = self.read_line(START_TIMEOUT_S)
+        if not line or not json.loads(line).get("ready"):
+            log.warning("analyser %d did not start within %d s", self.index, START_TIMEOUT_S)
+            self.kill()
+            return False
+        log.info("analyser %d ready (pid %d, %.0f MB)", self.index, self.proc.pid, rss_mb(self.proc.pid))
+        return True
+
+    def read_line(self, timeout: float) -> bytes | None:
+        """The process's next line within ``timeout``, watching its memory meanwhile."""
+        assert self.proc is not None and self.proc.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.proc.stdout, selectors.EVENT_READ)
+            deadline = time.monotonic() + timeout
+            while (left := deadline - time.monotonic()) > 0:
+                if selector.select(min(left, MEMORY_CHECK_S)):
+                    return self.proc.stdout.readline() or None
+                if rss_mb(self.proc.pid) > MAX_MEMORY_MB:
+                    log.warning("analyser %d passed %d MB; replaced", self.index, MAX_MEMORY_MB)
+                    return None
+                if self.proc.poll() is not None:
+                    return None
+        return None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+        self.proc = None
+
+    def ask(self, request: dict) -> dict:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(request) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.kill()
+            return {"error": "the analyser stopped"}
+        line = self.read_line(REQUEST_TIMEOUT_S)
+        if line is None:
+            self.kill()
+            return {"error": f"no answer within {REQUEST_TIMEOUT_S} s (the analyser was restarted)"}
+        return json.loads(line)
+
+    def serve(self) -> None:
+        key = wire.requests_key(RUNTIME)
+        while not self.stopping.is_set():
+            # A thread without a warm process takes no request: the others answer meanwhile.
+            if self.proc is None and not self.start_process():
+                self.stopping.wait(1)
+                continue
+            try:
+                popped = self.redis.brpop([key], timeout=1)
+                if popped is None:
+                    continue
+                request = json.loads(popped[1])
+                answer = self.answer(request)
+                pipe = self.redis.pipeline()
+                pipe.lpush(wire.reply_key(request["id"]), json.dumps(answer))
+                pipe.expire(wire.reply_key(request["id"]), wire.REPLY_TTL_S)
+                pipe.execute()
+                self.answered += 1
+            except redis.RedisError as exc:
+                log.warning("analyser %d: Redis: %s", self.index, exc)
+                self.stopping.wait(1)
+            except (ValueError, KeyError, TypeError) as exc:  # a request that is not one
+                log.warning("analyser %d: a malformed request (%s)", self.index, exc)
+        self.kill()
+
+    def answer(self, request: dict) -> dict:
+        if time.time() > float(request.get("deadline", 0)):
+            return {"error": "expired"}
+        latest = self.redis.get(wire.latest_key(str(request.get("client", "")), str(request.get("op", ""))))
+        if latest is not None and int(latest) > int(request.get("seq", 0)):
+            return {"superseded": True}
+        started = time.monotonic()
+        answer = self.ask({k: request.get(k) for k in ("op", "code", "line", "column", "label")})
+        answer["analysed_ms"] = round((time.monotonic() - started) * 1000, 1)
+        return answer
+
+
+class Service:
+    def __init__(self, redis_url: str, processes: int = PROCESSES):
+        self.redis = redis.Redis.from_url(redis_url)
+        self.stopping = threading.Event()
+        self.analysers = [Analyser(self.redis, i, self.stopping) for i in range(processes)]
+
+    def start(self) -> Service:
+        for analyser in self.analysers:
+            analyser.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        for analyser in self.analysers:
+            analyser.thread.join(5)
+            analyser.kill()

@@ -1,0 +1,73 @@
+"""The editor's questions about its code (completion, a completion's details, signature help,
+docs on hover), answered by the analysers on the executor nodes, in the environment runs use
+(``executor/analyser``), through Redis: the request goes on its runtime's list, the answer comes
+back on its own key. Nothing waits in a thread: the view is async and waits in the event loop.
+
+A client's editor numbers its requests (``seq``); one that a newer request of the same kind has
+overtaken is answered "superseded" without being analysed, and a request the analysers have not
+answered within ``ANALYSE_TIMEOUT_S`` is given up (its deadline tells the analyser to skip it)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from functools import lru_cache
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+
+from executor.analyser import wire
+from web.api import text
+from web.errors import ActionError
+from web.ratelimit import check_rate
+
+MAX_POSITION = 10**6
+
+
+def check_analyse(payload, *, client: str) -> dict:
+    if not isinstance(payload, dict):
+        raise ActionError('send {"op", "code", "line", "column"}: op is one of ' + ", ".join(wire.OPS))
+    op = payload.get("op")
+    if op not in wire.OPS:
+        raise ActionError(f"'op' must be one of {', '.join(wire.OPS)}")
+    code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
+    position = {}
+    for name in ("line", "column"):
+        value = payload.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_POSITION:
+            raise ActionError(f"'{name}' must be a whole number from 1 (Monaco's positions count from 1)")
+        position[name] = value
+    seq = payload.get("seq", 0)
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
+        raise ActionError("'seq' must be a non-negative whole number")
+    label = text(payload, "label", 200, default="") if op == "resolve" else ""
+    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client}
+
+
+@lru_cache(maxsize=8)
+def _async_redis(loop_id: int):
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(settings.REDIS_URL)
+
+
+async def do_analyse(request: dict, *, runtime: str = wire.DEFAULT_RUNTIME) -> dict:
+    import asyncio
+
+    await sync_to_async(check_rate, thread_sensitive=False)(
+        "analyse", request["client"], settings.ANALYSE_RATE_LIMIT_PER_MINUTE, 60, "editor requests")
+    client = _async_redis(id(asyncio.get_running_loop()))
+    request_id = uuid.uuid4().hex
+    timeout = settings.ANALYSE_TIMEOUT_S
+    message = {**request, "id": request_id, "deadline": time.time() + timeout}
+    pipe = client.pipeline()
+    latest = wire.latest_key(request["client"], request["op"])
+    pipe.set(latest, request["seq"], ex=60)
+    pipe.lpush(wire.requests_key(runtime), json.dumps(message))
+    await pipe.execute()
+    popped = await client.blpop([wire.reply_key(request_id)], timeout=timeout)
+    if popped is None:
+        raise ActionError(f"no analyser answered within {timeout:g} s; the editor goes on without suggestions",
+                          status=503, headers={"Retry-After": "5"})
+    return json.loads(popped[1])
