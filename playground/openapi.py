@@ -82,6 +82,8 @@ def paths() -> dict:
                                "line": {"type": "integer", "minimum": 1},
                                "column": {"type": "integer", "minimum": 1},
                                "seq": {"type": "integer", "minimum": 0},
+                               "editor": {"type": "string", "maxLength": 64,
+                                          "description": "A name of the page's own: seq counts within it"},
                                "label": {"type": "string", "description": "resolve: the completion's label"}}}}}},
             "responses": {"200": {"description": "complete: {items: [{label, kind, insert, signature?, doc?}]}; "
                                                  "signatures: {signatures: [{label, params, index, doc}]}; "

@@ -1,10 +1,12 @@
 """The analysers of one node: ``ANALYSER_PROCESSES`` warm ``python -m executor.analyser``
 processes, each with a thread that takes requests from Redis (``wire``), hands them to its
-process and puts the answer on the request's reply key. A process that takes longer than
-``ANALYSER_REQUEST_TIMEOUT_S`` over a request, or grows past ``ANALYSER_MAX_MEMORY_MB``, is
-killed and replaced (while the others answer); the request is answered with an error, which the
-editor shows as no suggestions. The processes run in the executor's environment, so they answer
-for the libraries a run of the code would get. Nothing here runs the code."""
+process and puts the answer on the request's reply key. A process that spends more than
+``ANALYSER_REQUEST_CPU_MS`` of CPU on a request (CPU, not wall time: a loaded node is slow at
+everything, a pathological input costs CPU), or ``ANALYSER_REQUEST_TIMEOUT_S`` of wall time, or
+grows past ``ANALYSER_MAX_MEMORY_MB``, is killed and replaced (while the others answer); the
+request is answered with an error, which the editor shows as no suggestions. The processes run
+in the executor's environment, so they answer for the libraries a run of the code would get.
+Nothing here runs the code."""
 
 from __future__ import annotations
 
@@ -28,12 +30,22 @@ from . import wire
 log = logging.getLogger("executor.analyser")
 
 PROCESSES = env_int("ANALYSER_PROCESSES", 2, minimum=0)
-REQUEST_TIMEOUT_S = env_int("ANALYSER_REQUEST_TIMEOUT_S", 2, minimum=1)
+REQUEST_CPU_MS = env_int("ANALYSER_REQUEST_CPU_MS", 1500, minimum=50)
+REQUEST_TIMEOUT_S = env_int("ANALYSER_REQUEST_TIMEOUT_S", 10, minimum=1)
 MAX_MEMORY_MB = env_int("ANALYSER_MAX_MEMORY_MB", 2048, minimum=256)
 START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 120, minimum=5)
 RUNTIME = env_str("ANALYSER_RUNTIME", wire.DEFAULT_RUNTIME)
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CHECK_S = 0.05
+
+
+def cpu_s(pid: int) -> float:
+    """The CPU time (user and system) a process has used."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mb(pid: int) -> float:
@@ -68,9 +80,11 @@ class Analyser:
         log.info("analyser %d ready (pid %d, %.0f MB)", self.index, self.proc.pid, rss_mb(self.proc.pid))
         return True
 
-    def read_line(self, timeout: float) -> bytes | None:
-        """The process's next line within ``timeout``, watching its memory meanwhile."""
+    def read_line(self, timeout: float, cpu_limit_s: float | None = None) -> bytes | None:
+        """The process's next line within ``timeout``, watching its memory (and, with
+        ``cpu_limit_s``, the CPU it spends) meanwhile."""
         assert self.proc is not None and self.proc.stdout is not None
+        cpu_at_start = cpu_s(self.proc.pid)
         with selectors.DefaultSelector() as selector:
             selector.register(self.proc.stdout, selectors.EVENT_READ)
             deadline = time.monotonic() + timeout
@@ -79,6 +93,9 @@ class Analyser:
                     return self.proc.stdout.readline() or None
                 if rss_mb(self.proc.pid) > MAX_MEMORY_MB:
                     log.warning("analyser %d passed %d MB; replaced", self.index, MAX_MEMORY_MB)
+                    return None
+                if cpu_limit_s is not None and cpu_s(self.proc.pid) - cpu_at_start > cpu_limit_s:
+                    log.info("analyser %d spent over %.1f s of CPU on a request; replaced", self.index, cpu_limit_s)
                     return None
                 if self.proc.poll() is not None:
                     return None
@@ -101,10 +118,10 @@ class Analyser:
         except (BrokenPipeError, OSError):
             self.kill()
             return {"error": "the analyser stopped"}
-        line = self.read_line(REQUEST_TIMEOUT_S)
+        line = self.read_line(REQUEST_TIMEOUT_S, REQUEST_CPU_MS / 1000)
         if line is None:
             self.kill()
-            return {"error": f"no answer within {REQUEST_TIMEOUT_S} s (the analyser was restarted)"}
+            return {"error": "the code took too long to analyse (the analyser was restarted)"}
         return json.loads(line)
 
     def serve(self) -> None:
@@ -115,6 +132,7 @@ class Analyser:
                 self.stopping.wait(1)
                 continue
             try:
+                self.redis.set(wire.alive_key(RUNTIME), self.proc.pid if self.proc else 0, ex=wire.ALIVE_TTL_S)
                 popped = self.redis.brpop([key], timeout=1)
                 if popped is None:
                     continue
@@ -135,7 +153,8 @@ class Analyser:
     def answer(self, request: dict) -> dict:
         if time.time() > float(request.get("deadline", 0)):
             return {"error": "expired"}
-        latest = self.redis.get(wire.latest_key(str(request.get("client", "")), str(request.get("op", ""))))
+        latest = self.redis.get(wire.latest_key(str(request.get("client", "")), str(request.get("editor", "")),
+                                                str(request.get("op", ""))))
         if latest is not None and int(latest) > int(request.get("seq", 0)):
             return {"superseded": True}
         started = time.monotonic()

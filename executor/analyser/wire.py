@@ -20,9 +20,28 @@ def reply_key(request_id: str) -> str:
     return f"analyse:reply:{request_id}"
 
 
-def latest_key(client: str, op: str) -> str:
-    """The newest request seq of this client's editor for this op: older ones are superseded."""
-    return f"analyse:latest:{op}:{client}"
+ALIVE_TTL_S = 5
+
+
+def alive_key(runtime: str = DEFAULT_RUNTIME) -> str:
+    """Set by every analyser waiting for requests (every second, expiring after ALIVE_TTL_S):
+    with none, the web side answers at once instead of waiting for nobody."""
+    return f"analyse:alive:{runtime}"
+
+
+def latest_key(client: str, editor: str, op: str) -> str:
+    """The highest request seq this client's editor (one page's, ``editor`` naming it) has sent
+    for this op: a request with a lower one is superseded."""
+    return f"analyse:latest:{op}:{client}:{editor}"
+
+
+# SET the key to ARGV[1] only when that is higher than what it holds (requests may arrive out of
+# order), expiring after ARGV[2] seconds.
+RAISE_LATEST = """
+local held = tonumber(redis.call('GET', KEYS[1]) or '-1')
+if tonumber(ARGV[1]) > held then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
+return held
+"""
 
 
 # A line magic (%timeit f(x)) or a shell line (!pip ...): not Python. A magic's statement is kept

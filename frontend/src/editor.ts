@@ -1,5 +1,6 @@
 // The code editor: Monaco with Python, Ctrl+Enter to run and a marker on the line that raised.
 import { themeName } from "./languages";
+import { registerPythonIntellisense, watchProblems } from "./intellisense";
 import { MONO_FONT, monaco } from "./monaco";
 
 export { monaco };
@@ -56,6 +57,8 @@ export function createEditor(options: {
   /** The font size to start with (px), and where a change of it (Ctrl+= / Ctrl+- / Ctrl+0) goes. */
   fontSize?: number;
   onFontSize?(size: number): void;
+  /** Problems as you type (syntax errors, undefined names...) as markers; on unless false. */
+  problems?: boolean;
 }): CodeEditor {
   installWorker(options.workerUrl);
   const editor = monaco.editor.create(options.container, {
@@ -77,10 +80,14 @@ export function createEditor(options: {
     insertSpaces: true,
     padding: { top: 12, bottom: 12 },
     fixedOverflowWidgets: true,
+    // Enter takes a suggestion only when it changes the text ("import jax" + Enter is a new line).
+    acceptSuggestionOnEnter: "smart",
     ariaLabel: "Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus; F1 lists the shortcuts.",
   });
   const model = editor.getModel()!;
   model.onDidChangeContent(() => options.onChange(model.getValue()));
+  registerPythonIntellisense();
+  if (options.problems !== false) watchProblems(editor);
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
   const onSave = options.onSave;
   if (onSave) editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.KeyS, () => onSave());

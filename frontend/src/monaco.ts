@@ -21,6 +21,8 @@ import "monaco-editor/features/hover/register";
 import "monaco-editor/features/indentation/register";
 import "monaco-editor/features/linesOperations/register";
 import "monaco-editor/features/multicursor/register";
+// Signature help inside a call (the provider, the analyser on the server, is in intellisense.ts).
+import "monaco-editor/features/parameterHints/register";
 import "monaco-editor/features/suggest/register";
 // Ctrl+M (Ctrl+Shift+M on a Mac): Tab moves focus instead of indenting, as in VS Code.
 import "monaco-editor/features/toggleTabFocusMode/register";

@@ -3,9 +3,10 @@ docs on hover), answered by the analysers on the executor nodes, in the environm
 (``executor/analyser``), through Redis: the request goes on its runtime's list, the answer comes
 back on its own key. Nothing waits in a thread: the view is async and waits in the event loop.
 
-A client's editor numbers its requests (``seq``); one that a newer request of the same kind has
-overtaken is answered "superseded" without being analysed, and a request the analysers have not
-answered within ``ANALYSE_TIMEOUT_S`` is given up (its deadline tells the analyser to skip it)."""
+A page's editor (``editor``, a name of its own) numbers its requests (``seq``); one that a newer
+request of the same kind has overtaken is answered "superseded" without being analysed, and a
+request the analysers have not answered within ``ANALYSE_TIMEOUT_S`` is given up (its deadline
+tells the analyser to skip it)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def check_analyse(payload, *, client: str) -> dict:
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
         raise ActionError("'seq' must be a non-negative whole number")
     label = text(payload, "label", 200, default="") if op == "resolve" else ""
-    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client}
+    editor = text(payload, "editor", 64, default="")
+    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client, "editor": editor}
 
 
 @lru_cache(maxsize=8)
@@ -61,11 +63,14 @@ async def do_analyse(request: dict, *, runtime: str = wire.DEFAULT_RUNTIME) -> d
     request_id = uuid.uuid4().hex
     timeout = settings.ANALYSE_TIMEOUT_S
     message = {**request, "id": request_id, "deadline": time.time() + timeout}
-    pipe = client.pipeline()
-    latest = wire.latest_key(request["client"], request["op"])
-    pipe.set(latest, request["seq"], ex=60)
-    pipe.lpush(wire.requests_key(runtime), json.dumps(message))
-    await pipe.execute()
+    if not await client.exists(wire.alive_key(runtime)):
+        raise ActionError("the editor's analyser is not running on any node; the editor goes on without suggestions",
+                          status=503, headers={"Retry-After": "10"})
+    latest = wire.latest_key(request["client"], request["editor"], request["op"])
+    held = await client.eval(wire.RAISE_LATEST, 1, latest, request["seq"], 60)
+    if int(held) > request["seq"]:
+        return {"superseded": True}  # a newer request of this editor came first
+    await client.lpush(wire.requests_key(runtime), json.dumps(message))
     popped = await client.blpop([wire.reply_key(request_id)], timeout=timeout)
     if popped is None:
         raise ActionError(f"no analyser answered within {timeout:g} s; the editor goes on without suggestions",

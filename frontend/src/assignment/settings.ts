@@ -48,8 +48,9 @@ export function bindEditing(
     }
   }
 
-  const sub = (id: string, label: string, text: string) => {
+  const sub = (id: string, label: string, text: string, problems = true) => {
     const made = createEditor({
+      problems,
       container: byId(id),
       workerUrl: editorWorkerUrl(),
       code: text,
@@ -81,7 +82,7 @@ export function bindEditing(
     (detail) => {
       checksHost.textContent = "";
       savedChecks = typeof detail.checks === "string" ? detail.checks : "";
-      checksEditor = sub("edit-checks", "Hidden checks editor", savedChecks);
+      checksEditor = sub("edit-checks", "Hidden checks editor", savedChecks, false); // the names it reads are the student's
       if (detail.limits && typeof detail.limits.wall_s === "number" && !wall.value) wall.value = String(detail.limits.wall_s);
     },
     (e) => {

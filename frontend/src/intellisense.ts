@@ -1,0 +1,217 @@
+// What the editor knows about the code while it is typed: completion (with each item's
+// signature and the first lines of its doc), signature help inside a call, docs on hover, and
+// the code's problems as markers. Completion, signatures and hover come from the analysers on
+// the executor nodes (POST /api/analyse: jedi, in the environment the runs use); problems from
+// POST /api/lint (ruff). The providers are Python's, registered once for every editor of the
+// page; a request that a newer keystroke supersedes is aborted here and skipped there.
+import { csrfToken } from "./api";
+import { monaco } from "./monaco";
+
+type Position = { lineNumber: number; column: number };
+type Token = { isCancellationRequested: boolean; onCancellationRequested(listener: () => void): unknown };
+
+interface Item {
+  label: string;
+  kind: string;
+  insert: string;
+  signature?: string;
+  doc?: string;
+  full_name?: string;
+}
+interface Signature {
+  label: string;
+  params: { label: string; name: string }[];
+  index: number | null;
+  doc: string;
+}
+interface Hover {
+  name?: string;
+  full_name?: string;
+  signature?: string;
+  doc?: string;
+  docs_url?: string | null;
+}
+export interface Problem {
+  line: number;
+  column: number;
+  end_line: number;
+  end_column: number;
+  code: string;
+  message: string;
+  severity: "error" | "warning";
+  unnecessary: boolean;
+}
+
+const LINT_OWNER = "problems";
+const LINT_PAUSE_MS = 500;
+let seq = 0;
+/** This page's editors: the analyser supersedes a request only by a newer one of the same page. */
+const EDITOR = Math.random().toString(36).slice(2, 12);
+
+async function post<T>(path: string, body: object, signal?: AbortSignal): Promise<T | null> {
+  const headers: Record<string, string> = { Accept: "application/json", "Content-Type": "application/json" };
+  const token = csrfToken();
+  if (token) headers["X-CSRFToken"] = token;
+  try {
+    const response = await fetch(path, {
+      method: "POST", headers, body: JSON.stringify(body), credentials: "same-origin", signal,
+    });
+    if (!response.ok) return null; // no suggestions: typing goes on as ever
+    return (await response.json()) as T;
+  } catch {
+    return null;
+  }
+}
+
+async function analyse<T>(op: string, model: monaco.editor.ITextModel, position: Position, token: Token,
+  extra: object = {}): Promise<T | null> {
+  const controller = new AbortController();
+  token.onCancellationRequested(() => controller.abort());
+  const answer = await post<T & { superseded?: boolean; error?: string }>("/api/analyse", {
+    op, code: model.getValue(), line: position.lineNumber, column: position.column, seq: ++seq, editor: EDITOR,
+    ...extra,
+  }, controller.signal);
+  if (!answer || answer.superseded || answer.error || token.isCancellationRequested) return null;
+  return answer;
+}
+
+const KINDS: Record<string, monaco.languages.CompletionItemKind> = {
+  module: monaco.languages.CompletionItemKind.Module,
+  class: monaco.languages.CompletionItemKind.Class,
+  instance: monaco.languages.CompletionItemKind.Variable,
+  function: monaco.languages.CompletionItemKind.Function,
+  param: monaco.languages.CompletionItemKind.Variable,
+  path: monaco.languages.CompletionItemKind.File,
+  keyword: monaco.languages.CompletionItemKind.Keyword,
+  property: monaco.languages.CompletionItemKind.Property,
+  statement: monaco.languages.CompletionItemKind.Variable,
+};
+
+/** A docstring as Markdown: the signature as Python, the doc as written, the API page linked. */
+export function docMarkdown(h: Hover): string {
+  const parts: string[] = [];
+  if (h.signature) parts.push("```python\n" + h.signature + "\n```");
+  if (h.doc) parts.push(h.doc.replace(/([*_`<>[\]\\])/g, "\\$1"));
+  if (h.docs_url) parts.push(`[${publicName(h)} on docs.jax.dev](${h.docs_url})`);
+  return parts.join("\n\n");
+}
+
+function publicName(h: Hover): string {
+  const match = /_autosummary\/(.+)\.html$/.exec(h.docs_url ?? "");
+  return match ? match[1] : h.full_name ?? h.name ?? "";
+}
+
+type PlaygroundItem = monaco.languages.CompletionItem & { at?: { model: monaco.editor.ITextModel; position: Position } };
+
+let registered = false;
+
+export function registerPythonIntellisense(): void {
+  if (registered) return;
+  registered = true;
+  monaco.languages.registerCompletionItemProvider("python", {
+    triggerCharacters: ["."],
+    async provideCompletionItems(model, position, _context, token) {
+      const answer = await analyse<{ items: Item[] }>("complete", model, position, token);
+      if (!answer) return { suggestions: [] };
+      const word = model.getWordUntilPosition(position);
+      const range = new monaco.Range(position.lineNumber, word.startColumn, position.lineNumber, position.column);
+      const suggestions: PlaygroundItem[] = answer.items.map((item, i) => ({
+        label: item.label,
+        kind: KINDS[item.kind] ?? monaco.languages.CompletionItemKind.Text,
+        insertText: item.label,
+        range,
+        sortText: String(i).padStart(4, "0"),
+        detail: item.signature || item.kind,
+        documentation: item.doc ? { value: docMarkdown({ doc: item.doc }) } : undefined,
+        at: item.signature === undefined ? { model, position } : undefined,
+      }));
+      return { suggestions };
+    },
+    async resolveCompletionItem(item: PlaygroundItem, token) {
+      if (!item.at) return item;
+      const details = await analyse<Hover>("resolve", item.at.model, item.at.position, token,
+        { label: typeof item.label === "string" ? item.label : item.label.label });
+      if (details) {
+        item.detail = details.signature || item.detail;
+        if (details.doc) item.documentation = { value: docMarkdown({ doc: details.doc }) };
+      }
+      return item;
+    },
+  });
+  monaco.languages.registerSignatureHelpProvider("python", {
+    signatureHelpTriggerCharacters: ["(", ","],
+    signatureHelpRetriggerCharacters: [")"],
+    async provideSignatureHelp(model, position, token) {
+      const answer = await analyse<{ signatures: Signature[] }>("signatures", model, position, token);
+      if (!answer || !answer.signatures.length) return null;
+      const first = answer.signatures[0];
+      return {
+        value: {
+          signatures: answer.signatures.map((s) => ({
+            label: s.label,
+            documentation: s.doc ? { value: docMarkdown({ doc: s.doc }) } : undefined,
+            parameters: parameterRanges(s),
+          })),
+          activeSignature: 0,
+          activeParameter: first.index ?? 0,
+        },
+        dispose() {},
+      };
+    },
+  });
+  monaco.languages.registerHoverProvider("python", {
+    async provideHover(model, position, token) {
+      const word = model.getWordAtPosition(position);
+      if (!word) return null;
+      const answer = await analyse<Hover>("hover", model, position, token);
+      if (!answer || (!answer.doc && !answer.signature)) return null;
+      return {
+        range: new monaco.Range(position.lineNumber, word.startColumn, position.lineNumber, word.endColumn),
+        contents: [{ value: docMarkdown(answer) }],
+      };
+    },
+  });
+}
+
+/** Each parameter as its place in the signature's label, so that Monaco can highlight it. */
+function parameterRanges(s: Signature): monaco.languages.ParameterInformation[] {
+  let from = s.label.indexOf("(") + 1;
+  return s.params.map((p) => {
+    const at = s.label.indexOf(p.name, from);
+    if (at < 0) return { label: p.label };
+    from = at + p.name.length;
+    return { label: [at, at + p.name.length] as [number, number] };
+  });
+}
+
+/** Markers for the code's problems, within about a second of a pause in typing. */
+export function watchProblems(editor: monaco.editor.IStandaloneCodeEditor): { refresh(): void } {
+  const model = editor.getModel()!;
+  let timer: number | undefined;
+  let controller: AbortController | null = null;
+  const check = async () => {
+    controller?.abort();
+    controller = new AbortController();
+    const version = model.getVersionId();
+    const answer = await post<{ problems: Problem[] }>("/api/lint", { code: model.getValue() }, controller.signal);
+    if (!answer || model.isDisposed() || model.getVersionId() !== version) return;
+    monaco.editor.setModelMarkers(model, LINT_OWNER, answer.problems.map((p) => ({
+      startLineNumber: p.line,
+      startColumn: p.column,
+      endLineNumber: p.end_line,
+      endColumn: Math.max(p.end_column, p.column + 1),
+      message: p.message,
+      code: p.code,
+      source: p.code.startsWith("F") || p.code === "syntax" ? "ruff" : "playground",
+      severity: p.severity === "error" ? monaco.MarkerSeverity.Error : monaco.MarkerSeverity.Warning,
+      tags: p.unnecessary ? [monaco.MarkerTag.Unnecessary] : [],
+    })));
+  };
+  const later = () => {
+    window.clearTimeout(timer);
+    timer = window.setTimeout(() => void check(), LINT_PAUSE_MS);
+  };
+  model.onDidChangeContent(later);
+  later();
+  return { refresh: later };
+}
