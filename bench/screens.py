@@ -1,12 +1,14 @@
 """Screenshots of every page at the three sizes people use (1440x900, 1024x768, 390x844), light,
 and the playground dark too, into docs/screens/ (docs/SCREENS.md shows them).
 
-    python -m bench.screens              # starts its own stack; about a minute
+    python -m bench.screens              # starts its own stack; about two minutes
 
 Each page is shown in a state worth looking at: the playground after a run that printed (with
 colours), compiled, timed and drew; a shared snippet with its saved output; its embed; the
-shortcuts panel; the drafts menu; a signed-in person's snippets; a course's live dashboard and
-page (its instructor) and an assignment with a graded submission (a student).
+shortcuts panel; the drafts menu; a recompilation's reason in Compiled; the Share dialog offering
+a fork its own title; a course's join link and the sign-up it leads to (signed out); a
+signed-in person's snippets and runs (one queued and one running, each with Cancel); a course's
+live dashboard and page (its instructor) and an assignment with a graded submission (a student).
 """
 
 from __future__ import annotations
@@ -40,6 +42,18 @@ plt.plot(x, jax.vmap(jax.grad(f))(x), label="f'")
 plt.legend()
 plt.show()
 """
+# f compiled twice, the second time for a new shape: Compiled says why, naming the argument x.
+RECOMPILED = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return jnp.tanh(x) * 2.0
+
+f(jnp.ones(3))
+f(jnp.ones((2, 4)))  # new shape
+"""
 
 
 def post_json(url: str, body: dict) -> dict:
@@ -59,19 +73,40 @@ def finished(page) -> None:
         timeout=120_000)
 
 
+PERSON = """\
+import django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.utils import timezone
+from executor import events as ev
+from playground.models import Run, RunEvent
+from playground.redis import get_redis
+from snippets.actions import do_create_snippet
+user, _ = get_user_model().objects.get_or_create(username="ada")
+do_create_snippet(code="print(1)\\n", title="Ada notes", description="", device="cpu", run=None, parent=None,
+                  owner=user)
+# Her runs as My runs lists them, newest first: two ended, one running and one queued behind a long
+# queue. Made here and never sent to an executor, so that both stay as they are for the picture:
+# a pulse of their own keeps the watchdog from taking them for lost.
+now = timezone.now()
+for code, status in (("import jax\\nprint(jax.devices())\\n", "succeeded"),
+                     ("x = jnp.ones(3)\\nprint(x @ jnp.ones(4))\\n", "failed"),
+                     ("params = train(params, steps=20_000)\\n", "running"),
+                     ("%timeit big_matmul(x).block_until_ready()\\n", "queued")):
+    run = Run.objects.create(code=code, device="cpu", owner=user, status=status,
+                             started_at=None if status == "queued" else now,
+                             finished_at=now if status in ("succeeded", "failed") else None)
+    RunEvent.objects.create(run=run, seq=1, type="queued", data={"seq": 1, "type": "queued", "position": 1})
+    if not run.is_finished:
+        get_redis().set(ev.alive_key(str(run.id)), "screens", ex=3600)
+c = Client(); c.force_login(user); print(c.cookies["sessionid"].value)
+"""
+
+
 def session_cookie(env: dict, url: str) -> dict:
-    """A signed-in person (ada) with a snippet of her own: her session cookie."""
-    script = (
-        "import django; django.setup()\n"
-        "from django.contrib.auth import get_user_model\n"
-        "from django.test import Client\n"
-        "from snippets.actions import do_create_snippet\n"
-        "user, _ = get_user_model().objects.get_or_create(username='ada')\n"
-        "do_create_snippet(code='print(1)\\n', title='Ada notes', description='', device='cpu', run=None,"
-        " parent=None, owner=user)\n"
-        "c = Client(); c.force_login(user); print(c.cookies['sessionid'].value)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    """A signed-in person (ada) with a snippet of her own and four runs: her session cookie."""
+    done = subprocess.run([sys.executable, "-c", PERSON], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     return {"name": "sessionid", "value": done.stdout.strip().splitlines()[-1], "url": url}
 
 
@@ -106,7 +141,7 @@ ada = User.objects.get(username="ada")
 cookies = {}
 for who in (ines, ada):
     c = Client(); c.force_login(who); cookies[who.username] = c.cookies["sessionid"].value
-print(json.dumps({"course": course.pk, "assignment": squares.pk, "cookies": cookies}))
+print(json.dumps({"course": course.pk, "join_code": course.join_code, "assignment": squares.pk, "cookies": cookies}))
 """
 
 
@@ -123,8 +158,11 @@ def main() -> int:
     shots: list[Path] = []
     with own_stack("screens") as stack, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # The shared snippet keeps the output of a run of its code, as one shared after a run does.
+        _, run = stack.post("/api/runs", {"code": CODE})
+        stack.wait_finished(run["id"], timeout=180)
         slug = post_json(f"{stack.url}/api/snippets", {
-            "code": CODE, "title": "tanh squared and its derivative",
+            "code": CODE, "title": "tanh squared and its derivative", "run": run["id"],
             "description": "`f`, its gradient through `vmap`, and how long the jitted `f` takes."})["slug"]
         cookie = session_cookie(stack.env, stack.url)
         course = course_people(stack.env)
@@ -133,9 +171,11 @@ def main() -> int:
             context.clear_cookies()
             context.add_cookies([{"name": "sessionid", "value": course["cookies"][name], "url": stack.url}])
 
-        def shoot(name: str, size: str, theme: str, page) -> None:
+        def shoot(name: str, size: str, theme: str, page, full_page: bool = False) -> None:
+            """The viewport; ``full_page`` for a page that scrolls as a whole (a form, say), so that
+            its end is in the picture too."""
             path = OUT / f"{name}-{size}-{theme}.png"
-            page.screenshot(path=path)
+            page.screenshot(path=path, full_page=full_page)
             shots.append(path)
 
         for theme in ("light", "dark"):
@@ -164,6 +204,13 @@ def main() -> int:
                 page.wait_for_timeout(200)
                 shoot("shortcuts", size, theme, page)
                 page.keyboard.press("Escape")
+                page.evaluate("code => window.playground.setCode(code)", RECOMPILED)
+                page.keyboard.press("Control+Enter")
+                finished(page)
+                page.evaluate("() => window.playground.selectTab('compiled')")
+                page.locator("#panel-compiled .row-reason").wait_for()
+                page.wait_for_timeout(300)
+                shoot("recompiled", size, theme, page)
                 page.evaluate("() => window.playground.openExample('grad')")
                 page.evaluate("() => window.playground.editor.trigger('shot', 'type', {text: '# my edit\\n'})")
                 page.click("#examples-button")
@@ -179,11 +226,30 @@ def main() -> int:
                 ready(page)
                 page.wait_for_timeout(500)
                 shoot("embed", size, theme, page)
+                # Edits to someone's snippet, shared: the dialog offers the fork a title of its own.
+                page.goto(f"/s/{slug}")
+                ready(page)
+                page.evaluate("code => window.playground.setCode(code)", CODE + "print(f(2.0))\n")
+                page.click("#share-button")
+                page.locator("#share-title-input").wait_for()
+                page.wait_for_timeout(300)
+                shoot("share-fork", size, theme, page)
+                page.keyboard.press("Escape")
                 page.goto("/accounts/login/")
                 shoot("sign-in", size, theme, page)
+                page.goto(f"/courses/join/{course['join_code']}")
+                shoot("join", size, theme, page)
+                page.get_by_role("link", name="Create an account").click()
+                page.locator("#signup-course").wait_for()
+                page.fill("#id_username", "grace")
+                page.fill("#id_email", "grace@example.com")
+                page.locator("#id_email").blur()
+                shoot("sign-up-course", size, theme, page, full_page=True)
                 context.add_cookies([cookie])
                 page.goto("/me/snippets/")
                 shoot("my-snippets", size, theme, page)
+                page.goto("/me/runs/")
+                shoot("my-runs", size, theme, page)
 
                 as_person(context, "ines")
                 page.goto(f"/courses/{course['course']}/dashboard")
