@@ -91,9 +91,21 @@ const KINDS: Record<string, monaco.languages.CompletionItemKind> = {
 export function docMarkdown(h: Hover): string {
   const parts: string[] = [];
   if (h.signature) parts.push("```python\n" + h.signature + "\n```");
-  if (h.doc) parts.push(h.doc.replace(/([*_`<>[\]\\])/g, "\\$1"));
+  if (h.doc) parts.push(restToMarkdown(h.doc));
   if (h.docs_url) parts.push(`[${publicName(h)} on docs.jax.dev](${h.docs_url})`);
   return parts.join("\n\n");
+}
+
+/** A docstring's reST as Markdown, as far as a hover needs: ``code`` and :func:`name` become
+ * code spans, everything else is text (escaped, so that nothing in it is taken for markup). */
+export function restToMarkdown(doc: string): string {
+  const spans: string[] = [];
+  const marked = doc
+    .replace(/:[\w:.-]+:`~?([^`]+)`/g, (_m, name: string) => `\u0000${spans.push(name) - 1}\u0000`)
+    .replace(/``([^`]+)``/g, (_m, code: string) => `\u0000${spans.push(code) - 1}\u0000`);
+  return marked
+    .replace(/([*_`<>[\]\\#|])/g, "\\$1")
+    .replace(/\u0000(\d+)\u0000/g, (_m, i: string) => "`" + spans[Number(i)].replace(/`/g, "") + "`");
 }
 
 function publicName(h: Hover): string {
@@ -115,14 +127,17 @@ export function registerPythonIntellisense(): void {
       if (!answer) return { suggestions: [] };
       const word = model.getWordUntilPosition(position);
       const range = new monaco.Range(position.lineNumber, word.startColumn, position.lineNumber, position.column);
+      // A row shows the name and, once known, its parameters ("einsum(subscript: str, ...)"),
+      // and nothing else: what a screen reader's name for the row says is then what it shows.
+      // The whole signature and the first lines of the doc are in the details (Ctrl+Space).
       const suggestions: PlaygroundItem[] = answer.items.map((item, i) => ({
-        label: item.label,
+        label: { label: item.label, detail: parameters(item.label, item.signature) },
         kind: KINDS[item.kind] ?? monaco.languages.CompletionItemKind.Text,
         insertText: item.label,
         range,
         sortText: String(i).padStart(4, "0"),
-        detail: item.signature || item.kind,
-        documentation: item.doc ? { value: docMarkdown({ doc: item.doc }) } : undefined,
+        documentation: item.signature || item.doc
+          ? { value: docMarkdown({ signature: item.signature, doc: item.doc }) } : undefined,
         at: item.signature === undefined ? { model, position } : undefined,
       }));
       return { suggestions };
@@ -131,9 +146,11 @@ export function registerPythonIntellisense(): void {
       if (!item.at) return item;
       const details = await analyse<Hover>("resolve", item.at.model, item.at.position, token,
         { label: typeof item.label === "string" ? item.label : item.label.label });
-      if (details) {
-        item.detail = details.signature || item.detail;
-        if (details.doc) item.documentation = { value: docMarkdown({ doc: details.doc }) };
+      if (details && typeof item.label !== "string") {
+        item.label.detail = parameters(item.label.label, details.signature);
+        if (details.signature || details.doc) {
+          item.documentation = { value: docMarkdown({ signature: details.signature, doc: details.doc }) };
+        }
       }
       return item;
     },
@@ -171,6 +188,14 @@ export function registerPythonIntellisense(): void {
       };
     },
   });
+}
+
+/** A callable's parameters from its signature, on one line and short enough for a row. */
+function parameters(name: string, signature: string | undefined): string | undefined {
+  const flat = (signature ?? "").replace(/\s+/g, " ").trim();
+  if (!flat.startsWith(name + "(")) return undefined;
+  const rest = flat.slice(name.length);
+  return rest.length > 70 ? rest.slice(0, 69) + "…" : rest;
 }
 
 /** Each parameter as its place in the signature's label, so that Monaco can highlight it. */

@@ -23,7 +23,11 @@ import "monaco-editor/features/linesOperations/register";
 import "monaco-editor/features/multicursor/register";
 // Signature help inside a call (the provider, the analyser on the server, is in intellisense.ts).
 import "monaco-editor/features/parameterHints/register";
+// "features/suggest/register" brings only the inline completions; the suggestion widget (the
+// list that completion opens) is its controller's, imported itself.
 import "monaco-editor/features/suggest/register";
+import "monaco-editor/editor/contrib/suggest/browser/suggestController";
+import "monaco-editor/features/snippet/register";
 // Ctrl+M (Ctrl+Shift+M on a Mac): Tab moves focus instead of indenting, as in VS Code.
 import "monaco-editor/features/toggleTabFocusMode/register";
 import "monaco-editor/features/wordHighlighter/register";
