@@ -1,8 +1,8 @@
-"""One analyser process: ``python -m executor.analyser``. Warms up (imports the libraries, fills
-jedi's caches), says ``{"ready": true}``, then answers one JSON request a line on stdin with one
-JSON line on stdout: ``{"op": "complete"|"resolve"|"signatures"|"hover", "code", "line",
-"column", "label"?}``. Its time and memory are bounded by the service that started it, which
-kills it and starts another when a request runs too long."""
+"""One analyser process: ``python -m executor.analyser``. Imports the libraries and fills jedi's
+caches of them (``engine.warm``), says ``{"ready": true}``, then answers one JSON request a line
+on stdin with one JSON line on stdout: ``{"op": "complete"|"resolve"|"signatures"|"hover",
+"code", "line", "column", "label"?}``. Its time and memory are bounded by the service that
+started it, which kills it and starts another when a request runs too long."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # read, never run: no accelerator is opened
     from executor.analyser import engine
 
+    # Warm before saying ready: a step of it can take seconds of CPU (np.'s first listing: 6 s),
+    # which a request arriving meanwhile would wait behind.
     engine.warm()
     ops = {"complete": lambda r: engine.complete(r["code"], r["line"], r["column"]),
            "resolve": lambda r: engine.resolve(r["code"], r["line"], r["column"], str(r.get("label", ""))),

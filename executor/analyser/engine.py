@@ -81,7 +81,9 @@ def complete(code: str, line: int, column: int) -> dict:
     position = _position(line, column, shifts, code)
     if position is None:
         return {"items": []}
-    completions = script.complete(*position)
+    # Never the node's files: jedi completes paths inside a string ('/etc/...'), which would list
+    # the executor's file system to anyone typing.
+    completions = [c for c in script.complete(*position) if c.type != "path"]
     items = []
     for c in completions[:MAX_ITEMS]:
         items.append({"label": c.name, "kind": c.type, "insert": c.complete, "prefix": len(c.name) - len(c.complete),
@@ -109,7 +111,7 @@ def resolve(code: str, line: int, column: int, label: str) -> dict:
     if position is None:
         return {}
     for c in script.complete(*position):
-        if c.name == label:
+        if c.name == label and c.type != "path":
             return _details(c)
     return {}
 
@@ -176,8 +178,25 @@ def _public_for(code: str, line: int, column: int, leaf: str) -> str | None:
     return public if public.startswith("jax") and public.endswith(leaf) else None
 
 
-def warm() -> None:
-    """What the first request would pay: the libraries imported, jedi's caches of them filled."""
+def warm_steps() -> list:
+    """What first requests would pay, in steps: each module's whole member list (its first
+    listing costs seconds of CPU: jax. 2.4 s, np. 6 s), a few prefixes, an array's attributes,
+    common signatures and docs."""
+    code = ("import jax\nimport jax.numpy as jnp\nimport numpy as np\nimport optax\nfrom flax import nnx\n"
+            "x = jnp.ones((3, 3))\n")
+    steps = []
+    for tail in ("jnp.ein", "jax.", "jnp.", "jax.random.", "jax.lax.", "jax.nn.", "x.", "optax.", "np.", "nnx.",
+                 "jax.random.nor", "jax.lax.sc", "optax.ad", "np.lin", "x.sh", "nnx.Li"):
+        full = code + tail
+        steps.append(lambda full=full, tail=tail: complete(full, full.count("\n") + 1, len(tail) + 1))
+    steps.append(lambda: signatures(code + "jnp.einsum(", 7, 12))
+    steps.append(lambda: signatures(code + "jax.random.normal(", 7, 19))
+    for name in ("jnp.einsum", "jax.jit", "jax.grad", "jax.vmap", "jnp.ones", "optax.adam", "np.array"):
+        steps.append(lambda name=name: hover(code + name, 7, len(name)))
+    return steps
+
+
+def import_libraries() -> None:
     import importlib
 
     for module in ("numpy", "jax", "jax.numpy", "optax", "flax", "flax.nnx"):
@@ -185,13 +204,13 @@ def warm() -> None:
             importlib.import_module(module)
         except ImportError:
             pass
-    code = ("import jax\nimport jax.numpy as jnp\nimport numpy as np\nimport optax\nfrom flax import nnx\n"
-            "x = jnp.ones((3, 3))\n")
-    # Each module's whole member list first (its first listing costs seconds of CPU: jax. 2.4 s,
-    # np. 6 s), then a few prefixes and an array's attributes.
-    for tail in ("jax.", "jnp.", "np.", "jax.random.", "jax.lax.", "jax.nn.", "optax.", "nnx.", "x.",
-                 "jnp.ein", "jax.random.nor", "jax.lax.sc", "optax.ad", "np.lin", "x.sh", "nnx.Li"):
-        full = code + tail
-        complete(full, full.count("\n") + 1, len(tail) + 1)
-    signatures(code + "jnp.einsum(", 7, 12)
-    hover(code + "jnp.einsum", 7, 6)
+
+
+def warm() -> None:
+    """The libraries imported and every step of ``warm_steps`` taken."""
+    import_libraries()
+    for step in warm_steps():
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - a step that fails leaves that part cold, nothing else
+            pass

@@ -30,10 +30,10 @@ from . import wire
 log = logging.getLogger("executor.analyser")
 
 PROCESSES = env_int("ANALYSER_PROCESSES", 2, minimum=0)
-REQUEST_CPU_MS = env_int("ANALYSER_REQUEST_CPU_MS", 1500, minimum=50)
+REQUEST_CPU_MS = env_int("ANALYSER_REQUEST_CPU_MS", 5000, minimum=50)
 REQUEST_TIMEOUT_S = env_int("ANALYSER_REQUEST_TIMEOUT_S", 10, minimum=1)
 MAX_MEMORY_MB = env_int("ANALYSER_MAX_MEMORY_MB", 2048, minimum=256)
-START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 120, minimum=5)
+START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 300, minimum=5)
 RUNTIME = env_str("ANALYSER_RUNTIME", wire.DEFAULT_RUNTIME)
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CHECK_S = 0.05
@@ -132,7 +132,6 @@ class Analyser:
                 self.stopping.wait(1)
                 continue
             try:
-                self.redis.set(wire.alive_key(RUNTIME), self.proc.pid if self.proc else 0, ex=wire.ALIVE_TTL_S)
                 popped = self.redis.brpop([key], timeout=1)
                 if popped is None:
                     continue
@@ -172,7 +171,19 @@ class Service:
     def start(self) -> Service:
         for analyser in self.analysers:
             analyser.thread.start()
+        threading.Thread(target=self.beat, name="analyser-alive", daemon=True).start()
         return self
+
+    def beat(self) -> None:
+        """The alive key, every second while any process is warm (busy ones included: a long
+        request is not an absence)."""
+        while not self.stopping.is_set():
+            try:
+                if any(a.proc is not None for a in self.analysers):
+                    self.redis.set(wire.alive_key(RUNTIME), 1, ex=wire.ALIVE_TTL_S)
+            except redis.RedisError:
+                pass
+            self.stopping.wait(1)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -51,7 +51,8 @@ def check_analyse(payload, *, client: str) -> dict:
 def _async_redis(loop_id: int):
     import redis.asyncio
 
-    return redis.asyncio.Redis.from_url(settings.REDIS_URL)
+    # Its reads outlast the wait for an answer (BLPOP up to ANALYSE_TIMEOUT_S).
+    return redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=settings.ANALYSE_TIMEOUT_S + 5)
 
 
 async def do_analyse(request: dict, *, runtime: str = wire.DEFAULT_RUNTIME) -> dict:

@@ -25,11 +25,13 @@ def analyser_stack(django_db_setup, django_db_blocker, tmp_path_factory):
 
     url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/9"
     redis.Redis.from_url(url).flushdb()
-    env = stack_env(url, ANALYSER_PROCESSES="2", ANALYSE_RATE_LIMIT_PER_MINUTE="0",
+    # The web side waits up to 6 s here (3 by default): these tests check what is answered on a
+    # busy machine; how fast is bench.analyse's to measure.
+    env = stack_env(url, ANALYSER_PROCESSES="2", ANALYSE_RATE_LIMIT_PER_MINUTE="0", ANALYSE_TIMEOUT_S="6",
                     EXECUTOR_POOL_SIZE="1")
     stack = Stack.launch(env, tmp_path_factory.mktemp("analyser-stack-logs"))
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while ask(stack, "complete", HEAD + "jnp.ein")[0] != 200:
             assert time.monotonic() < deadline, f"no analyser answered; logs in {stack.logdir}"
             time.sleep(1)
@@ -88,16 +90,16 @@ def test_completion_stays_answered_while_people_type_at_once(analyser_stack):
 
 def test_a_request_past_its_time_costs_its_time_and_the_next_is_answered_at_once(analyser_stack):
     # 1200 classes each deriving from the one before: about 18 s of CPU to infer (far over the
-    # 1.5 s a request may spend), in 60 KB (within the limit).
+    # 5 s a request may spend), in 60 KB (within the limit).
     slow = "\n".join(f"class C{i}(C{i - 1}):\n    def m{i}(self): return self" if i else "class C0:\n    pass"
                      for i in range(1200)) + "\nC1199().m1199()."
     assert len(slow) < 65536
     started = time.monotonic()
     status, answer = ask(analyser_stack, "complete", slow)
     took = time.monotonic() - started
-    # The analyser gave up (or the web side did first, at 3 s, on a loaded machine): no items.
+    # The analyser gave up after 5 s of CPU (or the web side did first, on a loaded machine).
     assert (status == 200 and "too long" in answer["error"]) or status == 503, answer
-    assert took < 4, took
+    assert took < 12, took
     started = time.monotonic()
     status, answer = ask(analyser_stack, "complete", HEAD + "jax.random.nor")
     assert status == 200 and [i["label"] for i in answer["items"]] == ["normal"]

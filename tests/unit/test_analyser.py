@@ -85,3 +85,11 @@ def test_odd_input_is_an_answer_or_a_known_error(code):
     except RecursionError:
         return  # the analyser's process answers this as "too deeply nested"
     assert isinstance(answer["items"], list)
+
+
+def test_the_nodes_files_are_never_listed():
+    for code in ("open('/etc/", "open('/", "import os\nos.listdir('/ro", "x = '/usr/li"):
+        lines = code.split("\n")
+        answer = engine.complete(code, len(lines), len(lines[-1]) + 1)
+        assert answer["items"] == [] or all(i["kind"] != "path" for i in answer["items"]), answer
+    assert engine.resolve("open('/etc/", 1, 12, "passwd") == {}
