@@ -103,6 +103,8 @@ def parse_json(request):
         return json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise ActionError(f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ActionError("the body is not valid JSON here: it is nested too deeply") from None
 
 
 def text(payload: dict, name: str, limit: int, *, required: bool = False, strip: bool = False,

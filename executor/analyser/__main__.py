@@ -17,6 +17,14 @@ def main() -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # read, never run: no accelerator is opened
     from executor.analyser import engine
 
+    # The playground's own package is not the analysis's to read: jedi would list (and parse from
+    # disk) the modules of any package imported here, so this one is forgotten, and its folder
+    # leaves the path.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__))))
+    for name in [m for m in sys.modules if m == "executor" or m.startswith("executor.")]:
+        del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != root]
+
     # Warm before saying ready: a step of it can take seconds of CPU (np.'s first listing: 6 s),
     # which a request arriving meanwhile would wait behind.
     engine.warm()

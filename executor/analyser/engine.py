@@ -25,6 +25,28 @@ PUBLIC_PREFIXES = ("jax.numpy", "jax.lax", "jax.random", "jax.nn", "jax.scipy", 
                    "jax.export", "jax.profiler", "jax.stages", "jax")
 
 _environment = None
+_project = None
+
+
+def project():
+    """What jedi may read: the libraries' own directories (the standard library, site-packages),
+    never the node's other files. The code's own ``sys.path`` changes are not followed (jedi
+    would otherwise list and read any directory the code names), and the folder jedi takes for
+    the project is an empty one."""
+    global _project
+    if _project is None:
+        import sys
+        import tempfile
+
+        from jedi.inference import sys_path as jedi_sys_path
+
+        jedi_sys_path.check_sys_path_modifications = lambda module_context: []
+        prefixes = (sys.base_prefix, sys.prefix)
+        libraries = [p for p in sys.path
+                     if p and ("site-packages" in p or "dist-packages" in p or p.startswith(prefixes))]
+        _project = jedi.Project(tempfile.mkdtemp(prefix="analyser-"), sys_path=libraries, smart_sys_path=False,
+                                load_unsafe_extensions=False)
+    return _project
 
 
 def environment():
@@ -37,7 +59,7 @@ def environment():
 
 def _script(code: str):
     source, shifts = as_python(code)
-    return jedi.Script(source, environment=environment()), shifts
+    return jedi.Script(source, environment=environment(), project=project()), shifts
 
 
 def _position(line: int, column: int, shifts: dict[int, int], code: str) -> tuple[int, int] | None:

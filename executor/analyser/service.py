@@ -17,6 +17,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 300, minimum=5)
 RUNTIME = env_str("ANALYSER_RUNTIME", wire.DEFAULT_RUNTIME)
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CHECK_S = 0.05
+EMPTY_DIR = tempfile.mkdtemp(prefix="analyser-cwd-")
 
 
 def cpu_s(pid: int) -> float:
@@ -69,7 +71,8 @@ class Analyser:
 
     def start_process(self) -> bool:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "executor.analyser"], cwd=ROOT, env=env,
+        # Run from an empty folder: the playground's own files are not the analysis's to read.
+        self.proc = subprocess.Popen([sys.executable, "-m", "executor.analyser"], cwd=EMPTY_DIR, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         line = self.read_line(START_TIMEOUT_S)

@@ -24,6 +24,15 @@ from web.errors import ActionError
 from web.ratelimit import check_rate
 
 MAX_POSITION = 10**6
+MAX_SEQ = 2**53  # compared in Redis, whose numbers are doubles
+
+
+def reject_lone_surrogates(code: str) -> None:
+    """Code is text: a lone surrogate (which JSON can carry) is refused, not analysed."""
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ActionError(f"'code' is not valid Unicode text (a lone surrogate at character {exc.start})") from None
 
 
 def check_analyse(payload, *, client: str) -> dict:
@@ -40,8 +49,9 @@ def check_analyse(payload, *, client: str) -> dict:
             raise ActionError(f"'{name}' must be a whole number from 1 (Monaco's positions count from 1)")
         position[name] = value
     seq = payload.get("seq", 0)
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
-        raise ActionError("'seq' must be a non-negative whole number")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not 0 <= seq <= MAX_SEQ:
+        raise ActionError(f"'seq' must be a whole number from 0 to {MAX_SEQ}")
+    reject_lone_surrogates(code)
     label = text(payload, "label", 200, default="") if op == "resolve" else ""
     editor = text(payload, "editor", 64, default="")
     return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client, "editor": editor}

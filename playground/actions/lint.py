@@ -16,6 +16,7 @@ from django.conf import settings
 from ruff.__main__ import find_ruff_bin
 
 from executor.analyser.wire import as_python
+from playground.actions.analyse import reject_lone_surrogates
 from web.api import text
 from web.errors import ActionError
 from web.ratelimit import check_rate
@@ -31,6 +32,7 @@ def check_lint(payload, *, client: str) -> str:
     if not isinstance(payload, dict):
         raise ActionError('send {"code": "..."}: the code to check, as a string')
     code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
+    reject_lone_surrogates(code)
     check_rate("lint", client, settings.LINT_RATE_LIMIT_PER_MINUTE, 60, "checks of the code")
     return code
 

@@ -58,6 +58,20 @@ def test_completion_signatures_and_hover_answer_for_the_executors_jax(analyser_s
     assert status == 200 and answer["full_name"].endswith("einsum_path")
 
 
+def test_nothing_of_the_node_is_read(analyser_stack, tmp_path):
+    """The analysers read the libraries only: not the playground's own modules (their process
+    runs from an empty folder, the repository is not on jedi's path), not a file the code points
+    sys.path at, not a directory listing."""
+    (tmp_path / "planted_conf.py").write_text('SECRET = "s3cr3t-literal-value"\n')
+    for code, never in (("import web.settings as s\ns.SEC", "SECRET_KEY"),
+                        ("from executor import settings\nsettings.RED", "REDIS_URL"),
+                        (f"import sys\nsys.path.append('{tmp_path}')\nfrom planted_conf import SECRET\n"
+                         "{SECRET: 1}['", "'s3cr3t-literal-value'"),
+                        ("import sys\nsys.path.insert(0, '/')\nimport et", "etc")):
+        status, answer = ask(analyser_stack, "complete", code)
+        assert status == 200 and never not in [i["label"] for i in answer["items"]], (code, answer)
+
+
 def test_bad_requests_get_a_clear_error(analyser_stack):
     assert ask(analyser_stack, "execute", "x")[0] == 400
     status, answer = analyser_stack.post("/api/analyse", {"op": "complete", "code": "x", "line": 0, "column": 1})
@@ -66,6 +80,11 @@ def test_bad_requests_get_a_clear_error(analyser_stack):
     assert status == 400 and "JSON" in answer["error"]
     status, _ = ask(analyser_stack, "complete", "x" * 200_000)
     assert status == 413
+    status, answer = analyser_stack.post("/api/analyse", b"[" * 100_000 + b"]" * 100_000)
+    assert status == 400 and "nested" in answer["error"]
+    status, answer = ask(analyser_stack, "complete", "x = '\ud800'")
+    assert status == 400 and "surrogate" in answer["error"]
+    assert ask(analyser_stack, "complete", "x", seq=10**400)[0] == 400
 
 
 def test_a_superseded_request_is_not_analysed(analyser_stack):

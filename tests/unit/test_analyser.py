@@ -93,3 +93,15 @@ def test_the_nodes_files_are_never_listed():
         answer = engine.complete(code, len(lines), len(lines[-1]) + 1)
         assert answer["items"] == [] or all(i["kind"] != "path" for i in answer["items"]), answer
     assert engine.resolve("open('/etc/", 1, 12, "passwd") == {}
+
+
+def test_the_code_cannot_point_the_analysis_at_the_nodes_files(tmp_path):
+    """A snippet's sys.path changes are not followed, and only the libraries' folders are read:
+    no listing of /, no string constant of a .py file elsewhere, none of the playground's own."""
+    (tmp_path / "planted_conf.py").write_text('SECRET = "s3cr3t-literal-value"\n')
+    listing = f"import sys\nsys.path.insert(0, '/')\nsys.path.append('{tmp_path}')\nimport "
+    names = complete(listing + "e") + complete(listing + "pla")
+    assert "etc" not in names and "executor" not in names and "planted_conf" not in names
+    reading = (f"import sys\nsys.path.append('{tmp_path}')\nfrom planted_conf import SECRET\n{{SECRET: 1}}['")
+    assert not any("s3cr3t" in label for label in complete(reading))
+    assert "einsum" in complete(HEAD + "jnp.ein")  # the libraries still are
