@@ -30,9 +30,11 @@ COMPILED = "compiled"
 TIMING = "timing"
 DISPLAY = "display"
 ERROR = "error"
+SHAPES = "shapes"
 FINISHED = "finished"
 
-assert EVENT_TYPES == (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, FINISHED)
+assert EVENT_TYPES == (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, SHAPES,
+                       FINISHED)
 
 # Terminal statuses of a run. Every run ends in exactly one of them.
 SUCCEEDED = "succeeded"

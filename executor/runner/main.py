@@ -240,9 +240,14 @@ def serve(channel: EventChannel, stdin) -> None:
     hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
 
     namespace = {"__name__": "__main__", "__builtins__": builtins}
-    status = run_snippet(request.pop("code"), channel, namespace)
+    source = request.pop("code")
+    status = run_snippet(source, channel, namespace)
     hooks.finish()  # figures left open
     flush_user_streams()
+    if not graded:
+        from .shapes import collect
+
+        channel.send("shapes", **collect(namespace, source))
     if graded:
         from .answers import serve_questions
 

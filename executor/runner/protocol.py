@@ -104,6 +104,11 @@ EVENTS: dict[str, Event] = {
         {"exc_type": STR, "message": STR, "line": INT, "traceback": STR, "explanation": STR},
         required=("exc_type", "message"), from_runner=True,
     ),
+    "shapes": Event(
+        "What the snippet's top-level names held when it ended (arrays and pytrees of them), for "
+        "the editor's hover: {name: {type, line, sharding}}.",
+        {"names": DICT, "truncated": BOOL}, required=("names",), from_runner=True,
+    ),
     "finished": Event(
         "The last event of every run: its terminal status and what it used.",
         {"status": STR, "message": STR, "wall_ms": NUM, "cpu_ms": NUM, "peak_memory_kb": INT,

@@ -24,6 +24,7 @@ import {
   type FinishedFields,
   type PartMessage,
   type QueuedFields,
+  type ShapesFields,
   type StartedFields,
   type StderrFields,
   type StdoutFields,
@@ -167,6 +168,12 @@ export interface FinishedEvent extends BaseFields, FinishedFields {
   status: TerminalStatus;
 }
 
+/** What the snippet's top-level names held when it ended: name → {type ("f32[3,4]"), line, sharding}. */
+export interface ShapesEvent extends BaseFields, ShapesFields {
+  type: "shapes";
+  names: Record<string, { type: string; line?: number; sharding?: string }>;
+}
+
 export type RunEvent =
   | QueuedEvent
   | StartedEvent
@@ -176,6 +183,7 @@ export type RunEvent =
   | TimingEvent
   | DisplayEvent
   | ErrorEvent
+  | ShapesEvent
   | FinishedEvent;
 
 // Compile-time checks against protocol.gen.ts: `tsc` fails, naming the field, when a type here
@@ -197,6 +205,7 @@ export type ProtocolChecks = [
   None<Extra<TimingComparison, TimingFields>>,
   None<Extra<DisplayEvent, DisplayFields>>,
   None<Extra<ErrorEvent, ErrorFields>>,
+  None<Extra<ShapesEvent, ShapesFields>>,
   None<Extra<FinishedEvent, FinishedFields>>,
   None<Exclude<EventType, RunEvent["type"]>>,
 ];

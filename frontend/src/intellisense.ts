@@ -113,6 +113,34 @@ function publicName(h: Hover): string {
   return match ? match[1] : h.full_name ?? h.name ?? "";
 }
 
+/** What a top-level name held when the last run ended (the runner's "shapes" event). */
+export interface Shape {
+  type: string;
+  line?: number;
+  sharding?: string;
+}
+const runShapes = new WeakMap<monaco.editor.ITextModel, { code: string; names: Record<string, Shape> }>();
+
+/** The last run's shapes for this editor's model, with the code that run ran; null forgets them. */
+export function setRunShapes(model: monaco.editor.ITextModel, code: string, names: Record<string, Shape> | null): void {
+  if (names) runShapes.set(model, { code, names });
+  else runShapes.delete(model);
+}
+
+/** "`y: f32[1000,1000]`, after the last run (line 3)", said stale when the code up to the line
+ *  that assigned it is no longer what ran. */
+export function shapeMarkdown(model: monaco.editor.ITextModel, name: string): string | null {
+  const shapes = runShapes.get(model);
+  const entry = shapes && Object.prototype.hasOwnProperty.call(shapes.names, name) ? shapes.names[name] : null;
+  if (!shapes || !entry || typeof entry.type !== "string") return null;
+  const upTo = (text: string) => (entry.line ? text.split("\n").slice(0, entry.line).join("\n") : text);
+  const stale = upTo(model.getValue()) !== upTo(shapes.code);
+  const where = entry.line ? `, assigned on line ${entry.line}` : "";
+  const sharding = entry.sharding ? `\n\nSharded: \`${entry.sharding.replace(/`/g, "")}\`` : "";
+  const note = stale ? " *The code up to there has changed since: it may hold something else now.*" : "";
+  return "`" + `${name}: ${entry.type}`.replace(/`/g, "") + "`" + sharding + `\n\nWhen the last run ended${where}.${note}`;
+}
+
 type PlaygroundItem = monaco.languages.CompletionItem & { at?: { model: monaco.editor.ITextModel; position: Position } };
 
 let registered = false;
@@ -180,11 +208,15 @@ export function registerPythonIntellisense(): void {
     async provideHover(model, position, token) {
       const word = model.getWordAtPosition(position);
       if (!word) return null;
+      const contents: monaco.IMarkdownString[] = [];
+      const shape = shapeMarkdown(model, word.word);
+      if (shape) contents.push({ value: shape });
       const answer = await analyse<Hover>("hover", model, position, token);
-      if (!answer || (!answer.doc && !answer.signature)) return null;
+      if (answer && (answer.doc || answer.signature)) contents.push({ value: docMarkdown(answer) });
+      if (!contents.length) return null;
       return {
         range: new monaco.Range(position.lineNumber, word.startColumn, position.lineNumber, word.endColumn),
-        contents: [{ value: docMarkdown(answer) }],
+        contents,
       };
     },
   });

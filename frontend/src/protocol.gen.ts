@@ -1,7 +1,7 @@
 // Generated from executor/runner/protocol.py by `python -m executor.runner.protocol`.
 // Do not edit: change the Python and regenerate (tests/unit/test_protocol.py checks it).
 
-export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "finished"] as const;
+export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "shapes", "finished"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost"] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
@@ -168,6 +168,12 @@ export interface ErrorFields {
   explanation?: string | null;
 }
 
+/** What the snippet's top-level names held when it ended (arrays and pytrees of them), for the editor's hover: {name: {type, line, sharding}}. */
+export interface ShapesFields {
+  names: Record<string, unknown>;
+  truncated?: boolean | null;
+}
+
 /** The last event of every run: its terminal status and what it used. */
 export interface FinishedFields {
   status: string;
@@ -201,5 +207,6 @@ export interface EventFields {
   timing: TimingFields;
   display: DisplayFields;
   error: ErrorFields;
+  shapes: ShapesFields;
   finished: FinishedFields;
 }

@@ -8,6 +8,7 @@ import { byId, focusAfter, maybeById } from "./dom";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor, type EditorTheme } from "./editor";
 import type { RunEvent } from "./events";
 import { bindHeader } from "./header";
+import { setRunShapes } from "./intellisense";
 import { CompiledPane } from "./panes/compiled";
 import { FiguresPane } from "./panes/figures";
 import { OutputPane } from "./panes/output";
@@ -133,7 +134,22 @@ export class Workbench {
         }
       },
     };
-    this.savedViews = [this.tabs, marks, ...(options.views ?? [])];
+    // Hovering a top-level name shows what it held when the run ended (the "shapes" event), for
+    // the code that run ran (the editor's when the run was shown or started).
+    let shownCode = code.getCode();
+    const model = code.editor.getModel()!;
+    const shapes: RunView = {
+      reset: () => {
+        shownCode = code.getCode();
+        setRunShapes(model, shownCode, null);
+      },
+      handle: (event) => {
+        if (event.type === "shapes" && event.names && typeof event.names === "object") {
+          setRunShapes(model, shownCode, event.names);
+        }
+      },
+    };
+    this.savedViews = [this.tabs, marks, shapes, ...(options.views ?? [])];
     // A run that ends badly is shown where it says why: the Output tab, with the error, its
     // explanation and its line (what the person asked for when they pressed Run). Only at the
     // end, so a tab opened while the run goes on is not taken away; a cancelled run stays put.

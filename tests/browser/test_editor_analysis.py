@@ -114,3 +114,49 @@ def test_a_shared_snippets_editor_knows_jax_too(analysers, page: Page, live_stac
     open_playground(page, path=answer["url"])
     page.set_viewport_size({"width": 1440, "height": 900})
     exercise(page, 1440, "snippet")
+
+
+SHAPED = ("import jax.numpy as jnp\nx = 1\ny = jnp.ones((1000, 1000))\n"
+          "params = {'w': jnp.zeros((784, 512)), 'b': jnp.zeros(512)}\n")
+
+
+@pytest.mark.parametrize(("width", "height"), WIDTHS)
+def test_hovering_a_name_shows_what_it_held_when_the_run_ended(analysers, page: Page, width, height):
+    from .playground import run_code
+
+    page.set_viewport_size({"width": width, "height": height})
+    assert run_code(page, SHAPED) == "succeeded"
+    hover_at(page, 3, 1)
+    shown = page.locator(".monaco-hover:not(.hidden)").filter(has_text="y: f32[1000,1000]")
+    expect(shown).to_be_visible(timeout=15_000)
+    expect(shown).to_contain_text("When the last run ended, assigned on line 3.")
+    assert_accessible(page, f"a name's shape on hover at {width}px")
+    page.screenshot(path=str(SCREENS / f"editor-shape-{width}.png"))
+    page.mouse.move(1, 1)
+    hover_at(page, 4, 2)
+    expect(page.locator(".monaco-hover:not(.hidden)").filter(
+        has_text="params: {'w': f32[784,512], 'b': f32[512]}")).to_be_visible(timeout=15_000)
+    page.mouse.move(1, 1)
+    # The code above y changes: what it held may differ now, and the hover says so.
+    page.evaluate("() => window.playground.editor.executeEdits('t', [{range: {startLineNumber: 2, startColumn: 5, "
+                  "endLineNumber: 2, endColumn: 6}, text: '2'}])")
+    hover_at(page, 3, 1)
+    expect(page.locator(".monaco-hover:not(.hidden)").filter(has_text="y: f32[1000,1000]")).to_contain_text(
+        "has changed since", timeout=15_000)
+
+
+def test_a_links_reader_hovers_the_shapes_of_its_saved_run(analysers, browser, live_stack):
+    status, created = live_stack.post("/api/runs", {"code": SHAPED})
+    assert status == 201, created
+    assert live_stack.wait_finished(created["id"])["status"] == "succeeded"
+    status, shared = live_stack.post("/api/snippets", {"code": SHAPED, "title": "shapes", "run": created["id"]})
+    assert status == 201 and shared["run"] == created["id"], shared
+    context = browser.new_context(base_url=live_stack.url, viewport={"width": 1440, "height": 900})
+    reader = context.new_page()
+    try:
+        open_playground(reader, path=shared["url"])
+        hover_at(reader, 3, 1)
+        expect(reader.locator(".monaco-hover:not(.hidden)").filter(has_text="y: f32[1000,1000]")).to_be_visible(
+            timeout=15_000)
+    finally:
+        context.close()

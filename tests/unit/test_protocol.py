@@ -24,7 +24,7 @@ def test_the_typescript_types_are_generated_from_the_python():
 
 def test_every_event_type_is_declared_once_and_shared():
     assert ev.EVENT_TYPES == tuple(protocol.EVENTS)
-    assert protocol.RUNNER_EVENT_TYPES == {"compiling", "compiled", "timing", "display", "error"}
+    assert protocol.RUNNER_EVENT_TYPES == {"compiling", "compiled", "timing", "display", "error", "shapes"}
     assert "finished" not in protocol.RUNNER_EVENT_TYPES and "started" not in protocol.RUNNER_EVENT_TYPES
 
 
