@@ -66,6 +66,7 @@ class Analyser:
         self.index = index
         self.stopping = stopping
         self.proc: subprocess.Popen | None = None
+        self.ready = False  # warm and answering (a process still warming up is not)
         self.thread = threading.Thread(target=self.serve, name=f"analyser-{index}", daemon=True)
         self.answered = 0
 
@@ -81,6 +82,7 @@ class Analyser:
             self.kill()
             return False
         log.info("analyser %d ready (pid %d, %.0f MB)", self.index, self.proc.pid, rss_mb(self.proc.pid))
+        self.ready = True
         return True
 
     def read_line(self, timeout: float, cpu_limit_s: float | None = None) -> bytes | None:
@@ -105,6 +107,7 @@ class Analyser:
         return None
 
     def kill(self) -> None:
+        self.ready = False
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -178,11 +181,11 @@ class Service:
         return self
 
     def beat(self) -> None:
-        """The alive key, every second while any process is warm (busy ones included: a long
-        request is not an absence)."""
+        """The alive key, every second while any process is ready (busy ones included: a long
+        request is not an absence; one still warming up is not ready)."""
         while not self.stopping.is_set():
             try:
-                if any(a.proc is not None for a in self.analysers):
+                if any(a.ready for a in self.analysers):
                     self.redis.set(wire.alive_key(RUNTIME), 1, ex=wire.ALIVE_TTL_S)
             except redis.RedisError:
                 pass

@@ -152,7 +152,9 @@ export function registerPythonIntellisense(): void {
     triggerCharacters: ["."],
     async provideCompletionItems(model, position, _context, token) {
       const answer = await analyse<{ items: Item[] }>("complete", model, position, token);
-      if (!answer) return { suggestions: [] };
+      // No answer (none in time, superseded): incomplete, so the next keystroke asks again
+      // instead of filtering an empty list.
+      if (!answer) return { suggestions: [], incomplete: true };
       const word = model.getWordUntilPosition(position);
       const range = new monaco.Range(position.lineNumber, word.startColumn, position.lineNumber, position.column);
       // A row shows the name and, once known, its parameters ("einsum(subscript: str, ...)"),

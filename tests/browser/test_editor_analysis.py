@@ -26,7 +26,7 @@ def analysers(live_stack):
     running = service.Service(live_stack.env["REDIS_URL"], processes=1).start()
     client = redis.Redis.from_url(live_stack.env["REDIS_URL"])
     deadline = time.monotonic() + 300
-    while not client.exists(wire.alive_key()) or not running.analysers[0].proc:
+    while not client.exists(wire.alive_key()) or not running.analysers[0].ready:
         assert time.monotonic() < deadline, "the analyser did not start"
         time.sleep(0.5)
     yield running
