@@ -75,6 +75,8 @@ def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
     proc.stdin.write(json.dumps({"code": "print(6 * 7)", "options": {}}).encode() + b"\n")
     proc.stdin.close()
     assert proc.stdout.read() == b"42\n"
+    # What its names held (none here: the snippet defines no array), then its end.
+    assert read_event(proc) == {"type": "shapes", "names": {}, "truncated": False}
     assert read_event(proc) == {"type": "exit", "status": "succeeded"}
     assert proc.wait(timeout=10) == 0
     cgroup_dirs = list(proc.sandbox_cgroup.dirs.values())
