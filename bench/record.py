@@ -70,9 +70,11 @@ class StoredWatcher(threading.Thread):
         if self.database_url.startswith("sqlite:///"):
             import sqlite3
 
+            self.busy_errors = (sqlite3.OperationalError,)
             return sqlite3.connect(self.database_url.removeprefix("sqlite:///"), timeout=5)
         import psycopg
 
+        self.busy_errors = (psycopg.OperationalError,)
         return psycopg.connect(self.database_url, autocommit=True)
 
     def run(self) -> None:
@@ -81,7 +83,7 @@ class StoredWatcher(threading.Thread):
             while not self.stop.is_set():
                 try:
                     rows = conn.execute(self.QUERY).fetchall()
-                except Exception:  # noqa: BLE001 - a locked or busy database: the next look is 50 ms later
+                except self.busy_errors:  # a locked or busy database: the next look is 50 ms later
                     rows = []
                 now = time.time()
                 for (run_id,) in rows:
