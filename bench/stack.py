@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from executor import runtimes
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -140,8 +142,11 @@ class Stack:
         configured = str(extra_env.get("EXECUTOR_DEVICE_KIND") or "")
         kind = configured.partition(":")[0] if ":" in configured else str(extra_env.get("EXECUTOR_KIND") or "cpu")
         slots = str(extra_env.get("EXECUTOR_CONCURRENCY", self.env.get("EXECUTOR_CONCURRENCY", "2")))
+        # A worker of another runtime (EXECUTOR_RUNTIME) consumes that runtime's queue.
+        runtime = str(extra_env.get("EXECUTOR_RUNTIME") or "")
+        queue = f"exec.{kind}" + (f"@{runtime}" if runtime and runtime != runtimes.FIRST else "")
         return self.start(name, [
-            sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", f"exec.{kind}",
+            sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", queue,
             "-P", "threads", "-c", slots, "-n", f"{kind}-{name}@%h", "--without-gossip", "--without-mingle",
             "-l", "info",
         ], {k: str(v) for k, v in extra_env.items()})
@@ -288,6 +293,19 @@ class Stack:
                 pass
             time.sleep(0.2)
         raise TimeoutError(f"no {kind} executor online after {timeout} s; logs in {self.logdir}")
+
+    def wait_runtime(self, runtime: str, kind: str = "cpu", timeout: float = 120) -> dict:
+        """Until ``GET /api/runtimes`` says a worker of ``kind`` serves ``runtime``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                listed = {r["id"]: r for r in self.get("/api/runtimes")["runtimes"]}
+                if kind in listed[runtime]["kinds"]:
+                    return listed[runtime]
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(f"no {kind} executor of runtime {runtime} online after {timeout} s; logs in {self.logdir}")
 
     def wait_finished(self, run_id: str, timeout: float = 60) -> dict:
         """The run once it has ended and every event up to its end is recorded: the recorder

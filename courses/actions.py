@@ -19,9 +19,11 @@ from django.db.models import F, Max
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from executor import registry
 from playground import quotas
 from playground.actions.runs import check_code, do_start_run
 from playground.devices import check_device, check_online
+from playground.runtimes import check_runtime
 from playground.models import Run
 from web.api import text
 from web.clients import client_key
@@ -385,6 +387,8 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
         checks_source.validate_checks(fields["checks"])
     if "device" in payload:
         fields["device"] = check_device(payload["device"])
+    if "runtime" in payload or creating:
+        fields["runtime"] = check_runtime(payload.get("runtime"))[0]
     if "due" in payload:
         fields["due_at"] = _parse_due(payload["due"])
     if "results_before_due" in payload:
@@ -437,9 +441,10 @@ def _check_admit(assignment: Assignment, user) -> tuple[uuid.UUID, int]:
     """A student's run or submission is a run like any other: it counts against their shares
     (``quotas.check_admit_run``: the run rate, the queue, the budget, an active slot), per
     account (a class runs from one lecture hall's address). Returns (run id, priority step)."""
-    check_online(assignment.device)
+    check_online(assignment.device, assignment.runtime)
     run_id = uuid.uuid4()
-    return run_id, quotas.check_admit_run(_who(user), assignment.device, str(run_id))
+    return run_id, quotas.check_admit_run(_who(user), registry.route(assignment.device, assignment.runtime),
+                                          str(run_id))
 
 
 def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
@@ -459,7 +464,7 @@ def do_start_course_run(assignment: Assignment, user, code: str, *, run_id: uuid
                         priority: int = 0) -> Run:
     with transaction.atomic():
         run = do_start_run(code, assignment.device, owner=user, limits=assignment.limits, run_id=run_id,
-                           priority=priority)
+                           priority=priority, runtime=assignment.runtime)
         course_run = CourseRun.objects.create(run=run, assignment=assignment, student=user)
         broadcast_on_commit(assignment.course_id, lambda: run_item(run, course_run.student_id, assignment.pk))
     return run
@@ -506,11 +511,12 @@ def check_regrade(assignment: Assignment, *, user=None) -> int:
     runs' seconds count against their budget (refused while it is used up), and they are queued
     below every run a person is waiting for, so regrading a class never delays anyone's Run."""
     _not_archived(assignment.course)
-    check_online(assignment.device)
+    check_online(assignment.device, assignment.runtime)
     who = _who(user) if user is not None else None
     if who is not None:
         check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, "regrades")
-        quotas.check_admit_regrade(who, assignment.device, _latest_submissions(assignment).count())
+        quotas.check_admit_regrade(who, registry.route(assignment.device, assignment.runtime),
+                                   _latest_submissions(assignment).count())
     return do_regrade(assignment, by=who)
 
 
@@ -523,7 +529,7 @@ def do_regrade(assignment: Assignment, *, by: str | None = None) -> int:
     try:
         with transaction.atomic():
             Assignment.objects.filter(pk=assignment.pk).update(regrades=F("regrades") + 1)
-            assignment.refresh_from_db(fields=["regrades", "checks", "checks_version", "device", "limits"])
+            assignment.refresh_from_db(fields=["regrades", "checks", "checks_version", "device", "runtime", "limits"])
             submissions = list(Submission.objects.filter(pk__in=list(_latest_submissions(assignment))).order_by("pk"))
             for submission in submissions:
                 run_id = uuid.uuid4()

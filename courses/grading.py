@@ -42,7 +42,7 @@ def queue_grading(submission: Submission, assignment: Assignment, regrade: int =
     """A graded run of the submission's code with the assignment's checks as they are now. The
     checks go to the executor in the task's message only (``do_start_run(grade=...)``)."""
     run = do_start_run(submission.code, assignment.device, owner=None, limits=assignment.limits,
-                       grade={"checks": assignment.checks})
+                       grade={"checks": assignment.checks}, runtime=assignment.runtime)
     return Grading.objects.create(submission=submission, run=run, checks_version=assignment.checks_version,
                                   regrade=regrade, declared=checks_source.declared_checks(assignment.checks))
 

@@ -17,6 +17,8 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+
+from executor import runtimes
 from django.utils import timezone
 
 from playground.models import Run
@@ -140,6 +142,9 @@ class Assignment(models.Model):
     starter_code = models.TextField(blank=True)
     checks = models.TextField(blank=True)
     device = models.CharField(max_length=40, default="cpu")
+    # The runtime its runs and gradings use (runtimes/runtimes.toml), pinned when it is made, so
+    # that the course's grades do not move when the site's default does.
+    runtime = models.CharField(max_length=40, default=runtimes.FIRST)
     # Narrowing RUN_LIMITS only (playground.actions.runs.run_limits): {"wall_s": 20}.
     limits = models.JSONField(default=dict, blank=True)
     due_at = models.DateTimeField(null=True, blank=True)

@@ -103,6 +103,7 @@ def build_launcher():
         cpu_devices=settings.CPU_DEVICES,
         devices=settings.DEVICES,
         ro_binds=settings.RO_BINDS,
+        venv=settings.RUNTIME_ENV,
     )
     if not launcher.sandboxed:
         log.warning(
@@ -154,6 +155,11 @@ class Executor:
     def device(self) -> str:
         """This worker's device string: ``gpu:h200``, or its kind until its devices are known."""
         return f"{settings.KIND}:{self.specific}" if self.specific else settings.KIND
+
+    @property
+    def route(self) -> str:
+        """Its device string and runtime, as its queue is named: ``gpu:h200@jax-0.4.38``."""
+        return registry.route(self.device, settings.RUNTIME.id)
 
     def learn_devices(self, timeout: float) -> dict:
         """What this node's runners find (platform, device kind and count, memory, versions),
@@ -207,6 +213,7 @@ class Executor:
                         "warm": self.pool.idle_count(),
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
+                        "runtime": settings.RUNTIME.id,
                     }, self.specific)
                 except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
@@ -294,6 +301,7 @@ class Executor:
                 worker=self.name,
                 kind=settings.KIND,
                 device=self.device,
+                runtime=settings.RUNTIME.id,
                 sandboxed=self.launcher.sandboxed,
                 **self.device_info(runner.info),
             )

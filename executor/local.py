@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import events as ev
+from . import runtimes
 from .sandbox import Limits, get_launcher
 from .graded_run import GradedRun
 from .runner import grades
@@ -142,11 +143,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--device", action="append", default=[], help="a device node to bind (GPU)")
     parser.add_argument("--checks", help="an assignment's check code (a file): grade the snippet with it")
+    parser.add_argument("--runtime", help="the runtime to run on (python -m executor.runtimes list); "
+                        "default: this interpreter's environment")
+    parser.add_argument("--runtimes-dir", default=str(runtimes.DEFAULT_DIR), help="where runtimes are built")
     args = parser.parse_args(argv)
+    venv = None
+    if args.runtime:
+        try:
+            runtime = runtimes.catalog().resolve(args.runtime)[0]
+        except runtimes.UnknownRuntime as exc:
+            parser.error(str(exc))
+        if not runtimes.is_built(runtime, args.runtimes_dir):
+            parser.error(f"runtime {runtime.id} is not built here: python -m executor.runtimes build {runtime.id}")
+        venv = str(runtimes.environment(runtime, args.runtimes_dir))
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
     limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
-                            devices=tuple(args.device))
+                            devices=tuple(args.device), venv=venv)
     show = lambda e: print(json.dumps(e), flush=True)
     try:
         if args.checks:

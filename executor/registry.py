@@ -7,7 +7,11 @@
 
 A device string names a kind (``cpu``, ``gpu``, ``tpu``: queue ``exec.gpu``) or a specific device
 kind of it (``gpu:h200``: queue ``exec.gpu.h200``). A worker consumes its kind's queue and its
-specific kind's. A worker is online while its last heartbeat is younger than the online window
+specific kind's, for the one runtime it serves: a route is a device string and a runtime
+(``gpu:h200@jax-0.4.38``: queue ``exec.gpu.h200@jax-0.4.38``), and the first runtime's route is
+the bare device string, so that queue names, like runtime ids, never change meaning
+(``route``). Heartbeats say which runtime a worker serves; a worker that says none serves the
+first. A worker is online while its last heartbeat is younger than the online window
 (``ONLINE_WINDOW_S``, or the ``window`` a caller passes: the web side's
 ``EXECUTOR_ONLINE_WINDOW_S``). A worker that dies simply stops beating; nothing has to clean up
 after it.
@@ -18,6 +22,8 @@ from __future__ import annotations
 import json
 import re
 import time
+
+from . import runtimes
 
 ONLINE_WINDOW_S = 15.0
 
@@ -30,14 +36,29 @@ _VENDOR_WORDS = re.compile(r"^(nvidia|amd|google|tesla)\s+|^tpu\s+", re.IGNORECA
 
 
 def parse_device(device: str) -> tuple[str, str | None]:
-    """``"gpu:h200"`` → ``("gpu", "h200")``; ``"gpu"`` → ``("gpu", None)``."""
-    kind, _, specific = device.partition(":")
+    """``"gpu:h200"`` → ``("gpu", "h200")``; ``"gpu"`` → ``("gpu", None)``; a route's runtime
+    (``"gpu:h200@jax-0.4.38"``) is left out."""
+    kind, _, specific = device.partition("@")[0].partition(":")
     return kind, specific or None
 
 
+def route(device: str, runtime: str | None) -> str:
+    """Where a run of ``runtime`` on ``device`` goes: ``"cpu@jax-0.4.38"``, or ``"cpu"`` for the
+    first runtime (and for None)."""
+    return device if not runtime or runtime == runtimes.FIRST else f"{device}@{runtime}"
+
+
+def parse_route(value: str) -> tuple[str, str]:
+    """``"gpu:h200@jax-0.4.38"`` → ``("gpu:h200", "jax-0.4.38")``; a bare device: the first runtime."""
+    device, _, runtime = value.partition("@")
+    return device, runtime or runtimes.FIRST
+
+
 def queue_name(device: str) -> str:
+    """The queue of a device string or a route."""
     kind, specific = parse_device(device)
-    return f"exec.{kind}.{specific}" if specific else f"exec.{kind}"
+    _, _, runtime = device.partition("@")
+    return (f"exec.{kind}.{specific}" if specific else f"exec.{kind}") + (f"@{runtime}" if runtime else "")
 
 
 # Kombu's Redis transport keeps a queue as one list per priority step, the lowest step first:
@@ -97,13 +118,26 @@ def leave(redis, name: str, kind: str, specific: str | None = None) -> None:
 
 
 def online_workers(redis, device: str, window: float | None = None) -> list[dict]:
-    """What each online worker of a kind (``gpu``) or specific kind (``gpu:h200``) said last."""
+    """What each online worker of a kind (``gpu``) or specific kind (``gpu:h200``) said last;
+    of a route (``cpu@jax-0.4.38``), only those serving its runtime."""
     window = ONLINE_WINDOW_S if window is None else window
+    device, _, runtime = device.partition("@")
     names = redis.zrangebyscore(f"executors:{device}", time.time() - window, "+inf")
     if not names:
         return []
     infos = redis.mget([f"executor:{n.decode() if isinstance(n, bytes) else n}" for n in names])
-    return [json.loads(i) for i in infos if i]
+    workers = [json.loads(i) for i in infos if i]
+    if runtime:
+        workers = [w for w in workers if w.get("runtime", runtimes.FIRST) == runtime]
+    return workers
+
+
+def runtimes_online(workers: list[dict]) -> dict[str, list[str]]:
+    """{runtime id: the kinds that serve it}, from online workers' beats."""
+    found: dict[str, set[str]] = {}
+    for w in workers:
+        found.setdefault(w.get("runtime", runtimes.FIRST), set()).add(str(w.get("kind")))
+    return {rid: sorted(kinds) for rid, kinds in found.items()}
 
 
 def _totals(workers: list[dict]) -> dict:
@@ -115,7 +149,9 @@ def _totals(workers: list[dict]) -> dict:
 def describe_kind(redis, kind: str, window: float | None = None) -> dict:
     """What ``GET /api/devices`` says about one device kind, with its specific kinds online."""
     workers = online_workers(redis, kind, window)
-    first = workers[0] if workers else {}
+    # The versions said are those of the first runtime's workers where there are any.
+    first = next((w for w in workers if w.get("runtime", runtimes.FIRST) == runtimes.FIRST), None) \
+        or (workers[0] if workers else {})
     specifics: dict[str, list[dict]] = {}
     for w in workers:
         device = w.get("device") or kind
@@ -136,6 +172,7 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
         "libraries": first.get("libraries") or {},
         "sandboxed": all(w.get("sandboxed", False) for w in workers) if workers else None,
         "queue_depth": queue_depth(redis, kind),
+        "runtimes": sorted({w.get("runtime", runtimes.FIRST) for w in workers}),
         "specific": [
             {
                 "device": device,

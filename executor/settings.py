@@ -8,7 +8,7 @@ that says how to fix it.
 
 from __future__ import annotations
 
-from . import celeryconf, registry
+from . import celeryconf, registry, runtimes
 from .envvars import ImproperlyConfigured, env_bool, env_choice, env_int, env_list, env_str
 from .sandbox import Limits, cpu_seconds_for
 
@@ -36,7 +36,20 @@ if _configured_kind and _configured_kind != KIND:
 # True when the configuration says which device kind this is (the device check then allows a
 # platform other than the kind's: a pose, logged loudly).
 DEVICE_KIND_CONFIGURED = bool(_configured_kind)
-QUEUE = registry.queue_name(KIND)
+# The runtime this worker's runners use (runtimes/runtimes.toml), built under RUNTIMES_DIR by
+# `python -m executor.runtimes build` (the first runtime is this environment itself). A node that
+# offers several runtimes runs a worker for each.
+RUNTIMES_DIR = env_str("EXECUTOR_RUNTIMES_DIR", str(runtimes.DEFAULT_DIR))
+try:
+    RUNTIME = runtimes.catalog().resolve(env_str("EXECUTOR_RUNTIME", "") or runtimes.FIRST)[0]
+except runtimes.UnknownRuntime as exc:
+    raise ImproperlyConfigured(f"EXECUTOR_RUNTIME: {exc}") from None
+if not runtimes.is_built(RUNTIME, RUNTIMES_DIR):
+    raise ImproperlyConfigured(
+        f"runtime {RUNTIME.id} is not built under {RUNTIMES_DIR}: python -m executor.runtimes build {RUNTIME.id} "
+        "(or set EXECUTOR_RUNTIMES_DIR to where it is)")
+RUNTIME_ENV = str(runtimes.environment(RUNTIME, RUNTIMES_DIR))
+QUEUE = registry.queue_name(registry.route(KIND, RUNTIME.id))
 RECORD_QUEUE = env_str("RECORD_QUEUE", celeryconf.RECORD_QUEUE)
 # Log lines as JSON objects (one a line, with the run they concern) or as text for people.
 LOG_FORMAT = env_choice("LOG_FORMAT", "json", ("json", "text"))

@@ -71,13 +71,19 @@ PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
 
 
 def device_problem(info: dict, consumed: list[str]) -> str | None:
-    """Why this worker must not take runs (its devices or its -Q list do not match its kind), or
-    None. A configured EXECUTOR_DEVICE_KIND of another platform is a pose, allowed (and logged)."""
+    """Why this worker must not take runs (its devices or its -Q list do not match its kind and
+    runtime), or None. A configured EXECUTOR_DEVICE_KIND of another platform is a pose, allowed (and logged)."""
     ours = {settings.QUEUE}
     if settings.SPECIFIC:
-        ours.add(registry.queue_name(f"{settings.KIND}:{settings.SPECIFIC}"))
-    foreign = [q for q in consumed if q.startswith("exec.") and q not in ours
-               and not q.startswith(settings.QUEUE + ".")]
+        ours.add(registry.queue_name(registry.route(f"{settings.KIND}:{settings.SPECIFIC}", settings.RUNTIME.id)))
+    suffix = settings.RUNTIME.queue_suffix
+    base = f"exec.{settings.KIND}."
+
+    def specific_of_ours(q: str) -> bool:  # exec.gpu.h200 (with this runtime's suffix)
+        head, at, _ = q.partition("@")
+        return q.startswith(base) and (q.endswith(suffix) if suffix else not at) and "." not in head[len(base):]
+
+    foreign = [q for q in consumed if q.startswith("exec.") and q not in ours and not specific_of_ours(q)]
     platform = str(info.get("platform") or "none")
     found = f"{info.get('device_count')} × {info.get('device_kind')} on the {platform} platform"
     if foreign:
@@ -116,12 +122,12 @@ def _on_after_setup(sender=None, instance=None, **_):
     executor.start_heartbeat()
     _start_analysers()
     if queues is not None:
-        for name in (settings.QUEUE, registry.queue_name(executor.device)):
+        for name in (settings.QUEUE, registry.queue_name(executor.route)):
             if name not in queues.consume_from:
                 queues.select_add(name)
     memory = info.get("memory_bytes")
-    log.info("executor %s is %s: %s × %s on the %s platform, %s, JAX %s, jaxlib %s; consuming %s",
-             executor.name, executor.device, info.get("device_count"), info.get("device_kind"),
+    log.info("executor %s is %s (runtime %s): %s × %s on the %s platform, %s, JAX %s, jaxlib %s; consuming %s",
+             executor.name, executor.device, settings.RUNTIME.id, info.get("device_count"), info.get("device_kind"),
              info.get("platform"),
              "memory unknown" if not memory else f"{human_bytes(memory)} of host memory"
              if info.get("platform") == "cpu" else f"{human_bytes(memory)} each",
@@ -172,12 +178,16 @@ _analysers = None
 
 
 def _start_analysers() -> None:
-    """The editor's analysers, beside the runners, in the environment the runs use."""
+    """The editor's analysers, beside the runners, in the environment the runs use (the runtime's
+    interpreter: its jax, its libraries)."""
     global _analysers
+    import os
+
     from executor.analyser import service
 
     if _analysers is None and service.PROCESSES:
-        _analysers = service.Service(settings.REDIS_URL).start()
+        _analysers = service.Service(settings.REDIS_URL, runtime=settings.RUNTIME.id,
+                                     python=os.path.join(settings.RUNTIME_ENV, "bin", "python")).start()
 
 
 @signals.worker_shutting_down.connect

@@ -35,11 +35,16 @@ def online_workers(device: str) -> list[dict]:
     return registry.online_workers(get_redis(), device, settings.EXECUTOR_ONLINE_WINDOW_S)
 
 
-def check_online(device: str) -> None:
-    """A device no worker serves now is a ``503`` at once, never a run that waits forever."""
-    if not online_workers(device):
-        raise ActionError(f"no {device} executor is online right now; GET /api/devices lists those that are",
-                          status=503)
+def check_online(device: str, runtime: str | None = None) -> None:
+    """A device (with a runtime: of that runtime) no worker serves now is a ``503`` at once,
+    never a run that waits forever."""
+    if online_workers(registry.route(device, runtime)):
+        return
+    if runtime and online_workers(device):
+        raise ActionError(f"no {device} executor of runtime {runtime} is online right now; GET /api/runtimes "
+                          "says which kinds serve each runtime", status=503)
+    raise ActionError(f"no {device} executor is online right now; GET /api/devices lists those that are",
+                      status=503)
 
 
 def describe(device: str) -> dict:

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from executor import events as ev
+from executor import runtimes
 
 
 class Run(models.Model):
@@ -15,6 +16,9 @@ class Run(models.Model):
     code = models.TextField()
     # What the run asked for: a kind ("gpu") or a specific device kind ("gpu:h200").
     device = models.CharField(max_length=40)
+    # The runtime it runs on (runtimes/runtimes.toml): a stable id, never repointed. Runs from
+    # before there were several ran on the first.
+    runtime = models.CharField(max_length=40, default=runtimes.FIRST)
     status = models.CharField(max_length=16, choices=STATUS_CHOICES, default=ev.STATUS_QUEUED, db_index=True)
     options = models.JSONField(default=dict, blank=True)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

@@ -75,7 +75,8 @@ return {n, ARGV[1]}
 
 
 def _kind(device: str) -> str:
-    return device.split(":", 1)[0]
+    """The kind of a device string or route: budgets are per kind, whatever the runtime."""
+    return registry.parse_device(device)[0]
 
 
 def _limits(kind: str) -> dict:

@@ -14,6 +14,7 @@ def run_summary(run: Run) -> dict:
         "id": str(run.id),
         "status": run.status,
         "device": run.device,
+        "runtime": run.runtime,
         "ws": f"/ws/runs/{run.id}/",
     }
 

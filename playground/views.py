@@ -14,7 +14,7 @@ from web import clients
 from web.api import api, client_address, parse_json, query_int
 from web.openapi import schema
 
-from . import devices
+from . import devices, runtimes
 from .access import access_run_for_user
 from .gallery import examples
 from .actions.analyse import check_analyse, do_analyse
@@ -75,6 +75,17 @@ def api_devices(request):
         # Events carry server timestamps: the page sets its clock by this to show how long a
         # run it picks up again (after a reload) has been going.
         "server_time": round(time.time(), 3),
+    })
+
+
+@api("GET")
+def api_runtimes(request):
+    return JsonResponse({
+        # Each runtime of the catalog, with the kinds whose workers serve it now; a retired id
+        # (an alias of its successor) under "retired".
+        "runtimes": runtimes.describe_all(),
+        "default": runtimes.default(),
+        "retired": runtimes.retired(),
     })
 
 

@@ -52,6 +52,12 @@ setup_venv() {
   fi
 }
 
+# The runtimes other than the executor's own (runtimes/runtimes.toml), each its own environment
+# under var/runtimes built from its lock file; a runtime already up to date is skipped.
+build_runtimes() {
+  .venv/bin/python -m executor.runtimes build "$@" || die "the runtimes could not be built (python -m executor.runtimes build)"
+}
+
 # The front end: npm packages and the bundle Django serves from frontend/dist.
 build_frontend() {
   command -v npm >/dev/null || apt_install nodejs npm

@@ -8,9 +8,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from executor import events as ev
+from executor import runtimes
 from playground.access import access_run_for_user
 from playground.actions.runs import check_code
-from playground.devices import check_device, describe
+from playground.devices import check_device
+from playground.runtimes import check_runtime
 from playground.models import Run, RunEvent
 from web.api import text
 from web.errors import ActionError
@@ -37,6 +39,7 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
         if run is None:
             raise ActionError("'run' names no run", status=400)
     device = check_device(payload.get("device", run.device if run else settings.RUN_DEFAULT_DEVICE))
+    runtime, _note = check_runtime(payload.get("runtime", run.runtime if run else None))
     parent = None
     if payload.get("parent") is not None:
         if not isinstance(payload["parent"], str):
@@ -44,33 +47,34 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
         parent = Snippet.objects.filter(slug=payload["parent"], removed_at__isnull=True).first()
         if parent is None:
             raise ActionError(f"'parent' names no snippet: {payload['parent']!r}")
-    # A run of other code (edited since) or on another device is not this snippet's output.
-    if run is not None and (run.code != code or run.device != device):
+    # A run of other code (edited since), on another device or runtime is not this snippet's output.
+    if run is not None and (run.code != code or run.device != device or run.runtime != runtime):
         run = None
     check_rate("snippets", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
     return do_create_snippet(code=code, title=title, description=description, device=device, run=run,
-                             parent=parent, owner=user if user is not None and user.is_authenticated else None,
-                             sharer=client)
+                             runtime=runtime, parent=parent,
+                             owner=user if user is not None and user.is_authenticated else None, sharer=client)
 
 
 def do_create_snippet(*, code: str, title: str, description: str, device: str, run: Run | None,
-                      parent: Snippet | None, owner, sharer: str = "") -> tuple[Snippet, bool]:
+                      parent: Snippet | None, owner, sharer: str = "",
+                      runtime: str = runtimes.FIRST) -> tuple[Snippet, bool]:
     """``sharer``: the client key of who shares it (the first to share this content)."""
     options: dict = {}
-    digest = content_hash(code, title, description, device, options)
+    digest = content_hash(code, title, description, device, options, runtime)
     existing = Snippet.objects.filter(content_hash=digest).first()
     if existing is not None:
         if run is not None and existing.run_id is None:
             Snippet.objects.filter(pk=existing.pk, run__isnull=True).update(run=run)
             existing.refresh_from_db()
         return existing, False
-    jax_version, jaxlib_version = versions(run, device)
+    jax_version, jaxlib_version = versions(run, runtime)
     for slug in slug_candidates(digest):
         try:
             with transaction.atomic():
                 return Snippet.objects.create(
                     slug=slug, content_hash=digest, code=code, title=title, description=description, device=device,
-                    options=options, jax_version=jax_version, jaxlib_version=jaxlib_version, run=run,
+                    runtime=runtime, options=options, jax_version=jax_version, jaxlib_version=jaxlib_version, run=run,
                     parent=parent, owner=owner, sharer_key=sharer[:80],
                 ), True
         except IntegrityError:
@@ -81,8 +85,8 @@ def do_create_snippet(*, code: str, title: str, description: str, device: str, r
     raise ActionError("could not find a free link for this snippet", status=500)
 
 
-def versions(run: Run | None, device: str) -> tuple[str, str]:
-    """JAX and jaxlib versions: the run's, else those of the device kind's executors now."""
+def versions(run: Run | None, runtime: str) -> tuple[str, str]:
+    """JAX and jaxlib versions: the run's, else those its runtime pins."""
     libraries: dict = {}
     jax_version = ""
     if run is not None:
@@ -91,9 +95,8 @@ def versions(run: Run | None, device: str) -> tuple[str, str]:
             jax_version = started.data.get("jax_version") or ""
             libraries = started.data.get("libraries") or {}
     if not jax_version:
-        info = describe(device)
-        jax_version = info.get("jax_version") or ""
-        libraries = info.get("libraries") or {}
+        pinned = runtimes.catalog().resolve(runtime)[0]
+        jax_version, libraries = pinned.jax or "", {"jaxlib": pinned.jaxlib or ""}
     return str(jax_version)[:40], str(libraries.get("jaxlib") or "")[:40]
 
 
@@ -102,7 +105,7 @@ def do_attach_first_run(slug: str, run: Run, *, who: str) -> None:
     key) starts as its saved output. Anyone else's run of that code (a visitor of a link shared a
     moment ago) is not kept: it would become what the link shows for good, and a run its starter
     could cancel under the link."""
-    Snippet.objects.filter(slug=slug, run__isnull=True, code=run.code, device=run.device,
+    Snippet.objects.filter(slug=slug, run__isnull=True, code=run.code, device=run.device, runtime=run.runtime,
                            sharer_key=who).update(run=run)
 
 

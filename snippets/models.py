@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.db import models
 
+from executor import runtimes
 from playground.models import Run
 
 
@@ -14,6 +15,9 @@ class Snippet(models.Model):
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     device = models.CharField(max_length=40)
+    # The runtime it is pinned to (runtimes/runtimes.toml): pressing Run on its page runs there,
+    # however the site's default moves on.
+    runtime = models.CharField(max_length=40, default=runtimes.FIRST)
     options = models.JSONField(default=dict, blank=True)
     # What it was saved with (the run's, else the executors' of its device kind then).
     jax_version = models.CharField(max_length=40, blank=True)

@@ -16,6 +16,7 @@ def snippet_summary(snippet: Snippet) -> dict:
         "url": snippet.get_absolute_url(),
         "title": snippet.title,
         "device": snippet.device,
+        "runtime": snippet.runtime,
         "created_at": snippet.created_at.isoformat(),
         "first_line": next((line for line in snippet.code.splitlines() if line.strip()), "")[:120],
     }

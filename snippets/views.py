@@ -110,6 +110,7 @@ def _page_data(snippet: Snippet) -> dict:
     """What the page's script needs: the code and where its saved run is (never run on opening)."""
     return {
         "slug": snippet.slug, "code": snippet.code, "title": snippet.title, "device": snippet.device,
+        "runtime": snippet.runtime,
         "jax_version": snippet.jax_version or None, "jaxlib_version": snippet.jaxlib_version or None,
         "run": str(snippet.run_id) if snippet.run_id else None,
         "parent": snippet.parent.slug if snippet.parent_id else None,

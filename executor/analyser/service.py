@@ -24,7 +24,7 @@ from pathlib import Path
 
 import redis
 
-from executor.envvars import env_int, env_str
+from executor.envvars import env_int
 
 from . import wire
 
@@ -35,7 +35,6 @@ REQUEST_CPU_MS = env_int("ANALYSER_REQUEST_CPU_MS", 5000, minimum=50)
 REQUEST_TIMEOUT_S = env_int("ANALYSER_REQUEST_TIMEOUT_S", 10, minimum=1)
 MAX_MEMORY_MB = env_int("ANALYSER_MAX_MEMORY_MB", 2048, minimum=256)
 START_TIMEOUT_S = env_int("ANALYSER_START_TIMEOUT_S", 300, minimum=5)
-RUNTIME = env_str("ANALYSER_RUNTIME", wire.DEFAULT_RUNTIME)
 ROOT = Path(__file__).resolve().parents[2]
 MEMORY_CHECK_S = 0.05
 EMPTY_DIR = tempfile.mkdtemp(prefix="analyser-cwd-")
@@ -61,8 +60,10 @@ def rss_mb(pid: int) -> float:
 class Analyser:
     """One warm analyser process and the thread that serves it."""
 
-    def __init__(self, client: redis.Redis, index: int, stopping: threading.Event):
+    def __init__(self, client: redis.Redis, index: int, stopping: threading.Event, *,
+                 runtime: str = wire.DEFAULT_RUNTIME, python: str = sys.executable):
         self.redis = client
+        self.runtime, self.python = runtime, python
         self.index = index
         self.stopping = stopping
         self.proc: subprocess.Popen | None = None
@@ -73,7 +74,7 @@ class Analyser:
     def start_process(self) -> bool:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "PYTHONUNBUFFERED": "1"}
         # Run from an empty folder: the playground's own files are not the analysis's to read.
-        self.proc = subprocess.Popen([sys.executable, "-m", "executor.analyser"], cwd=EMPTY_DIR, env=env,
+        self.proc = subprocess.Popen([self.python, "-m", "executor.analyser"], cwd=EMPTY_DIR, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         line = self.read_line(START_TIMEOUT_S)
@@ -131,7 +132,7 @@ class Analyser:
         return json.loads(line)
 
     def serve(self) -> None:
-        key = wire.requests_key(RUNTIME)
+        key = wire.requests_key(self.runtime)
         while not self.stopping.is_set():
             # A thread without a warm process takes no request: the others answer meanwhile.
             if self.proc is None and not self.start_process():
@@ -169,10 +170,15 @@ class Analyser:
 
 
 class Service:
-    def __init__(self, redis_url: str, processes: int = PROCESSES):
+    def __init__(self, redis_url: str, processes: int = PROCESSES, *, runtime: str = wire.DEFAULT_RUNTIME,
+                 python: str = sys.executable):
+        """``runtime``: the runtime whose list it answers; ``python``: that runtime's interpreter,
+        so that the answers are for its libraries."""
         self.redis = redis.Redis.from_url(redis_url)
         self.stopping = threading.Event()
-        self.analysers = [Analyser(self.redis, i, self.stopping) for i in range(processes)]
+        self.runtime = runtime
+        self.analysers = [Analyser(self.redis, i, self.stopping, runtime=runtime, python=python)
+                          for i in range(processes)]
 
     def start(self) -> Service:
         for analyser in self.analysers:
@@ -186,7 +192,7 @@ class Service:
         while not self.stopping.is_set():
             try:
                 if any(a.ready for a in self.analysers):
-                    self.redis.set(wire.alive_key(RUNTIME), 1, ex=wire.ALIVE_TTL_S)
+                    self.redis.set(wire.alive_key(self.runtime), 1, ex=wire.ALIVE_TTL_S)
             except redis.RedisError:
                 pass
             self.stopping.wait(1)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import re
 
+from executor import runtimes
+
 OPS = ("complete", "resolve", "signatures", "hover")
-DEFAULT_RUNTIME = "default"
+# A runtime's id (runtimes/runtimes.toml): each runtime's analysers answer on its own list.
+DEFAULT_RUNTIME = runtimes.FIRST
 REPLY_TTL_S = 30
 
 

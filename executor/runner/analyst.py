@@ -24,10 +24,11 @@ TEXT_MAX_CHARS = 4 * 1024**2
 
 def analyse(blob: bytes, input_sets: list, kwargs: dict) -> dict:
     import jax
+    from jax import export  # an attribute of jax only once imported, before JAX 0.7
 
     from . import jaxcompat
 
-    exported = jax.export.deserialize(bytearray(blob))
+    exported = export.deserialize(bytearray(blob))
     text = exported.mlir_module()
     calls = set(CUSTOM_CALL.findall(text))
     report = {"text": text[:TEXT_MAX_CHARS], "flops": None, "outputs": None}

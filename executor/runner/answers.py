@@ -52,10 +52,11 @@ def _function(namespace: dict, name: str, transform):
 
 def _lower(f, args: list, kwargs: dict):
     import jax
+    from jax import export  # an attribute of jax only once imported, before JAX 0.7
 
     jitted = f if hasattr(f, "lower") and hasattr(f, "trace") else jax.jit(f)
     try:
-        return jax.export.export(jitted)(*args, **kwargs).serialize()
+        return export.export(jitted)(*args, **kwargs).serialize()
     except NotImplementedError:  # host callbacks cannot be serialised: their text says what they are
         return {"text": jitted.lower(*args, **kwargs).as_text()}
 

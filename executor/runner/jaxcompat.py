@@ -1,6 +1,8 @@
 """Every use the runner makes of JAX's internals, in one place.
 
-The pinned JAX is 0.12; a node's image may carry another (a GPU image had 0.11.2). Public APIs
+The default runtime's JAX is 0.12; the others (``runtimes/runtimes.toml``) carry 0.6 and 0.4,
+and a node's image may carry another (a GPU image had 0.11.2). Every function here answers for
+all of them; tests/runner/test_runtimes.py runs the capture suite on each. Public APIs
 are used where the pinned JAX has them (``jax.monitoring``'s listeners, ``jax.core.Tracer``,
 ``Jaxpr.pretty_print``, the compiled executable's ``cost_analysis``); the rest are JAX's private
 modules and the names of its frames and their locals, which capture reads to learn what a
@@ -9,9 +11,11 @@ the Compiled pane a detail (or, for the hooks, the pane itself: ``hook_points`` 
 capture stays off), never a user's run.
 
     capture      hook_points, exclude_from_tracebacks, listen_durations
-    origin       the frames below: JIT_ENTRY, JIT_CALLS, PMAP_FILE, EAGER_FILE; is_jaxpr
+    origin       the frames below: JIT_ENTRY, JIT_CALLS, PMAP_FILE, EAGER_FILE; is_jaxpr,
+                 debug_info
     recompile    trace_context, aval_str
     texts        stablehlo_text, user_frame
+    shapes       type_text
     display      is_tracer
 """
 
@@ -20,8 +24,9 @@ from __future__ import annotations
 import sys
 
 # The frames between ``pjit.make_jit`` and whoever called ``jax.jit``: the decorator form's
-# lambda, jax.jit itself, its api_boundary wrapper, and the old ``pjit.pjit``.
-JIT_ENTRY = frozenset({("api.py", "jit"), ("api.py", "<lambda>"), ("pjit.py", "pjit"),
+# lambda, jax.jit itself, its api_boundary wrapper (JAX 0.6's keyword-checking ``wrapped``), and
+# the old ``pjit.pjit``.
+JIT_ENTRY = frozenset({("api.py", "jit"), ("api.py", "<lambda>"), ("api.py", "wrapped"), ("pjit.py", "pjit"),
                        ("traceback_util.py", "reraise_with_filtered_traceback")})
 # pjit's frames for a call that missed jit's cache (locals ``fun``, ``jit_info``, ``args``,
 # ``kwargs``) and for the AOT path (``jit_func`` with ``_fun`` and ``_jit_info``).
@@ -87,6 +92,98 @@ def unlisten_durations(listener) -> None:
         pass
 
 
+class DebugInfo:
+    """What a traced function's debug info says, as JAX 0.12 names it (``func_filename``,
+    ``func_name``, ``func_lineno``, ``func_src_info``, ``arg_names``). JAX 0.4 keeps it on the
+    open jaxpr only, as a ``JaxprDebugInfo`` with ``func_src_info`` (``"f at file.py:3"``) and no
+    file or line of its own: they are read from that text."""
+
+    __slots__ = ("func_filename", "func_name", "func_lineno", "func_src_info", "arg_names")
+
+    def __init__(self, raw):
+        self.func_src_info = getattr(raw, "func_src_info", None)
+        self.arg_names = getattr(raw, "arg_names", None) or ()
+        if hasattr(raw, "func_filename"):
+            self.func_filename, self.func_name = raw.func_filename, raw.func_name
+            self.func_lineno = raw.func_lineno
+            return
+        name, filename, line = None, None, None
+        text = self.func_src_info or ""
+        head, sep, place = text.rpartition(" at ")
+        if sep:
+            name = head
+            filename, colon, number = place.rpartition(":")
+            if not colon or not number.isdigit():
+                filename, number = place, ""
+            line = int(number) if number else None
+        else:
+            name = text or None
+        self.func_filename, self.func_name, self.func_lineno = filename, name, line
+
+
+def debug_info(jaxpr) -> DebugInfo | None:
+    """The debug info of a closed or open jaxpr, or of a jitted function's traced info, or None."""
+    raw = getattr(jaxpr, "debug_info", None)
+    if raw is None:
+        raw = getattr(getattr(jaxpr, "jaxpr", None), "debug_info", None)
+    return None if raw is None else DebugInfo(raw)
+
+
+def jit_info(jitted):
+    """The ``PjitInfo`` behind a ``jax.jit`` wrapper: its ``_jit_info`` since JAX 0.5, before
+    that only in the closure of its ``_cache_miss`` (under its api_boundary wrapper)."""
+    found = getattr(jitted, "_jit_info", None)
+    if found is not None:
+        return found
+    todo, seen = [getattr(jitted, "_cache_miss", None)], 0
+    while todo and seen < 4:
+        fn = todo.pop()
+        seen += 1
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if type(value).__name__ == "PjitInfo":
+                return value
+            if callable(value) and getattr(value, "__closure__", None):
+                todo.append(value)
+    return None
+
+
+# Environment variables set here for JAX's sake; a forked runner, whose environment is the
+# launcher's, sets them again.
+FLAGS_SET: dict[str, str] = {}
+
+
+def prepare_cpu_devices(count: int) -> None:
+    """Before jax is imported: JAX 0.4 has no option for simulated CPU devices, only XLA's flag,
+    which XLA reads once, when jaxlib loads. The installed version is read without importing it."""
+    from importlib import metadata
+
+    try:
+        version = tuple(int(p) for p in metadata.version("jax").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return
+    if version < (0, 5):
+        import os
+
+        flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f]
+        os.environ["XLA_FLAGS"] = FLAGS_SET["XLA_FLAGS"] = " ".join(
+            [*flags, f"--xla_force_host_platform_device_count={count}"])
+
+
+def set_cpu_devices(count: int) -> None:
+    """Simulate ``count`` CPU devices; after jax is imported, before the backend starts (with
+    ``prepare_cpu_devices`` before the import)."""
+    import jax
+
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except AttributeError:  # JAX 0.4: the flag prepare_cpu_devices set
+        pass
+
+
 def is_jaxpr(value) -> bool:
     core = sys.modules.get("jax._src.core")
     return core is not None and isinstance(value, core.Jaxpr)
@@ -124,6 +221,15 @@ def aval_str(aval) -> str:
         return aval.str_short(short_dtypes=True)  # private, and its signature has changed before
     except (AttributeError, TypeError):
         return str(aval)
+
+
+def type_text(array) -> str:
+    """``f32[8@x,4]``: a concrete array's type as JAX writes it (``jax.typeof`` since 0.6; before,
+    the array's ``aval``)."""
+    import jax
+
+    typeof = getattr(jax, "typeof", None)
+    return aval_str(typeof(array) if typeof is not None else array.aval)
 
 
 def stablehlo_text(computation) -> str:

@@ -59,7 +59,7 @@ import math
 import statistics
 import time
 
-from . import common, display, notebook
+from . import common, display, jaxcompat, notebook
 
 __all__ = ["jaxprs", "bench", "compare", "show", "PEAKS", "BenchResult", "Comparison", "Jaxprs"]
 
@@ -243,7 +243,7 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
     block = jax.block_until_ready
     timer = time.perf_counter
 
-    jit_info = getattr(f, "_jit_info", None)
+    jit_info = jaxcompat.jit_info(f)
     donate = tuple(getattr(jit_info, "donate_argnums", ()) or ())
     args = _copy_donated(args, donate) if donate else args
 

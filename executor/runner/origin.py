@@ -81,7 +81,7 @@ def jit_maker(frame) -> tuple[int | None] | None:
 
 def note_jit(jitted, frame) -> None:
     made = jit_maker(frame)
-    ji = getattr(jitted, "_jit_info", None)
+    ji = jaxcompat.jit_info(jitted)
     if made is None or ji is None:
         return
     key = id(ji)
@@ -100,7 +100,7 @@ def _user_jit(ji) -> tuple | None:
     if entry is None:
         return None
     jitted = entry[0]()
-    if jitted is None or getattr(jitted, "_jit_info", None) is not ji:
+    if jitted is None or jaxcompat.jit_info(jitted) is not ji:
         return None
     return jitted, entry[1]
 
@@ -186,7 +186,7 @@ def _jit_frame_info(start) -> dict:
                     fun, ji = loc.get("fun"), loc.get("jit_info")
                 else:
                     jf = loc.get("jit_func")
-                    fun, ji = getattr(jf, "_fun", None), getattr(jf, "_jit_info", None)
+                    fun, ji = getattr(jf, "_fun", None), jaxcompat.jit_info(jf)
                     out["aot"] = True
                 out["fun"], out["jit_info"] = fun, ji
                 args, kwargs = loc.get("args") or (), loc.get("kwargs") or {}
@@ -240,8 +240,8 @@ def _pmap_name(jaxpr, start) -> tuple[str, int | None]:
                     value = cell.cell_contents
                 except ValueError:
                     continue
-                dbg = getattr(value, "debug_info", None)
-                if dbg is not None and getattr(dbg, "func_filename", None) == SNIPPET:
+                dbg = jaxcompat.debug_info(value)
+                if dbg is not None and dbg.func_filename == SNIPPET:
                     return dbg.func_name, dbg.func_lineno
         f = f.f_back
     found = _user_function_in_eqns(jaxpr)
@@ -250,8 +250,10 @@ def _pmap_name(jaxpr, start) -> tuple[str, int | None]:
 
 def classify(jaxpr, frame) -> dict | None:
     """Who this compilation is for, or None when it is JAX's own."""
-    dbg = jaxpr.debug_info
-    filename = getattr(dbg, "func_filename", None)
+    dbg = jaxcompat.debug_info(jaxpr)
+    if dbg is None:
+        return None
+    filename = dbg.func_filename
     kind = file_kind(filename)
     if kind in ("snippet", "other", "library"):
         info = _jit_frame_info(frame)
@@ -283,7 +285,7 @@ def classify(jaxpr, frame) -> dict | None:
         # An eager primitive: only a higher-order one running the user's own function (an eager
         # lax.scan / fori_loop / while_loop / cond) is the user's compilation.
         for prim, sub in walk_jaxprs(jaxpr):
-            sdbg = sub.debug_info
+            sdbg = jaxcompat.debug_info(sub)
             if sdbg is not None and file_kind(sdbg.func_filename) in ("snippet", "other"):
                 info = _jit_frame_info(frame)
                 name = f"{prim}({sdbg.func_name})"

@@ -58,7 +58,8 @@ EVENTS: dict[str, Event] = {
     "queued": Event("The run is waiting for an executor.", {"position": INT}),
     "started": Event(
         "An executor took the run: where it runs.",
-        {"worker": STR, "kind": STR, "device": STR, "sandboxed": BOOL, "platform": STR, "device_kind": STR,
+        {"worker": STR, "kind": STR, "device": STR, "runtime": STR, "sandboxed": BOOL, "platform": STR,
+         "device_kind": STR,
          "device_count": INT, "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR,
          "libraries": DICT},
     ),

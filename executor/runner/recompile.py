@@ -30,7 +30,7 @@ _history: dict[tuple, _History] = {}
 
 
 def signature(jaxpr, info: dict, in_shardings, donated) -> dict:
-    names = getattr(jaxpr.debug_info, "arg_names", None) or ()
+    names = getattr(jaxcompat.debug_info(jaxpr), "arg_names", None) or ()
     args = []
     for i, aval in enumerate(jaxpr.in_avals):
         name = names[i] if i < len(names) and names[i] else f"args[{i}]"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import sys
 
+from . import jaxcompat
+
 MAX_NAMES = 200
 MAX_TEXT = 300
 MAX_ITEMS = 8
@@ -30,7 +32,7 @@ def array_type(value) -> tuple[str, str | None] | None:
     jax = sys.modules.get("jax")
     if jax is not None and isinstance(value, jax.Array):
         try:
-            text = jax.typeof(value).str_short(short_dtypes=True)
+            text = jaxcompat.type_text(value)
         except Exception:  # noqa: BLE001 - a deleted or donated array has no type to show
             return None
         sharding = getattr(value, "sharding", None)
@@ -66,23 +68,36 @@ def describe(value, depth: int = 0) -> tuple[str, str | None] | None:
     return None
 
 
-def assigned_lines(source: str) -> dict[str, int]:
-    """The line of the last top-level statement that binds each name."""
+def bindings(source: str) -> list[tuple[str, int]]:
+    """``(name, line)`` for each name a top-level statement binds (assignments, imports, defs,
+    ``for`` and ``with`` targets, ``except … as``), in the order of the statements; the editor's
+    lint reads the first binding of a name, the shapes the last."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    lines: dict[str, int] = {}
-    for node in tree.body:
-        for child in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                lines[child.id] = node.lineno
-    return lines
+        return []
+    return [(name, node.lineno) for node in tree.body for name in sorted(_bound_by(node))]
+
+
+def _bound_by(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    names: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
+            names.add(child.id)
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(child.name)
+        elif isinstance(child, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in child.names)
+        elif isinstance(child, ast.ExceptHandler) and child.name:
+            names.add(child.name)
+    return names
 
 
 def collect(namespace: dict, source: str) -> dict:
     """The ``shapes`` event's fields: ``names`` ({name: {type, line?, sharding?}}), ``truncated``."""
-    lines = assigned_lines(source)
+    lines = dict(bindings(source))  # the last binding of each
     names: dict[str, dict] = {}
     truncated = False
     for name, value in list(namespace.items()):

@@ -181,6 +181,9 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -
     libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     os.environ.clear()
     os.environ.update(spec["env"])
+    from . import jaxcompat
+
+    os.environ.update(jaxcompat.FLAGS_SET)  # XLA reads them when the backend starts, in the runner
     os.chdir(spec["cwd"])
 
     _blas_threads()
@@ -344,13 +347,18 @@ def main(argv: list[str]) -> None:
     os.set_inheritable(args.control_fd, False)
     t0 = time.perf_counter()
 
-    import numpy  # noqa: F401 - loaded here so that every run shares it
-
-    import jax
+    from . import jaxcompat
 
     if args.cpu_devices:
-        jax.config.update("jax_num_cpu_devices", args.cpu_devices)
+        jaxcompat.prepare_cpu_devices(args.cpu_devices)
+    import numpy  # noqa: F401 - loaded here so that every run shares it
+
+    import jax  # noqa: F401
+
     from . import hooks, seccomp
+
+    if args.cpu_devices:
+        jaxcompat.set_cpu_devices(args.cpu_devices)
     from . import main as _main  # noqa: F401 - loaded here so that every run shares it
 
     hooks.prepare_process()

@@ -79,11 +79,14 @@ class Launcher:
     sandboxed = False
 
     def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = (),
-                 ro_binds: tuple[str, ...] = ()):
+                 ro_binds: tuple[str, ...] = (), venv: str | None = None):
         """``devices``: device nodes a runner may open (a GPU's). ``ro_binds``: further host
         paths it must read, e.g. a GPU driver's libraries outside the system's library folders.
-        Both matter only to a sandbox, which shows a runner nothing else of the host."""
+        Both matter only to a sandbox, which shows a runner nothing else of the host. ``venv``:
+        the environment the runner's Python and libraries come from, its runtime's (default:
+        this interpreter's)."""
         self.limits = limits
+        self.venv = venv or sys.prefix
         self.cpu_devices = cpu_devices
         self.devices = tuple(devices)
         self.ro_binds = tuple(ro_binds)
@@ -217,8 +220,9 @@ class DirectLauncher(Launcher):
     sandboxed = False
 
     def start(self, slot: int) -> subprocess.Popen:
+        python = os.path.join(self.venv, "bin", "python")
         return spawn_runner(
-            lambda event_w: [sys.executable, "-m", "executor.runner", *self.runner_args(event_w)],
+            lambda event_w: [python, "-m", "executor.runner", *self.runner_args(event_w)],
             cwd=PROJECT_ROOT, env={"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"},
         )
 

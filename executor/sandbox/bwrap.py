@@ -96,9 +96,8 @@ class BwrapLauncher(Launcher):
         read-only: the installation at its own path (the venv's python links to it by absolute
         path), the venv at VENV_DEST, since its own path may lie under /tmp, which the sandbox's
         tmpfs hides (a checkout in /tmp, as CI's may be)."""
-        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=devices, ro_binds=ro_binds)
+        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=devices, ro_binds=ro_binds, venv=venv)
         self.python_prefix = python_prefix or sys.base_prefix
-        self.venv = venv or sys.prefix
         self.uid_base = uid_base
         self.cgroups = Cgroups(cgroup_parent)
         self._warned_prlimit = False

@@ -27,6 +27,7 @@ export interface StartedFields {
   worker?: string | null;
   kind?: string | null;
   device?: string | null;
+  runtime?: string | null;
   sandboxed?: boolean | null;
   platform?: string | null;
   device_kind?: string | null;

@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 
 from executor.analyser import wire
+from playground.runtimes import check_runtime
 from web.api import text
 from web.errors import ActionError
 from web.ratelimit import check_rate
@@ -54,7 +55,10 @@ def check_analyse(payload, *, client: str) -> dict:
     reject_lone_surrogates(code)
     label = text(payload, "label", 200, default="") if op == "resolve" else ""
     editor = text(payload, "editor", 64, default="")
-    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client, "editor": editor}
+    # The runtime the run would use: its analysers answer, for its libraries.
+    runtime = check_runtime(payload.get("runtime"))[0]
+    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client, "editor": editor,
+            "runtime": runtime}
 
 
 @lru_cache(maxsize=8)
@@ -65,7 +69,7 @@ def _async_redis(loop_id: int):
     return redis.asyncio.Redis.from_url(settings.REDIS_URL, socket_timeout=settings.ANALYSE_TIMEOUT_S + 5)
 
 
-async def do_analyse(request: dict, *, runtime: str = wire.DEFAULT_RUNTIME) -> dict:
+async def do_analyse(request: dict) -> dict:
     import asyncio
 
     await sync_to_async(check_rate, thread_sensitive=False)(
@@ -73,6 +77,7 @@ async def do_analyse(request: dict, *, runtime: str = wire.DEFAULT_RUNTIME) -> d
     client = _async_redis(id(asyncio.get_running_loop()))
     request_id = uuid.uuid4().hex
     timeout = settings.ANALYSE_TIMEOUT_S
+    runtime = request.get("runtime") or wire.DEFAULT_RUNTIME
     message = {**request, "id": request_id, "deadline": time.time() + timeout}
     if not await client.exists(wire.alive_key(runtime)):
         raise ActionError("the editor's analyser is not running on any node; the editor goes on without suggestions",

@@ -7,7 +7,6 @@ is said to be used before it is assigned (the line that assigns it named)."""
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 
@@ -16,6 +15,7 @@ from django.conf import settings
 from ruff.__main__ import find_ruff_bin
 
 from executor.analyser.wire import as_python
+from executor.runner.shapes import bindings
 from playground.actions.analyse import reject_lone_surrogates
 from web.api import text
 from web.errors import ActionError
@@ -79,34 +79,11 @@ def _problem(found: dict, shifts: dict[int, int]) -> dict:
     }
 
 
-def _bound_by(node: ast.stmt) -> set[str]:
-    names: set[str] = set()
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return {(a.asname or a.name).split(".")[0] for a in node.names}
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-            names.add(child.id)
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(child.name)
-        elif isinstance(child, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in child.names)
-        elif isinstance(child, ast.ExceptHandler) and child.name:
-            names.add(child.name)
-    return names
-
-
 def first_assigned(source: str) -> dict[str, int]:
     """The line of the top-level statement that first binds each name."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
     lines: dict[str, int] = {}
-    for node in tree.body:
-        for name in _bound_by(node):
-            lines.setdefault(name, node.lineno)
+    for name, line in bindings(source):
+        lines.setdefault(name, line)
     return lines
 
 

@@ -19,7 +19,7 @@ from web.errors import ActionError
 
 from ..models import Run, RunEvent
 from ..signals import run_cancelling, run_started, run_status_changed
-from .. import devices, quotas
+from .. import devices, quotas, runtimes
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
@@ -31,16 +31,17 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
     device = devices.check_device(payload.get("device", settings.RUN_DEFAULT_DEVICE))
-    devices.check_online(device)
+    runtime, _note = runtimes.check_runtime(payload.get("runtime"))
+    devices.check_online(device, runtime)
     snippet = payload.get("snippet")
     if snippet is not None and not isinstance(snippet, str):
         raise ActionError("'snippet' must be a snippet's slug")
     who = quotas.client_key(client, owner)
     run_id = uuid.uuid4()
-    priority = quotas.check_admit_run(who, device, str(run_id))
+    priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id))
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
-                           run_id=run_id, priority=priority)
+                           run_id=run_id, priority=priority, runtime=runtime)
     except BaseException:
         quotas.release(str(run_id))
         raise
@@ -65,22 +66,24 @@ def check_code(code) -> str:
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
                  limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
-                 priority: int = 0) -> Run:
+                 priority: int = 0, runtime: str | None = None) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
     ``priority``: the queue's priority step (quotas.priority; 0, the first, by default). Without
     a ``run_id``, a run started within ``quotas.starting`` takes that admission's id and priority
-    (a submission's or a regrade's run, which ``courses.grading.queue_grading`` starts)."""
+    (a submission's or a regrade's run, which ``courses.grading.queue_grading`` starts).
+    ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue."""
     if run_id is None:
         pending = quotas.pending_admission()
         run_id, priority = pending.get("run_id"), pending.get("priority", priority)
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
-    queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), device) + 1)
+    runtime = runtime or runtimes.default()
+    queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), registry.route(device, runtime)) + 1)
     queued["seq"] = 1
     with transaction.atomic():
-        run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, owner=owner,
+        run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,
                                  options=options or {})
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
         transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority))
@@ -104,7 +107,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
 
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
-    submit.send_run(app, run.device, submit.run_message(str(run.id), run.code, run.options,
+    submit.send_run(app, registry.route(run.device, run.runtime), submit.run_message(str(run.id), run.code, run.options,
                                                         run_limits(limits, run.device), grade), priority)
 
 

@@ -1,0 +1,129 @@
+"""The contract every runtime keeps (runtimes/runtimes.toml): the same snippets, through the real
+supervisor and sandbox, on each runtime's own environment. What a run shows (its versions, the
+compiled functions and why one compiled again, %timeit, a figure, an error explained, the shapes
+of its names, a graded submission) is the same on JAX 0.4, 0.6 and 0.12; where JAX differs is
+executor/runner/jaxcompat.py's business.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from executor import runtimes
+from executor.local import RunResult, grade_local, run_local
+from executor.sandbox import Limits, get_launcher
+
+UID_BASE = 62500
+CATALOG = runtimes.catalog()
+IDS = CATALOG.ids
+
+
+@pytest.fixture(scope="module", params=IDS)
+def runtime_launcher(request):
+    from tests.conftest import sandbox_backend
+
+    runtime = CATALOG.runtimes[request.param]
+    assert runtimes.is_built(runtime), f"build it: python -m executor.runtimes build {runtime.id}"
+    launcher = get_launcher(sandbox_backend(), limits=Limits(wall_s=60), cpu_devices=8,
+                            uid_base=UID_BASE + 100 * IDS.index(runtime.id), venv=str(runtimes.environment(runtime)))
+    launcher.runtime = runtime
+    yield launcher
+    launcher.close()
+
+
+def run(launcher, code: str) -> RunResult:
+    return RunResult(run_local(textwrap.dedent(code), launcher=launcher))
+
+
+def test_the_runner_says_and_uses_its_runtimes_versions(runtime_launcher):
+    rt = runtime_launcher.runtime
+    r = run(runtime_launcher, """\
+        import jax, numpy, optax, flax
+        print(jax.__version__, numpy.__version__, optax.__version__, jax.device_count())
+        """)
+    assert r.status == "succeeded", r
+    assert r.stdout.split() == [rt.jax, rt.numpy, rt.packages["optax"], "8"]
+    started = r.of("started")[0]
+    assert started["jax_version"] == rt.jax and started["jaxlib_version"] == rt.jaxlib
+    assert started["libraries"]["flax"] == rt.packages["flax"]
+
+
+def test_compilations_their_reasons_timing_and_shapes_are_captured(runtime_launcher):
+    r = run(runtime_launcher, """\
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def f(x):
+            return jnp.sin(x) @ x.T + 1
+
+        x = jnp.ones((8, 8))
+        y = f(x)
+        f(jnp.ones((4, 8)))             # a new shape: compiled again, and it says why
+        g = jax.grad(lambda w: (w ** 2).sum())
+        print(g(jnp.arange(3.0)))
+        fast_sin = jax.jit(jnp.sin)     # a JAX function the snippet jits itself
+        fast_sin(x)
+        %timeit f(x).block_until_ready()
+        params = {"w": jnp.zeros((3, 2)), "b": jnp.zeros(2)}
+        """)
+    assert r.status == "succeeded", r
+    assert r.stdout.startswith("[0. 2. 4.]\n")
+    compiled = r.of("compiled")
+    by_name = [e["name"] for e in compiled]
+    assert by_name.count("f") == 2 and "sin" in by_name, by_name
+    first, again = [e for e in compiled if e["name"] == "f"]
+    assert first["line"] == 3 and "jaxpr" in first and "stablehlo" in first and "hlo" in first
+    assert "f32[8,8]" in first["jaxpr"], first["jaxpr"]
+    assert again["recompile"]["kind"] == "shape" and "f32[8,8] → f32[4,8]" in again["recompile"]["reason"]
+    timing = r.of("timing")
+    assert timing and timing[0]["kind"] == "timeit" and timing[0]["median_ms"] > 0
+    names = r.of("shapes")[0]["names"]
+    assert names["y"]["type"] == "f32[8,8]" and names["y"]["line"] == 8
+    assert names["params"]["type"] == "{'w': f32[3,2], 'b': f32[2]}"
+
+
+def test_a_figure_and_an_explained_error(runtime_launcher):
+    r = run(runtime_launcher, """\
+        import matplotlib.pyplot as plt
+        plt.plot([1, 2, 3]); plt.show()
+        import jax, jax.numpy as jnp
+        @jax.jit
+        def f(x):
+            if x > 0:
+                return x
+            return -x
+        f(jnp.float32(1.0))
+        """)
+    assert r.status == "failed"
+    assert [e["mime"] for e in r.of("display")] == ["image/png"]
+    error = r.error
+    assert error["exc_type"] in ("TracerBoolConversionError", "ConcretizationTypeError"), error
+    assert "jnp.where" in error.get("explanation", "") or "static" in error.get("explanation", ""), error
+    assert error["line"] == 6, error
+
+
+CHECKS = """\
+from jaxplay.grading import allclose, check, max_compilations, no_float64
+import numpy as np
+check("square of 3", allclose(square(3.0), 9.0))
+x = np.arange(3.0, dtype=np.float32)
+check("no float64", no_float64(loss, x))
+check("compiled once", max_compilations(loss, 1, (x,), (x + 1,)))
+"""
+SUBMISSION = """\
+import jax, jax.numpy as jnp
+def square(x):
+    return x * x
+@jax.jit
+def loss(x):
+    return (x ** 2).sum()
+"""
+
+
+def test_a_graded_submission_gets_its_points(runtime_launcher):
+    _events, result = grade_local(SUBMISSION, CHECKS, launcher=runtime_launcher, limits=runtime_launcher.limits)
+    assert {c["name"]: c["passed"] for c in result["checks"]} == {
+        "square of 3": True, "no float64": True, "compiled once": True}, result
+    assert result["score"] == result["max_score"] == 3.0
