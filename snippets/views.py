@@ -53,7 +53,8 @@ def api_snippets(request):
     snippet, created = check_create_snippet(parse_json(request), user=request.user,
                                             client=request_client_key(request))
     return JsonResponse({"slug": snippet.slug, "url": request.build_absolute_uri(snippet.get_absolute_url()),
-                         "created": created, "run": str(snippet.run_id) if snippet.run_id else None},
+                         "created": created, "run": str(snippet.run_id) if snippet.run_id else None,
+                         "runtime": snippet.runtime},
                         status=201 if created else 200)
 
 

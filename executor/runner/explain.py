@@ -175,8 +175,35 @@ def _is_jax_error(exc: BaseException) -> bool:
     return False
 
 
+# Names JAX removed that code of its time still uses: what replaced each, and the runtime
+# (runtimes/runtimes.toml) whose JAX still has it.
+_REMOVED = {
+    "tree_map": "jax.tree.map", "tree_leaves": "jax.tree.leaves", "tree_flatten": "jax.tree.flatten",
+    "tree_unflatten": "jax.tree.unflatten", "tree_structure": "jax.tree.structure",
+    "tree_transpose": "jax.tree.transpose", "tree_reduce": "jax.tree.reduce", "tree_all": "jax.tree.all",
+    "xla_computation": "jax.jit(f).lower(*args).compiler_ir('hlo')",
+}
+_REMOVED_KEPT_BY = "jax-0.4.38"
+
+
+def removed_explanation(exc: BaseException) -> str | None:
+    """``jax.tree_map`` on a JAX that no longer has it: what replaced it, and where it still runs."""
+    if not isinstance(exc, AttributeError) or exc.name not in _REMOVED:
+        return None
+    module = getattr(exc, "obj", None)
+    if getattr(module, "__name__", None) != "jax":
+        return None
+    version = getattr(module, "__version__", "this version")
+    return (f"`jax.{exc.name}` was removed from JAX (this run has JAX {version}); use "
+            f"`{_REMOVED[exc.name]}` instead. Code written for an older JAX can run as it was on the "
+            f"{_REMOVED_KEPT_BY} runtime, which still has it.")
+
+
 def explanation(exc: BaseException) -> str | None:
     """The sentence for ``exc``, or None when it is not one of JAX's errors we know."""
+    removed = removed_explanation(exc)
+    if removed:
+        return removed
     names = [cls.__name__ for cls in type(exc).__mro__]
     for name, sentence in _BY_CLASS:
         if name in names and type(exc).__module__.startswith("jax"):

@@ -152,9 +152,15 @@ export function serverNow(): number | null {
 }
 
 /** Starts a run. `snippet`: the slug of the snippet whose code this is, unchanged (a snippet
- *  without a saved run keeps its first run as its output). */
-export function startRun(code: string, device: string, snippet?: string | null): Promise<CreatedRun> {
-  return request<CreatedRun>("POST", "/api/runs", snippet ? { code, device, snippet } : { code, device });
+ *  without a saved run keeps its first run as its output). `runtime`: the runtime to run on
+ *  (a pinned snippet's), else the site's default. */
+export function startRun(code: string, device: string, snippet?: string | null, runtime?: string | null): Promise<CreatedRun> {
+  return request<CreatedRun>("POST", "/api/runs", {
+    code,
+    device,
+    ...(snippet ? { snippet } : {}),
+    ...(runtime ? { runtime } : {}),
+  });
 }
 
 export interface NewSnippet {
@@ -162,6 +168,8 @@ export interface NewSnippet {
   title?: string;
   description?: string;
   device?: string;
+  /** The runtime it is pinned to; null: the run's, else the default. */
+  runtime?: string | null;
   /** A finished run of exactly this code, kept as the snippet's output. */
   run?: string | null;
   /** The snippet this one was forked from. */

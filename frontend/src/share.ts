@@ -11,6 +11,8 @@ export interface ShareSource {
   getCode(): string;
   /** The device kind a run would use now. */
   getDevice(): string;
+  /** The runtime its runs use (a pinned snippet's), or null for the site's default. */
+  getRuntime?(): string | null;
   /** The run the page shows (this page's, or the snippet's saved one), or null. */
   lastRun(): ShownRun | null;
   /** On a snippet page: the snippet. A share of other code becomes its fork. */
@@ -230,6 +232,7 @@ export class ShareDialog {
         title: this.titleInput.value.trim(),
         description: this.description.value.trim(),
         device: this.source.getDevice(),
+        runtime: this.source.getRuntime?.() ?? null,
         run,
         // The server gives back the same snippet for the same content: a parent only counts for
         // content that differs.

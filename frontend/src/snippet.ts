@@ -10,6 +10,8 @@ export interface SnippetData {
   code: string;
   title: string;
   device: string;
+  /** The runtime it is pinned to (GET /api/runtimes): its runs use that JAX. */
+  runtime: string | null;
   jax_version: string | null;
   jaxlib_version: string | null;
   /** The saved run's id, or null: not run yet. */
@@ -31,6 +33,7 @@ export function readSnippetData(): SnippetData | null {
       code: data.code,
       title: typeof data.title === "string" ? data.title : "",
       device: typeof data.device === "string" ? data.device : "cpu",
+      runtime: typeof data.runtime === "string" && data.runtime ? data.runtime : null,
       jax_version: typeof data.jax_version === "string" && data.jax_version ? data.jax_version : null,
       jaxlib_version: typeof data.jaxlib_version === "string" && data.jaxlib_version ? data.jaxlib_version : null,
       run: typeof data.run === "string" && data.run ? data.run : null,
@@ -105,6 +108,8 @@ export function driftNotice(snippet: SnippetData, devices: readonly Device[]): s
       : `No ${kind} executor is online right now, so it cannot be run at the moment.`;
   }
   if (snippet.jax_version && device.jax_version && device.jax_version !== snippet.jax_version) {
+    // A pinned snippet runs on its runtime, whatever the kind's default JAX is today.
+    if (snippet.runtime) return `Pinned to runtime ${snippet.runtime}: Run uses JAX ${snippet.jax_version}, as when it was saved.`;
     return `Saved with JAX ${snippet.jax_version}; ${kind} runs JAX ${device.jax_version} today, so a new run may differ.`;
   }
   return null;

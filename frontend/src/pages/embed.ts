@@ -17,7 +17,7 @@ export function embedPage(snippet: SnippetData): void {
     runKey: page.runKey,
     startRun: (text) => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
-      return startRun(text, device || "cpu", page.slugFor(text));
+      return startRun(text, device || "cpu", page.slugFor(text), snippet.runtime);
     },
     forcedTheme: themeFromQuery(),
     // F1 does nothing here (no shortcuts panel, and no command palette either).

@@ -87,7 +87,7 @@ function playgroundPage(snippet: SnippetData | null): void {
     runKey: page?.runKey ?? KEYS.run,
     startRun: async (text) => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
-      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null);
+      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null, snippet?.runtime);
       runCodes.set(run.id, text);
       return run;
     },
@@ -138,6 +138,7 @@ function playgroundPage(snippet: SnippetData | null): void {
     // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
     // only when it ran there.
     getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
+    getRuntime: () => snippet?.runtime ?? null,
     lastRun: () => {
       const id = bench.session.id;
       if (id) return { id, code: runCodes.get(id) ?? null, finished: shownFinished };
