@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from web.openapi import DEVICE, body, error, reply
+from web.openapi import DEVICE, RUNTIME, body, error, reply
 
 
 def _id_param(name: str, what: str) -> dict:
@@ -212,7 +212,7 @@ def schemas() -> dict:
                 "removed": {"type": "array", "description": "Instructors only: who may not rejoin by the code"}}}]},
         "AssignmentSummary": {"type": "object", "required": ["id", "title", "due", "device", "max_score"],
                               "properties": {
-            "id": integer, "title": string, "url": string, "device": DEVICE,
+            "id": integer, "title": string, "url": string, "device": DEVICE, "runtime": RUNTIME,
             "due": when, "late": {"type": "boolean", "description": "Past its due date"},
             "results_before_due": boolean, "max_score": {"type": "number"},
             "mine": {"oneOf": [ref("SubmissionSummary"), {"type": "null"}],
@@ -224,6 +224,9 @@ def schemas() -> dict:
             "checks": {"type": "string", "description": "Hidden Python run after a submission's code in its sandbox: "
                        "check(name, passed, points=1, message=\"\") and the helpers of jaxplay.grading"},
             "device": DEVICE,
+            "runtime": {**RUNTIME, "description": "The runtime its runs and gradings use, pinned when it is "
+                        "made (default: the default runtime then), so that grades do not move when the site's "
+                        "default does"},
             "due": {"type": ["string", "null"], "format": "date-time", "description": "ISO 8601; UTC without offset"},
             "results_before_due": {"type": "boolean", "default": True},
             "limits": {"type": "object", "description": "Narrower run limits: any of "
@@ -237,7 +240,7 @@ def schemas() -> dict:
             "id": integer, "course": integer, "course_title": string, "archived": boolean, "role": role,
             "title": string, "url": string, "description": string,
             "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
-            "starter_code": string, "device": DEVICE, "limits": {"type": "object"},
+            "starter_code": string, "device": DEVICE, "runtime": RUNTIME, "limits": {"type": "object"},
             "due": when, "results_before_due": boolean, "late": {"type": "boolean", "description": "Past due"},
             "max_score": {"type": "number"}, "created_at": when, "updated_at": when,
             "checks": {"type": "string", "description": "Instructors only"},

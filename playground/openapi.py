@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from executor import events as ev
-from web.openapi import DEVICE_PATTERN, error, reply
+from web.openapi import DEVICE_PATTERN, RUNTIME, error, reply
 
 RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
 
@@ -17,6 +17,11 @@ def paths() -> dict:
             "operationId": "listDevices",
             "responses": {"200": reply("DeviceList", "Every known device kind")},
         }},
+        "/api/runtimes": {"get": {
+            "summary": "The runtimes (JAX versions side by side) and the kinds that serve each now",
+            "operationId": "listRuntimes",
+            "responses": {"200": reply("RuntimeList", "Every runtime of the catalog")},
+        }},
         "/api/runs": {"post": {
             "summary": "Start a run",
             "operationId": "startRun",
@@ -25,10 +30,10 @@ def paths() -> dict:
             "responses": {
                 "201": reply("RunSummary", "The run was queued"),
                 "400": error("Bad input: malformed JSON, missing or non-string code, code too large, "
-                             "unknown device"),
+                             "unknown device, unknown runtime (the message names the known ones)"),
                 "415": error("The body is not JSON"),
                 "429": error("Too many runs from this client; see Retry-After"),
-                "503": error("No executor of that kind is online"),
+                "503": error("No executor of that kind (and runtime) is online"),
             },
         }},
         "/api/runs/{run_id}": {"get": {
@@ -117,10 +122,12 @@ def schemas() -> dict:
             "device": {"type": "string", "pattern": DEVICE_PATTERN, "default": settings.RUN_DEFAULT_DEVICE,
                        "description": "A kind (cpu, gpu, tpu), or a specific device kind of one (gpu:h200, "
                                       "as GET /api/devices lists them); 503 when none is online"},
+            "runtime": RUNTIME,
             "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
                         "snippet shared unrun keeps its first run as its saved output"},
         }},
-        "RunSummary": {"type": "object", "required": ["id", "status", "device", "ws"], "properties": {
+        "RunSummary": {"type": "object", "required": ["id", "status", "device", "runtime", "ws"], "properties": {
+            "runtime": RUNTIME,
             "id": {"type": "string", "format": "uuid"},
             "status": {"type": "string", "enum": list(ev.STATUSES)},
             "device": {"type": "string", "pattern": DEVICE_PATTERN,
@@ -188,6 +195,18 @@ def schemas() -> dict:
                 "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
             }}},
         }},
+        "RuntimeList": {"type": "object", "required": ["runtimes", "default", "retired"], "properties": {
+            "runtimes": {"type": "array", "items": {"type": "object", "required": [
+                "id", "title", "jax", "jaxlib", "numpy", "python", "default", "kinds", "libraries"], "properties": {
+                "id": RUNTIME, "title": {"type": "string"}, "jax": {"type": ["string", "null"]},
+                "jaxlib": {"type": ["string", "null"]}, "numpy": {"type": ["string", "null"]},
+                "python": {"type": "string"}, "default": {"type": "boolean"},
+                "kinds": {"type": "array", "items": {"type": "string", "enum": kinds},
+                          "description": "The kinds with a worker of this runtime online now"},
+                "libraries": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+            "default": RUNTIME,
+            "retired": {"type": "object", "additionalProperties": RUNTIME,
+                        "description": "Retired ids and the successor each runs on"}}},
         "DeviceList": {"type": "object", "required": ["devices", "server_time"], "properties": {
             "devices": {"type": "array", "items": {"$ref": "#/components/schemas/Device"}},
             "server_time": {"type": "number",

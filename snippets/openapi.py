@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from web.openapi import DEVICE, error, reply
+from web.openapi import DEVICE, RUNTIME, error, reply
 
 SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -53,18 +53,19 @@ def schemas() -> dict:
             "title": {"type": "string", "maxLength": 200},
             "description": {"type": "string", "maxLength": 10000, "description": "Markdown"},
             "device": DEVICE,
+            "runtime": {**RUNTIME, "description": "The runtime it is pinned to; default: its run's, else the default"},
             "run": {"type": "string", "format": "uuid",
                     "description": "The run it is shared from (kept when its code and device are these)"},
             "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
         }},
         "SnippetCreated": {"type": "object", "required": ["slug", "url", "created"], "properties": {
             "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"},
-            "created": {"type": "boolean"}, "run": {"type": ["string", "null"]},
+            "created": {"type": "boolean"}, "run": {"type": ["string", "null"]}, "runtime": RUNTIME,
         }},
         "SnippetSummary": {"type": "object", "required": ["slug", "url", "title", "device", "created_at"],
                            "properties": {
             "slug": {"type": "string"}, "url": {"type": "string"}, "title": {"type": "string"},
-            "device": DEVICE, "created_at": {"type": "string", "format": "date-time"},
+            "device": DEVICE, "runtime": RUNTIME, "created_at": {"type": "string", "format": "date-time"},
             "first_line": {"type": "string"},
         }},
         "Snippet": {"allOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {

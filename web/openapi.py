@@ -17,6 +17,11 @@ DEVICE = {"type": "string", "pattern": DEVICE_PATTERN,
           "description": "A device kind (cpu, gpu, tpu) or a specific device kind of one (gpu:h200)"}
 
 
+# A runtime's id (runtimes/runtimes.toml), as GET /api/runtimes lists them.
+RUNTIME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,39}$",
+           "description": "A runtime's id (GET /api/runtimes), e.g. jax-0.4.38; default: the default runtime"}
+
+
 def error(description: str) -> dict:
     return {"description": description,
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
