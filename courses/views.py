@@ -24,7 +24,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
-from playground import devices
+from playground import devices, runtimes
 from snippets import markdown
 from web.clients import request_client_key
 from web.errors import ActionError
@@ -308,5 +308,6 @@ def assignment_page(request, assignment_id):
         "past_due": data["past_due"], "results_hidden": assignment.results_hidden_from_students(now),
         "description_html": markdown.render(assignment.description),
         "assignment_data": data, "devices": choices, "wall_s": wall_s,
+        "runtimes": runtimes.choices(), "assignment_jax": runtimes.jax_of(assignment.runtime),
         "max_wall_s": settings.RUN_LIMITS["wall_s"], "unsandboxed": _unsandboxed(assignment.device),
     })

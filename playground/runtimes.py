@@ -38,3 +38,17 @@ def describe_all() -> list[dict]:
 
 def retired() -> dict[str, str]:
     return dict(runtimes.catalog().retired)
+
+
+def choices() -> list[dict]:
+    """The runtime picker's options, the default first: {id, label, default}."""
+    listed = sorted(runtimes.catalog().runtimes.values(), key=lambda rt: not rt.default)
+    return [{"id": rt.id, "label": f"JAX {rt.jax or rt.id}", "default": rt.default} for rt in listed]
+
+
+def jax_of(runtime_id: str) -> str:
+    """The JAX version a runtime (or a retired id's successor) pins, for a page to say."""
+    try:
+        return runtimes.catalog().resolve(runtime_id)[0].jax or runtime_id
+    except runtimes.UnknownRuntime:
+        return runtime_id

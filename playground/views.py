@@ -57,7 +57,8 @@ def api_not_found(request, rest: str = ""):
 
 def page_context(request) -> dict:
     """What every page with the editor shows: the unsandboxed banner, the gallery."""
-    return {"unsandboxed": devices.unsandboxed(devices.describe_all()), "examples": examples()}
+    return {"unsandboxed": devices.unsandboxed(devices.describe_all()), "examples": examples(),
+            "runtimes": runtimes.choices()}
 
 
 @require_GET

@@ -191,6 +191,26 @@ def posing_gpu_worker(live_stack, redis_client):
             registry.leave(redis_client, name.decode(), "gpu", "test")
 
 
+# A second CPU executor of an older runtime (EXECUTOR_RUNTIME): it consumes exec.cpu@jax-0.4.38.
+OLD_RUNTIME = "jax-0.4.38"
+
+
+@pytest.fixture(scope="module")
+def old_runtime_worker(live_stack, redis_client):
+    """A worker of OLD_RUNTIME, beating every second; stopped (and forgotten) after the module."""
+    from executor import registry
+
+    live_stack.start_executor("old-jax", EXECUTOR_RUNTIME=OLD_RUNTIME, EXECUTOR_HEARTBEAT_S="1",
+                              EXECUTOR_POOL_SIZE="1", EXECUTOR_CONCURRENCY="1")
+    try:
+        yield live_stack.wait_runtime(OLD_RUNTIME)
+    finally:
+        if "old-jax" in live_stack.procs:
+            live_stack.kill("old-jax", signal.SIGTERM)
+        for worker in registry.online_workers(redis_client, f"cpu@{OLD_RUNTIME}", window=3600):
+            registry.leave(redis_client, worker["name"], "cpu")
+
+
 def close_async_database_connections() -> None:
     """Close the database connection of the thread where in-process websocket consumers ran their
     queries (asgiref's shared executor thread): left open, it keeps the test database from being

@@ -108,6 +108,28 @@ def install() -> bool:
             pass
         return computation
 
+    compile = _capturing_compile(orig_compile)
+
+    @functools.wraps(orig_make_jit)
+    def make_jit(*args, **kwargs):
+        jitted = orig_make_jit(*args, **kwargs)
+        try:
+            origin.note_jit(jitted, sys._getframe(1))
+        except (AttributeError, TypeError):  # jax.jit's private wrapper changed: only naming suffers
+            pass
+        return jitted
+
+    points.replace(lower_sharding_computation, compile, make_jit)
+    _originals.update(points=points, lower=orig_lower, compile=orig_compile, make_jit=orig_make_jit)
+    _install_pmap()
+    _installed = True
+    return True
+
+
+def _capturing_compile(orig_compile):
+    """A computation's ``compile`` that reports the user's compilations it makes (jit's
+    MeshComputation, and pmap's own PmapComputation on older JAX)."""
+
     @functools.wraps(orig_compile)
     def compile(self, compiler_options=None, **kwargs):
         info = getattr(self, "_jaxplay_capture", None)
@@ -139,19 +161,7 @@ def install() -> bool:
             common.send("compiled", name=info.get("name"), capture_error=f"{type(exc).__name__}: {exc}")
         return executable
 
-    @functools.wraps(orig_make_jit)
-    def make_jit(*args, **kwargs):
-        jitted = orig_make_jit(*args, **kwargs)
-        try:
-            origin.note_jit(jitted, sys._getframe(1))
-        except (AttributeError, TypeError):  # jax.jit's private wrapper changed: only naming suffers
-            pass
-        return jitted
-
-    points.replace(lower_sharding_computation, compile, make_jit)
-    _originals.update(points=points, lower=orig_lower, compile=orig_compile, make_jit=orig_make_jit)
-    _installed = True
-    return True
+    return compile
 
 
 def uninstall() -> None:
@@ -160,8 +170,40 @@ def uninstall() -> None:
     if not _installed:
         return
     _originals["points"].replace(_originals["lower"], _originals["compile"], _originals["make_jit"])
+    if "pmap_points" in _originals:
+        _originals["pmap_points"].replace(_originals["pmap_lower"], _originals["pmap_compile"])
     jaxcompat.unlisten_durations(_on_duration)
     _installed = False
+
+
+def _install_pmap() -> None:
+    """On a JAX whose pmap lowers on its own path: capture that path too."""
+    points = jaxcompat.pmap_points()
+    if points is None:
+        return
+    orig_lower, orig_compile = points.lower, points.compile
+
+    @functools.wraps(orig_lower)
+    def lower_parallel_callable(*args, **kwargs):
+        t0 = time.perf_counter()
+        computation = orig_lower(*args, **kwargs)
+        try:
+            closed_jaxpr = kwargs.get("closed_jaxpr")
+            info = origin.classify_pmap(closed_jaxpr, sys._getframe(1)) if closed_jaxpr is not None else None
+            if info is not None:
+                donated = kwargs.get("donated_invars", args[7] if len(args) > 7 else None)
+                info["signature"] = recompile.signature(closed_jaxpr, info, None, donated)
+                info["jaxpr"] = closed_jaxpr
+                info["lower_ms"] = common.ms(time.perf_counter() - t0)
+                info["trace_ms"] = None
+                info.pop("fun", None)
+                computation._jaxplay_capture = info
+        except Exception:  # noqa: BLE001 - inside JAX's lowering: only the pane loses it
+            pass
+        return computation
+
+    points.replace(lower_parallel_callable, _capturing_compile(orig_compile))
+    _originals.update(pmap_points=points, pmap_lower=orig_lower, pmap_compile=orig_compile)
 
 
 def _call_text(info: dict) -> str:

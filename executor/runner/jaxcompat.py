@@ -68,6 +68,35 @@ def hook_points() -> HookPoints:
     return HookPoints()
 
 
+class PmapPoints:
+    """Before pmap became jit + shard_map (JAX 0.4 to 0.6 here), it lowered and compiled on a path
+    of its own: ``pxla.lower_parallel_callable`` (the traced jaxpr in, a ``PmapComputation`` out)
+    and ``PmapComputation.compile``."""
+
+    def __init__(self):
+        from jax._src.interpreters import pxla
+
+        self._pxla = pxla
+        self.lower = pxla.lower_parallel_callable
+        self.compile = pxla.PmapComputation.compile
+
+    def replace(self, lower, compile) -> None:
+        self._pxla.lower_parallel_callable = lower
+        self._pxla.PmapComputation.compile = compile
+
+
+def pmap_points() -> PmapPoints | None:
+    """pmap's own lowering, where this JAX still has one; None where pmap is jit's."""
+    try:
+        import jax
+
+        if getattr(jax.config, "jax_pmap_shmap_merge", None) is not None and jax.config.jax_pmap_shmap_merge:
+            return None
+        return PmapPoints()
+    except (ImportError, AttributeError):
+        return None
+
+
 def exclude_from_tracebacks(folder: str) -> None:
     """The runner's own frames are not the user's: keep them out of jaxpr source lines and out
     of JAX's filtered tracebacks."""

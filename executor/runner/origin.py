@@ -248,6 +248,21 @@ def _pmap_name(jaxpr, start) -> tuple[str, int | None]:
     return (found[0], None) if found else ("<function>", None)
 
 
+def classify_pmap(jaxpr, frame) -> dict | None:
+    """A pmap of the user's function lowered on pmap's own path (older JAX), or None."""
+    dbg = jaxcompat.debug_info(jaxpr)
+    if dbg is None or file_kind(dbg.func_filename) not in ("snippet", "other"):
+        return None
+    info = _jit_frame_info(frame)
+    name = dbg.func_name or "<function>"
+    line = dbg.func_lineno if file_kind(dbg.func_filename) == "snippet" else None
+    return {
+        "name": f"pmap({name})", "origin": "snippet", "via": "pmap", "line": line, "file": None,
+        "fun": None, "static": {}, "call_line": info["call_line"], "call_site": info["call_site"],
+        "key": ("pmap", name, line),
+    }
+
+
 def classify(jaxpr, frame) -> dict | None:
     """Who this compilation is for, or None when it is JAX's own."""
     dbg = jaxcompat.debug_info(jaxpr)

@@ -130,6 +130,20 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
   return data as T;
 }
 
+export interface Runtime {
+  id: string;
+  title: string;
+  jax: string | null;
+  default: boolean;
+  /** The kinds with a worker of this runtime online now. */
+  kinds: string[];
+}
+
+export async function listRuntimes(): Promise<Runtime[]> {
+  const data = await request<{ runtimes?: Runtime[] }>("GET", "/api/runtimes");
+  return Array.isArray(data?.runtimes) ? data.runtimes : [];
+}
+
 export async function listDevices(): Promise<Device[]> {
   const sent = Date.now();
   const data = await request<{ devices?: Device[]; server_time?: number }>("GET", "/api/devices");

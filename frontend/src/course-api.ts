@@ -108,6 +108,8 @@ export interface AssignmentFields {
   starter_code?: string;
   checks?: string;
   device?: string;
+  /** The runtime its runs and gradings use (GET /api/runtimes). */
+  runtime?: string;
   due?: string | null;
   results_before_due?: boolean;
   limits?: Record<string, number>;

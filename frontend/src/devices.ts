@@ -7,7 +7,8 @@ import { KEYS, local } from "./storage";
 // One small GET while the page is visible (and at once when it becomes visible again).
 const REFRESH_MS = 15_000;
 
-export function deviceLabel(device: Device): string {
+/** `withJax`: say the JAX its workers run (not where a JAX version picker says it). */
+export function deviceLabel(device: Device, withJax = true): string {
   const kind = device.kind.toUpperCase();
   if (!device.online) return `${kind} · offline`;
   const parts = [kind];
@@ -20,7 +21,7 @@ export function deviceLabel(device: Device): string {
         : `${count} ${count === 1 ? "device" : "devices"}`,
     );
   }
-  if (device.jax_version) parts.push(`JAX ${device.jax_version}`);
+  if (withJax && device.jax_version) parts.push(`JAX ${device.jax_version}`);
   if (device.queue_depth) parts.push(`${device.queue_depth} queued`);
   return parts.join(" · ");
 }
@@ -63,6 +64,8 @@ export interface DevicePickerOptions {
   preferred?: string | null;
   /** Called with the whole list each time it is loaded. */
   onList?(devices: Device[]): void;
+  /** Whether a kind's label says its JAX version (false beside a JAX version picker). */
+  withJax?: boolean;
 }
 
 export class DevicePicker {
@@ -71,12 +74,14 @@ export class DevicePicker {
   private readonly onChoice: (device: Device) => void;
   private readonly preferred: string | null;
   private readonly onList: (devices: Device[]) => void;
+  private readonly withJax: boolean;
 
   constructor(private readonly select: HTMLSelectElement, options: DevicePickerOptions) {
     this.onProblem = options.onProblem;
     this.onChoice = options.onChoice ?? (() => {});
     this.preferred = options.preferred ?? null;
     this.onList = options.onList ?? (() => {});
+    this.withJax = options.withJax ?? true;
     select.addEventListener("change", () => {
       local.set(KEYS.device, select.value);
       this.announce();
@@ -140,7 +145,7 @@ export class DevicePicker {
     const options = devices.flatMap((device) => {
       const option = document.createElement("option");
       option.value = device.kind;
-      option.textContent = fallbackLabel ?? deviceLabel(device);
+      option.textContent = fallbackLabel ?? deviceLabel(device, this.withJax);
       option.disabled = !device.online;
       if (device.online && device.workers !== undefined) {
         option.title =

@@ -45,6 +45,11 @@ export interface Problem {
 const LINT_OWNER = "problems";
 const LINT_PAUSE_MS = 500;
 let seq = 0;
+/** The runtime the page's runs use: its analysers answer, for its JAX (null: the default). */
+let runtime: string | null = null;
+export function setAnalysisRuntime(id: string | null): void {
+  runtime = id;
+}
 /** This page's editors: the analyser supersedes a request only by a newer one of the same page. */
 const EDITOR = Math.random().toString(36).slice(2, 12);
 
@@ -69,6 +74,7 @@ async function analyse<T>(op: string, model: monaco.editor.ITextModel, position:
   token.onCancellationRequested(() => controller.abort());
   const answer = await post<T & { superseded?: boolean; error?: string }>("/api/analyse", {
     op, code: model.getValue(), line: position.lineNumber, column: position.column, seq: ++seq, editor: EDITOR,
+    ...(runtime ? { runtime } : {}),
     ...extra,
   }, controller.signal);
   if (!answer || answer.superseded || answer.error || token.isCancellationRequested) return null;

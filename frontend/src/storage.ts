@@ -38,6 +38,8 @@ export const KEYS = {
   code: "playground.code",
   theme: "playground.theme",
   device: "playground.device",
+  /** The runtime chosen on the home page (a snippet's page uses the snippet's). */
+  runtime: "playground.runtime",
   split: "playground.split",
   run: "playground.run",
   /** Every draft: the person's own code and each example or snippet they edited (drafts.ts). */

@@ -92,7 +92,7 @@ def test_a_link_shows_the_code_and_its_saved_output_without_running_it(page: Pag
     # Ctrl+S opens the dialog instead of saving the page.
     url, posted, headers = share(page, title="Sum of squares", description="Squares, *summed*.", shortcut=True)
     assert posted == {"code": CODE, "title": "Sum of squares", "description": "Squares, *summed*.",
-                      "device": "cpu", "run": run_id, "parent": None}
+                      "device": "cpu", "runtime": "jax-0.12.0.1", "run": run_id, "parent": None}
     cookies = {c["name"]: c["value"] for c in page.context.cookies()}
     assert headers.get("x-csrftoken") == cookies["csrftoken"]
     slug = path_of(url).rsplit("/", 1)[1]
@@ -166,7 +166,7 @@ def test_a_fork_links_to_its_original_and_the_original_lists_it(page: Page, brow
         other.click("#run-button")
         assert wait_until_finished(other) == "succeeded"
         posted = [json.loads(body) for method, path, body in requests if method == "POST" and path == "/api/runs"]
-        assert posted == [{"code": CODE, "device": "cpu", "snippet": slug}]
+        assert posted == [{"code": CODE, "device": "cpu", "snippet": slug, "runtime": "jax-0.12.0.1"}]
         toggle = other.get_by_role("button", name="Saved output")
         expect(toggle).to_have_attribute("aria-pressed", "false")
         expect(other.locator(".output-column-saved")).to_be_hidden()
@@ -258,7 +258,8 @@ def test_the_strip_says_when_jax_moved_on_or_the_device_is_offline(browser: Brow
 
         page.route("**/api/devices", devices(lambda d: d.update(jax_version="99.0")))
         open_playground(page, path=f"/s/{slug}")
-        expect(notice).to_have_text(f"Saved with JAX {saved_with}; CPU runs JAX 99.0 today, so a new run may differ.")
+        # Its runs go to the runtime it is pinned to, whatever JAX the kind's default now has.
+        expect(notice).to_have_text(f"Pinned to runtime jax-0.12.0.1: Run uses JAX {saved_with}, as when it was saved.")
         page.screenshot(path=SCREENS / "snippet-notice-light.png")
 
         page.unroute("**/api/devices")
@@ -353,7 +354,8 @@ def test_the_embed_is_compact_and_runs(browser: Browser, live_stack):
         assert wait_until_finished(page) == "succeeded"
         assert output(page) == "hello from the embed\n"
         posted = [json.loads(body) for method, path, body in requests if method == "POST" and path == "/api/runs"]
-        assert posted == [{"code": "print('hello from the embed')\n", "device": "cpu", "snippet": slug}]
+        assert posted == [{"code": "print('hello from the embed')\n", "device": "cpu", "snippet": slug,
+                           "runtime": "jax-0.12.0.1"}]
         # An embed never writes the visitor's own draft.
         assert page.evaluate("localStorage.getItem('playground.drafts')") is None
 

@@ -6,31 +6,14 @@ a snippet is pinned to the runtime it ran on."""
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 
-from executor import registry, runtimes
+from executor import runtimes
+from tests.conftest import OLD_RUNTIME as OLD
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("old_runtime_worker")]
 
-OLD = "jax-0.4.38"
 UNSERVED = "jax-0.6.2"
-
-
-@pytest.fixture(scope="module")
-def old_worker(live_stack, redis_client):
-    live_stack.start_executor("old-jax", EXECUTOR_RUNTIME=OLD, EXECUTOR_HEARTBEAT_S="1", EXECUTOR_POOL_SIZE="1",
-                              EXECUTOR_CONCURRENCY="1")
-    try:
-        yield live_stack.wait_runtime(OLD)
-    finally:
-        if "old-jax" in live_stack.procs:
-            live_stack.kill("old-jax", signal.SIGTERM)
-        for name in redis_client.zrange("executors:cpu", 0, -1):
-            info = registry.online_workers(redis_client, "cpu")
-            if any(w.get("name") == name.decode() and w.get("runtime") == OLD for w in info):
-                registry.leave(redis_client, name.decode(), "cpu")
 
 
 def finished(live_stack, run_id: str) -> tuple[dict, dict, str]:
@@ -40,7 +23,7 @@ def finished(live_stack, run_id: str) -> tuple[dict, dict, str]:
     return detail, started, stdout
 
 
-def test_the_runtimes_are_listed_with_their_versions_and_who_serves_them(live_stack, old_worker):
+def test_the_runtimes_are_listed_with_their_versions_and_who_serves_them(live_stack):
     answer = live_stack.get("/api/runtimes")
     listed = {r["id"]: r for r in answer["runtimes"]}
     assert list(listed) == runtimes.catalog().ids and answer["default"] == runtimes.FIRST
@@ -50,7 +33,7 @@ def test_the_runtimes_are_listed_with_their_versions_and_who_serves_them(live_st
     assert listed[UNSERVED]["kinds"] == [] and listed[UNSERVED]["jax"] == "0.6.2"
 
 
-def test_a_run_goes_to_a_worker_of_its_runtime_and_says_so(live_stack, old_worker):
+def test_a_run_goes_to_a_worker_of_its_runtime_and_says_so(live_stack):
     code = "import jax, numpy\nprint(jax.__version__, numpy.__version__)\n"
     status, old = live_stack.post("/api/runs", {"code": code, "runtime": OLD})
     assert status == 201 and old["runtime"] == OLD, old
@@ -64,7 +47,7 @@ def test_a_run_goes_to_a_worker_of_its_runtime_and_says_so(live_stack, old_worke
     assert stdout.startswith("0.12.0.1 ") and started["runtime"] == runtimes.FIRST
 
 
-def test_an_unserved_runtime_is_a_503_and_an_unknown_one_names_the_known(live_stack, old_worker):
+def test_an_unserved_runtime_is_a_503_and_an_unknown_one_names_the_known(live_stack):
     status, answer = live_stack.post("/api/runs", {"code": "print(1)", "runtime": UNSERVED})
     assert status == 503 and UNSERVED in answer["error"], answer
     status, answer = live_stack.post("/api/runs", {"code": "print(1)", "runtime": "jax-9.9"})
@@ -74,7 +57,7 @@ def test_an_unserved_runtime_is_a_503_and_an_unknown_one_names_the_known(live_st
     assert status == 400 and "runtime" in answer["error"]
 
 
-def test_removed_api_is_explained_and_runs_on_the_runtime_that_has_it(live_stack, old_worker):
+def test_removed_api_is_explained_and_runs_on_the_runtime_that_has_it(live_stack):
     code = "import jax\nprint(jax.tree_map(lambda x: x * 2, [1, 2]))\n"
     _, new = live_stack.post("/api/runs", {"code": code})
     detail, _, _ = finished(live_stack, new["id"])
@@ -86,7 +69,7 @@ def test_removed_api_is_explained_and_runs_on_the_runtime_that_has_it(live_stack
     assert detail["status"] == "succeeded" and stdout == "[2, 4]\n", detail
 
 
-def test_a_snippet_is_pinned_to_its_runtime(live_stack, old_worker):
+def test_a_snippet_is_pinned_to_its_runtime(live_stack):
     code = "import jax\nprint('pinned to', jax.__version__)\n"
     _, run = live_stack.post("/api/runs", {"code": code, "runtime": OLD})
     finished(live_stack, run["id"])

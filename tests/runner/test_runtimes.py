@@ -84,6 +84,21 @@ def test_compilations_their_reasons_timing_and_shapes_are_captured(runtime_launc
     assert names["params"]["type"] == "{'w': f32[3,2], 'b': f32[2]}"
 
 
+def test_a_pmap_over_eight_devices_is_captured_and_its_new_shape_explained(runtime_launcher):
+    r = run(runtime_launcher, """\
+        import jax, jax.numpy as jnp
+        def f(x):
+            return jnp.sin(x) * 2
+        p = jax.pmap(f)
+        print(p(jnp.ones((8, 3))).shape)
+        _ = p(jnp.ones((8, 4)))
+        """)
+    assert r.status == "succeeded" and r.stdout == "(8, 3)\n", r
+    first, again = r.of("compiled")
+    assert first["name"] == again["name"] == "pmap(f)" and first["via"] == "pmap" and first["line"] == 2
+    assert again["recompile"]["kind"] == "shape" and "→" in again["recompile"]["reason"]
+
+
 def test_a_figure_and_an_explained_error(runtime_launcher):
     r = run(runtime_launcher, """\
         import matplotlib.pyplot as plt
@@ -127,3 +142,20 @@ def test_a_graded_submission_gets_its_points(runtime_launcher):
     assert {c["name"]: c["passed"] for c in result["checks"]} == {
         "square of 3": True, "no float64": True, "compiled once": True}, result
     assert result["score"] == result["max_score"] == 3.0
+
+
+@pytest.mark.parametrize("runtime_id", IDS)
+def test_the_editor_s_analysis_answers_for_each_runtime_s_own_jax(runtime_id):
+    """The analyser (executor/analyser/engine.py) run in a runtime's interpreter, as that runtime's
+    workers run it: jax.tree_m completes to tree_map only where that JAX still has it."""
+    import json
+    import subprocess
+
+    rt = CATALOG.runtimes[runtime_id]
+    probe = ("import json; from executor.analyser import engine; "
+             "print(json.dumps([i['label'] for i in engine.complete('import jax\\njax.tree_m', 2, 11)['items']]))")
+    out = subprocess.run([str(runtimes.python_of(rt)), "-c", probe], capture_output=True, text=True, timeout=120,
+                         cwd=str(runtimes.ROOT), env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "HOME": "/tmp"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    labels = json.loads(out.stdout.strip().splitlines()[-1])
+    assert labels == (["tree_map"] if rt.jax == "0.4.38" else []), labels

@@ -11,7 +11,8 @@ from executor import registry, runtimes
 
 
 def catalog_file(tmp_path, body: str):
-    (tmp_path / "a.lock").write_text("jax==0.5.0 \\\n    --hash=sha256:00\nnumpy==2.1.0\nflax[all]==0.10.0 ; python_version>'3'\n")
+    (tmp_path / "a.lock").write_text(
+        "jax==0.5.0 \\\n    --hash=sha256:00\nnumpy==2.1.0\nflax[all]==0.10.0 ; python_version>'3'\n")
     path = tmp_path / "runtimes.toml"
     path.write_text(body)
     return path

@@ -37,6 +37,7 @@ export function bindEditing(
   const description = byId<HTMLTextAreaElement>("edit-description");
   const due = byId<HTMLInputElement>("edit-due");
   const device = byId<HTMLSelectElement>("edit-device");
+  const runtime = maybeById<HTMLSelectElement>("edit-runtime");
   const resultsBefore = byId<HTMLInputElement>("edit-results-before-due");
   const wall = byId<HTMLInputElement>("edit-wall");
   const regradeOffer = byId("regrade-offer");
@@ -107,6 +108,7 @@ export function bindEditing(
       description: description.value,
       starter_code: starterEditor.getCode(),
       device: device.value,
+      ...(runtime ? { runtime: runtime.value } : {}),
       due: due.value ? new Date(due.value).toISOString() : null,
       results_before_due: resultsBefore.checked,
     };

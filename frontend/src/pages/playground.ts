@@ -12,6 +12,7 @@ import { Drafts } from "../drafts";
 import type { CodeEditor } from "../editor";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
 import { Keymaps } from "../keymaps";
+import { RuntimePicker } from "../runtimes";
 import { LibrariesMenu } from "../libraries";
 import { isMac } from "../platform";
 import { ShareDialog, type ShareSource } from "../share";
@@ -73,6 +74,8 @@ function playgroundPage(snippet: SnippetData | null): void {
     });
   }
 
+  const runtimeSelect = maybeById<HTMLSelectElement>("runtime-select");
+  const runtimes = runtimeSelect ? new RuntimePicker(runtimeSelect, snippet?.runtime ?? null) : null;
   const librariesButton = maybeById<HTMLButtonElement>("libraries-button");
   const librariesMenu = maybeById("libraries-menu");
   const libraries = librariesButton && librariesMenu ? new LibrariesMenu(librariesButton, librariesMenu) : null;
@@ -87,7 +90,8 @@ function playgroundPage(snippet: SnippetData | null): void {
     runKey: page?.runKey ?? KEYS.run,
     startRun: async (text) => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
-      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null, snippet?.runtime);
+      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null,
+        runtimes?.value ?? snippet?.runtime);
       runCodes.set(run.id, text);
       return run;
     },
@@ -130,7 +134,11 @@ function playgroundPage(snippet: SnippetData | null): void {
     },
     onChoice: (device) => libraries?.fromDevice(device),
     preferred: snippet?.device ?? null,
-    onList: (list) => page?.showDrift(list),
+    withJax: runtimes === null,
+    onList: (list) => {
+      page?.showDrift(list);
+      void runtimes?.refresh(devices.value ?? deviceSelect.value ?? "cpu");
+    },
   });
 
   share = bindShare({
@@ -138,7 +146,7 @@ function playgroundPage(snippet: SnippetData | null): void {
     // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
     // only when it ran there.
     getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
-    getRuntime: () => snippet?.runtime ?? null,
+    getRuntime: () => runtimes?.value ?? snippet?.runtime ?? null,
     lastRun: () => {
       const id = bench.session.id;
       if (id) return { id, code: runCodes.get(id) ?? null, finished: shownFinished };
