@@ -24,6 +24,7 @@ from playground import quotas
 from playground.actions.runs import check_code, do_start_run
 from playground.devices import check_device, check_online
 from playground.runtimes import check_runtime
+from playground.runtimes import current as current_runtime
 from playground.models import Run
 from web.api import text
 from web.clients import client_key
@@ -441,10 +442,10 @@ def _check_admit(assignment: Assignment, user) -> tuple[uuid.UUID, int]:
     """A student's run or submission is a run like any other: it counts against their shares
     (``quotas.check_admit_run``: the run rate, the queue, the budget, an active slot), per
     account (a class runs from one lecture hall's address). Returns (run id, priority step)."""
-    check_online(assignment.device, assignment.runtime)
+    runtime = current_runtime(assignment.runtime)
+    check_online(assignment.device, runtime)
     run_id = uuid.uuid4()
-    return run_id, quotas.check_admit_run(_who(user), registry.route(assignment.device, assignment.runtime),
-                                          str(run_id))
+    return run_id, quotas.check_admit_run(_who(user), registry.route(assignment.device, runtime), str(run_id))
 
 
 def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
@@ -511,11 +512,11 @@ def check_regrade(assignment: Assignment, *, user=None) -> int:
     runs' seconds count against their budget (refused while it is used up), and they are queued
     below every run a person is waiting for, so regrading a class never delays anyone's Run."""
     _not_archived(assignment.course)
-    check_online(assignment.device, assignment.runtime)
+    check_online(assignment.device, current_runtime(assignment.runtime))
     who = _who(user) if user is not None else None
     if who is not None:
         check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, "regrades")
-        quotas.check_admit_regrade(who, registry.route(assignment.device, assignment.runtime),
+        quotas.check_admit_regrade(who, registry.route(assignment.device, current_runtime(assignment.runtime)),
                                    _latest_submissions(assignment).count())
     return do_regrade(assignment, by=who)
 

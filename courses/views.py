@@ -296,6 +296,7 @@ def assignment_page(request, assignment_id):
         "username": request.user.get_username(),
         "starter_code": assignment.starter_code,
         "device": assignment.device,
+        "runtime": runtimes.current(assignment.runtime),
         "devices": choices,
         "due": assignment.due_at.isoformat() if assignment.due_at else None,
         "past_due": assignment.is_past_due(now),

@@ -149,6 +149,7 @@ def _totals(workers: list[dict]) -> dict:
 def describe_kind(redis, kind: str, window: float | None = None) -> dict:
     """What ``GET /api/devices`` says about one device kind, with its specific kinds online."""
     workers = online_workers(redis, kind, window)
+    served = {w.get("runtime", runtimes.FIRST) for w in workers} | {runtimes.FIRST}
     # The versions said are those of the first runtime's workers where there are any.
     first = next((w for w in workers if w.get("runtime", runtimes.FIRST) == runtimes.FIRST), None) \
         or (workers[0] if workers else {})
@@ -171,7 +172,8 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
         "jaxlib_version": first.get("jaxlib_version"),
         "libraries": first.get("libraries") or {},
         "sandboxed": all(w.get("sandboxed", False) for w in workers) if workers else None,
-        "queue_depth": queue_depth(redis, kind),
+        # Every runtime's queue of the kind (exec.cpu, exec.cpu@jax-0.4.38, ...) that a worker serves.
+        "queue_depth": sum(queue_depth(redis, route(kind, rid)) for rid in served),
         "runtimes": sorted({w.get("runtime", runtimes.FIRST) for w in workers}),
         "specific": [
             {

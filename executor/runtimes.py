@@ -204,6 +204,10 @@ def build(runtime: Runtime, into: Path = DEFAULT_DIR, *, say=print) -> float:
     if runtime.environment == "executor" or is_built(runtime, into):
         return 0.0
     assert runtime.lock is not None
+    here = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if runtime.python and runtime.python != here:
+        raise SystemExit(f"runtime {runtime.id} is locked for Python {runtime.python}, and this is Python {here}: "
+                         f"build it with a Python {runtime.python} executor")
     if not runtime.lock.exists():
         raise SystemExit(f"{runtime.lock} is missing: python -m executor.runtimes lock {runtime.id}")
     start = time.monotonic()

@@ -38,7 +38,8 @@ def online_workers(device: str) -> list[dict]:
 def check_online(device: str, runtime: str | None = None) -> None:
     """A device (with a runtime: of that runtime) no worker serves now is a ``503`` at once,
     never a run that waits forever."""
-    if online_workers(registry.route(device, runtime)):
+    # "cpu@<id>", the first runtime's too: a bare kind would count every runtime's workers.
+    if online_workers(f"{device}@{runtime}" if runtime else device):
         return
     if runtime and online_workers(device):
         raise ActionError(f"no {device} executor of runtime {runtime} is online right now; GET /api/runtimes "

@@ -25,6 +25,15 @@ def check_runtime(value) -> tuple[str, str | None]:
     return runtime.id, note
 
 
+def current(runtime_id: str | None) -> str:
+    """The runtime a stored id runs on now: itself, or a retired id's successor (an id the
+    catalog no longer knows at all is left as it is: its runs are refused as unserved)."""
+    try:
+        return runtimes.catalog().resolve(runtime_id or None)[0].id
+    except runtimes.UnknownRuntime:
+        return runtime_id or runtimes.catalog().default
+
+
 def default() -> str:
     return runtimes.catalog().default
 

@@ -10,13 +10,16 @@ def _iso(dt):
 
 
 def run_summary(run: Run) -> dict:
-    return {
+    summary = {
         "id": str(run.id),
         "status": run.status,
         "device": run.device,
         "runtime": run.runtime,
         "ws": f"/ws/runs/{run.id}/",
     }
+    if getattr(run, "runtime_note", None):
+        summary["note"] = run.runtime_note
+    return summary
 
 
 def run_detail(run: Run, *, after: int = 0, limit: int = 1000) -> dict:

@@ -16,6 +16,8 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from executor import events as ev
+from playground.runtimes import current as current_runtime
+from playground.runtimes import jax_of
 from playground.views import page_context
 from web.api import api, parse_json, query_int
 from web.clients import request_client_key
@@ -111,7 +113,8 @@ def _page_data(snippet: Snippet) -> dict:
     """What the page's script needs: the code and where its saved run is (never run on opening)."""
     return {
         "slug": snippet.slug, "code": snippet.code, "title": snippet.title, "device": snippet.device,
-        "runtime": snippet.runtime,
+        # The runtime its runs go to now (a retired id's successor), and the JAX it pins.
+        "runtime": current_runtime(snippet.runtime), "runtime_jax": jax_of(snippet.runtime),
         "jax_version": snippet.jax_version or None, "jaxlib_version": snippet.jaxlib_version or None,
         "run": str(snippet.run_id) if snippet.run_id else None,
         "parent": snippet.parent.slug if snippet.parent_id else None,

@@ -175,14 +175,15 @@ def _is_jax_error(exc: BaseException) -> bool:
     return False
 
 
-# Names JAX removed that code of its time still uses: what replaced each, and the runtime
-# (runtimes/runtimes.toml) whose JAX still has it.
+# Names JAX removed that code of its time still uses: what replaced each. Those in _KEPT_BY_0_4
+# the jax-0.4.38 runtime (runtimes/runtimes.toml) still has.
 _REMOVED = {
     "tree_map": "jax.tree.map", "tree_leaves": "jax.tree.leaves", "tree_flatten": "jax.tree.flatten",
     "tree_unflatten": "jax.tree.unflatten", "tree_structure": "jax.tree.structure",
     "tree_transpose": "jax.tree.transpose", "tree_reduce": "jax.tree.reduce", "tree_all": "jax.tree.all",
     "xla_computation": "jax.jit(f).lower(*args).compiler_ir('hlo')",
 }
+_KEPT_BY_0_4 = {"tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_structure", "tree_transpose"}
 _REMOVED_KEPT_BY = "jax-0.4.38"
 
 
@@ -194,9 +195,12 @@ def removed_explanation(exc: BaseException) -> str | None:
     if getattr(module, "__name__", None) != "jax":
         return None
     version = getattr(module, "__version__", "this version")
-    return (f"`jax.{exc.name}` was removed from JAX (this run has JAX {version}); use "
-            f"`{_REMOVED[exc.name]}` instead. Code written for an older JAX can run as it was on the "
-            f"{_REMOVED_KEPT_BY} runtime, which still has it.")
+    sentence = (f"`jax.{exc.name}` was removed from JAX (this run has JAX {version}); "
+                f"use `{_REMOVED[exc.name]}` instead.")
+    if exc.name in _KEPT_BY_0_4 and not str(version).startswith("0.4."):
+        sentence += (f" Code written for an older JAX can run as it was on the {_REMOVED_KEPT_BY} runtime, "
+                     "which still has it.")
+    return sentence
 
 
 def explanation(exc: BaseException) -> str | None:

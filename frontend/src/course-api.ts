@@ -26,6 +26,7 @@ export interface AssignmentDetail {
   description_html: string;
   starter_code: string;
   device: string;
+  runtime?: string;
   due: string | null;
   results_before_due: boolean;
   /** Whether the due date has passed. */

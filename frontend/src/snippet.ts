@@ -12,6 +12,8 @@ export interface SnippetData {
   device: string;
   /** The runtime it is pinned to (GET /api/runtimes): its runs use that JAX. */
   runtime: string | null;
+  /** The JAX its runtime pins: what a new run uses. */
+  runtime_jax: string | null;
   jax_version: string | null;
   jaxlib_version: string | null;
   /** The saved run's id, or null: not run yet. */
@@ -34,6 +36,7 @@ export function readSnippetData(): SnippetData | null {
       title: typeof data.title === "string" ? data.title : "",
       device: typeof data.device === "string" ? data.device : "cpu",
       runtime: typeof data.runtime === "string" && data.runtime ? data.runtime : null,
+      runtime_jax: typeof data.runtime_jax === "string" && data.runtime_jax ? data.runtime_jax : null,
       jax_version: typeof data.jax_version === "string" && data.jax_version ? data.jax_version : null,
       jaxlib_version: typeof data.jaxlib_version === "string" && data.jaxlib_version ? data.jaxlib_version : null,
       run: typeof data.run === "string" && data.run ? data.run : null,
@@ -107,10 +110,17 @@ export function driftNotice(snippet: SnippetData, devices: readonly Device[]): s
       ? `No ${kind} executor is online right now: Run would use ${other.kind.toUpperCase()} instead.`
       : `No ${kind} executor is online right now, so it cannot be run at the moment.`;
   }
-  if (snippet.jax_version && device.jax_version && device.jax_version !== snippet.jax_version) {
-    // A pinned snippet runs on its runtime, whatever the kind's default JAX is today.
-    if (snippet.runtime) return `Pinned to runtime ${snippet.runtime}: Run uses JAX ${snippet.jax_version}, as when it was saved.`;
-    return `Saved with JAX ${snippet.jax_version}; ${kind} runs JAX ${device.jax_version} today, so a new run may differ.`;
+  const saved = snippet.jax_version;
+  // A run goes to the snippet's runtime; what it pins may not be what the saved run had (a
+  // snippet saved on a node image of another JAX before there were runtimes).
+  if (saved && snippet.runtime && snippet.runtime_jax && snippet.runtime_jax !== saved) {
+    return `Saved with JAX ${saved}; its runtime ${snippet.runtime} runs JAX ${snippet.runtime_jax}, so a new run may differ.`;
+  }
+  if (saved && device.jax_version && device.jax_version !== saved) {
+    if (snippet.runtime) {
+      return `Pinned to runtime ${snippet.runtime}: Run uses JAX ${saved}, as when it was saved (${kind}'s default is JAX ${device.jax_version}).`;
+    }
+    return `Saved with JAX ${saved}; ${kind} runs JAX ${device.jax_version} today, so a new run may differ.`;
   }
   return null;
 }

@@ -31,7 +31,7 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
     device = devices.check_device(payload.get("device", settings.RUN_DEFAULT_DEVICE))
-    runtime, _note = runtimes.check_runtime(payload.get("runtime"))
+    runtime, note = runtimes.check_runtime(payload.get("runtime"))
     devices.check_online(device, runtime)
     snippet = payload.get("snippet")
     if snippet is not None and not isinstance(snippet, str):
@@ -46,6 +46,7 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
         quotas.release(str(run_id))
         raise
     run_started.send(sender=Run, run=run, payload=payload, who=who)
+    run.runtime_note = note  # a retired id: the answer says where it runs instead
     return run
 
 
@@ -79,7 +80,7 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
         run_id, priority = pending.get("run_id"), pending.get("priority", priority)
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
-    runtime = runtime or runtimes.default()
+    runtime = runtimes.current(runtime)  # a retired id (an assignment's, say) runs on its successor
     queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), registry.route(device, runtime)) + 1)
     queued["seq"] = 1
     with transaction.atomic():

@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .playground import SCREENS, assert_accessible, open_playground, set_code
+from .test_courses import browser_as, off_the_loop, open_assignment
 
 WIDTHS = [(1440, 900), (1024, 768), (390, 844)]
 HEAD = "import jax\nimport jax.numpy as jnp\n\n"
@@ -160,3 +161,22 @@ def test_a_links_reader_hovers_the_shapes_of_its_saved_run(analysers, browser, l
             timeout=15_000)
     finally:
         context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_assignments_editor_knows_jax_too(analysers, browser, live_stack, django_user_model):
+    """A student's editor on an assignment's page: the same completion, signatures, hover and
+    problems, for the runtime the assignment runs on."""
+    from courses.actions import do_create_assignment, do_create_course, do_join_course
+
+    teacher = django_user_model.objects.create_user("teacher", password="a long pass phrase")
+    student = django_user_model.objects.create_user("student", password="a long pass phrase")
+    course = off_the_loop(do_create_course, teacher, "Editing JAX")
+    off_the_loop(do_join_course, course, student)
+    assignment = off_the_loop(do_create_assignment, course, title="Einsum", starter_code=HEAD, device="cpu",
+                              runtime="jax-0.12.0.1")
+    with browser_as(browser, live_stack, student) as page:
+        open_assignment(page, assignment.pk)
+        assert page.evaluate("JSON.parse(document.getElementById('assignment-data').textContent).runtime") \
+            == assignment.runtime == "jax-0.12.0.1"
+        exercise(page, 1440, "assignment")

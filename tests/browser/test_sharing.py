@@ -259,7 +259,8 @@ def test_the_strip_says_when_jax_moved_on_or_the_device_is_offline(browser: Brow
         page.route("**/api/devices", devices(lambda d: d.update(jax_version="99.0")))
         open_playground(page, path=f"/s/{slug}")
         # Its runs go to the runtime it is pinned to, whatever JAX the kind's default now has.
-        expect(notice).to_have_text(f"Pinned to runtime jax-0.12.0.1: Run uses JAX {saved_with}, as when it was saved.")
+        expect(notice).to_have_text(f"Pinned to runtime jax-0.12.0.1: Run uses JAX {saved_with}, as when it was saved "
+                                    "(CPU's default is JAX 99.0).")
         page.screenshot(path=SCREENS / "snippet-notice-light.png")
 
         page.unroute("**/api/devices")

@@ -91,3 +91,53 @@ def test_workers_online_are_those_of_the_route_s_runtime(redis_client):
     finally:
         registry.leave(redis_client, "tpu-new", "tpu")
         registry.leave(redis_client, "tpu-old", "tpu", "v9")
+
+
+def test_a_default_run_needs_a_worker_of_the_default_runtime(redis_client):
+    """Only an older runtime's worker of a kind online: a run of the default runtime is a 503 at
+    once, not a run left waiting in exec.<kind> for a worker that never comes."""
+    from playground import devices
+    from web.errors import ActionError
+
+    redis_client.delete("executors:tpu")
+    registry.beat(redis_client, "tpu-old-only", "tpu", {"slots": 1, "runtime": "jax-0.4.38"})
+    try:
+        devices.check_online("tpu", "jax-0.4.38")  # served
+        with pytest.raises(ActionError) as refused:
+            devices.check_online("tpu", runtimes.FIRST)
+        assert refused.value.status == 503 and runtimes.FIRST in refused.value.message
+    finally:
+        registry.leave(redis_client, "tpu-old-only", "tpu")
+
+
+def test_a_removed_name_says_what_replaced_it_and_where_it_still_runs():
+    import types
+
+    from executor.runner.explain import explanation
+
+    jax = types.ModuleType("jax")
+    jax.__version__ = "0.12.0.1"
+    kept = explanation(AttributeError("no tree_map", name="tree_map", obj=jax))
+    assert "use `jax.tree.map` instead" in kept and "jax-0.4.38 runtime, which still has it" in kept
+    gone = explanation(AttributeError("no xla_computation", name="xla_computation", obj=jax))
+    assert "compiler_ir('hlo')" in gone and "runtime" not in gone  # 0.4.38 has no xla_computation either
+    jax.__version__ = "0.4.38"
+    assert "runtime" not in explanation(AttributeError("x", name="tree_reduce", obj=jax))
+
+
+def test_a_stored_retired_id_runs_on_its_successor(tmp_path, monkeypatch):
+    from playground import runtimes as web_runtimes
+
+    cat = runtimes.load(catalog_file(tmp_path, """
+default = "jax-0.5.0"
+[runtimes."jax-0.5.0"]
+lock = "a.lock"
+python = "3.12"
+[retired]
+"jax-0.4.0" = "jax-0.5.0"
+"""))
+    monkeypatch.setattr(runtimes, "catalog", lambda: cat)
+    assert web_runtimes.current("jax-0.4.0") == "jax-0.5.0" and web_runtimes.current(None) == "jax-0.5.0"
+    assert web_runtimes.check_runtime("jax-0.4.0") == (
+        "jax-0.5.0", "runtime jax-0.4.0 is retired: this ran on its successor, jax-0.5.0")
+    assert web_runtimes.jax_of("jax-0.4.0") == "0.5.0"

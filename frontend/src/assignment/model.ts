@@ -8,6 +8,8 @@ export interface AssignmentData {
   role: "instructor" | "student";
   starter_code: string;
   device: string;
+  /** The runtime its runs and gradings use: the editor's analysis answers for it too. */
+  runtime: string;
   devices: string[];
   due: string | null;
   past_due: boolean;

@@ -4,6 +4,7 @@ import { ApiError, formatCode } from "../api";
 import { getAssignment, updateAssignment, type AssignmentDetail } from "../course-api";
 import { dateTime, errorText, points, setError } from "../course-page";
 import { byId, focusAfter, maybeById } from "../dom";
+import { setAnalysisRuntime } from "../intellisense";
 import { createEditor, type CodeEditor } from "../editor";
 import type { Tabs } from "../panes/pane";
 import type { StatusLine } from "../status";
@@ -161,7 +162,12 @@ function refreshBrief(data: AssignmentData, fresh: AssignmentDetail): void {
   const none = maybeById("brief-no-description");
   if (none) none.hidden = Boolean(fresh.description_html);
   byId("brief-due").textContent = fresh.due ? dateTime(fresh.due) : "No due date";
-  byId("brief-device").textContent = (fresh.device || data.device).toUpperCase();
+  if (fresh.runtime) {
+    data.runtime = fresh.runtime;
+    setAnalysisRuntime(fresh.runtime);
+  }
+  // A runtime's id is "jax-<its version>": the brief says "CPU · JAX 0.4.38".
+  byId("brief-device").textContent = `${(fresh.device || data.device).toUpperCase()} · ${data.runtime.replace(/^jax-/, "JAX ")}`;
   const max = maybeById("brief-max");
   if (max) max.textContent = points(fresh.max_score);
   byId("brief-results").textContent = fresh.results_before_due

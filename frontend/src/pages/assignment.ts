@@ -22,10 +22,12 @@ import { Drafts, RESET_PREFIX } from "../drafts";
 import type { CodeEditor } from "../editor";
 import { Tabs, type Pane } from "../panes/pane";
 import { runShortcut } from "../platform";
+import { setAnalysisRuntime } from "../intellisense";
 import { KEYS } from "../storage";
 import { Workbench } from "../workbench";
 
 function main(data: AssignmentData): void {
+  setAnalysisRuntime(data.runtime || null);
   const instructor = data.role === "instructor";
   const readOnly = data.course.archived;
   const draftKey = `assignment:${data.id}`;
