@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from executor import runtimes
+from executor import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,8 +143,7 @@ class Stack:
         kind = configured.partition(":")[0] if ":" in configured else str(extra_env.get("EXECUTOR_KIND") or "cpu")
         slots = str(extra_env.get("EXECUTOR_CONCURRENCY", self.env.get("EXECUTOR_CONCURRENCY", "2")))
         # A worker of another runtime (EXECUTOR_RUNTIME) consumes that runtime's queue.
-        runtime = str(extra_env.get("EXECUTOR_RUNTIME") or "")
-        queue = f"exec.{kind}" + (f"@{runtime}" if runtime and runtime != runtimes.FIRST else "")
+        queue = registry.queue_name(registry.route(kind, str(extra_env.get("EXECUTOR_RUNTIME") or "") or None))
         return self.start(name, [
             sys.executable, "-m", "celery", "-A", "executor.worker", "worker", "-Q", queue,
             "-P", "threads", "-c", slots, "-n", f"{kind}-{name}@%h", "--without-gossip", "--without-mingle",

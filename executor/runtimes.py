@@ -86,7 +86,8 @@ class UnknownRuntime(KeyError):
         self.name, self.known = name, known
 
     def __str__(self) -> str:
-        return f"unknown runtime {self.name!r}: use one of {', '.join(self.known)}"
+        shown = repr(self.name) if len(self.name) <= 60 else repr(self.name[:57]) + "…"  # never echo a megabyte
+        return f"unknown runtime {shown}: use one of {', '.join(self.known)}"
 
 
 def pinned(path: Path) -> dict[str, str]:

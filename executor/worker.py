@@ -21,7 +21,7 @@ import threading
 import redis
 from celery import Celery, signals
 
-from . import logs, registry, settings, submit
+from . import logs, registry, runtimes, settings, submit
 from .celeryconf import COMMON
 from .execution import Executor, build_launcher
 from .sandbox import human_bytes
@@ -73,17 +73,11 @@ PLATFORMS = {"cpu": ("cpu",), "gpu": ("gpu", "cuda", "rocm"), "tpu": ("tpu",)}
 def device_problem(info: dict, consumed: list[str]) -> str | None:
     """Why this worker must not take runs (its devices or its -Q list do not match its kind and
     runtime), or None. A configured EXECUTOR_DEVICE_KIND of another platform is a pose, allowed (and logged)."""
-    ours = {settings.QUEUE}
-    if settings.SPECIFIC:
-        ours.add(registry.queue_name(registry.route(f"{settings.KIND}:{settings.SPECIFIC}", settings.RUNTIME.id)))
-    suffix = settings.RUNTIME.queue_suffix
-    base = f"exec.{settings.KIND}."
+    def ours(queue: str) -> bool:  # exec.<kind>[.<specific>][@<runtime>] of this kind and runtime
+        device, _, runtime = queue.removeprefix("exec.").partition("@")
+        return device.split(".")[0] == settings.KIND and (runtime or runtimes.FIRST) == settings.RUNTIME.id
 
-    def specific_of_ours(q: str) -> bool:  # exec.gpu.h200 (with this runtime's suffix)
-        head, at, _ = q.partition("@")
-        return q.startswith(base) and (q.endswith(suffix) if suffix else not at) and "." not in head[len(base):]
-
-    foreign = [q for q in consumed if q.startswith("exec.") and q not in ours and not specific_of_ours(q)]
+    foreign = [q for q in consumed if q.startswith("exec.") and not ours(q)]
     platform = str(info.get("platform") or "none")
     found = f"{info.get('device_count')} × {info.get('device_kind')} on the {platform} platform"
     if foreign:

@@ -198,7 +198,9 @@ def _install_pmap() -> None:
                 info["trace_ms"] = None
                 info.pop("fun", None)
                 computation._jaxplay_capture = info
-        except Exception:  # noqa: BLE001 - inside JAX's lowering: only the pane loses it
+        # As in lower_sharding_computation: this runs inside JAX's own pmap lowering, and an
+        # internal that moved must cost the Compiled pane this function, never the user's call.
+        except Exception:  # noqa: BLE001
             pass
         return computation
 

@@ -353,7 +353,7 @@ def main(argv: list[str]) -> None:
         jaxcompat.prepare_cpu_devices(args.cpu_devices)
     import numpy  # noqa: F401 - loaded here so that every run shares it
 
-    import jax  # noqa: F401
+    import jax  # noqa: F401 - loaded here so that every run shares it (after prepare_cpu_devices)
 
     from . import hooks, seccomp
 

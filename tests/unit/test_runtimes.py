@@ -33,8 +33,9 @@ def test_the_catalog_lists_three_runtimes_with_the_versions_their_locks_pin():
             assert "--hash=sha256:" in rt.lock.read_text()
 
 
-def test_a_retired_id_runs_on_its_successor_and_says_so(tmp_path):
-    cat = runtimes.load(catalog_file(tmp_path, """
+def retired_catalog(tmp_path) -> runtimes.Catalog:
+    """One runtime, jax-0.5.0, that jax-0.4.0 retired into, as jax-0.3.0 retired into jax-0.4.0."""
+    return runtimes.load(catalog_file(tmp_path, """
 default = "jax-0.5.0"
 [runtimes."jax-0.5.0"]
 lock = "a.lock"
@@ -43,6 +44,10 @@ python = "3.12"
 "jax-0.3.0" = "jax-0.4.0"
 "jax-0.4.0" = "jax-0.5.0"
 """))
+
+
+def test_a_retired_id_runs_on_its_successor_and_says_so(tmp_path):
+    cat = retired_catalog(tmp_path)
     runtime, note = cat.resolve("jax-0.3.0")
     assert runtime.id == "jax-0.5.0" and note == "runtime jax-0.3.0 is retired: this ran on its successor, jax-0.5.0"
     assert runtime.packages == {"jax": "0.5.0", "numpy": "2.1.0", "flax": "0.10.0"}
@@ -50,6 +55,9 @@ python = "3.12"
     with pytest.raises(runtimes.UnknownRuntime) as raised:
         cat.resolve("jax-9")
     assert str(raised.value) == "unknown runtime 'jax-9': use one of jax-0.5.0"
+    with pytest.raises(runtimes.UnknownRuntime) as raised:
+        cat.resolve("a" * 10_000)
+    assert len(str(raised.value)) < 120  # an odd id is named, never echoed whole
 
 
 @pytest.mark.parametrize("body, problem", [
@@ -128,14 +136,7 @@ def test_a_removed_name_says_what_replaced_it_and_where_it_still_runs():
 def test_a_stored_retired_id_runs_on_its_successor(tmp_path, monkeypatch):
     from playground import runtimes as web_runtimes
 
-    cat = runtimes.load(catalog_file(tmp_path, """
-default = "jax-0.5.0"
-[runtimes."jax-0.5.0"]
-lock = "a.lock"
-python = "3.12"
-[retired]
-"jax-0.4.0" = "jax-0.5.0"
-"""))
+    cat = retired_catalog(tmp_path)
     monkeypatch.setattr(runtimes, "catalog", lambda: cat)
     assert web_runtimes.current("jax-0.4.0") == "jax-0.5.0" and web_runtimes.current(None) == "jax-0.5.0"
     assert web_runtimes.check_runtime("jax-0.4.0") == (
