@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from web.errors import ActionError
 
-from .models import Snippet
+from .models import Comparison, Snippet
 
 
 def access_snippet_for_user(slug, user) -> Snippet | None:
@@ -16,6 +16,13 @@ def access_snippet_for_user(slug, user) -> Snippet | None:
     if not isinstance(slug, str) or not slug.isalnum():
         return None
     return Snippet.objects.select_related("parent", "run", "owner").filter(slug=slug).first()
+
+
+def access_comparison(slug, user) -> Comparison | None:
+    """A comparison, or None. Like a snippet's, its link is meant to be pasted anywhere."""
+    if not isinstance(slug, str) or not slug.isalnum():
+        return None
+    return Comparison.objects.select_related("a", "b", "snippet").filter(slug=slug).first()
 
 
 def access_own_snippets(user, q: str = ""):

@@ -3,22 +3,25 @@ state without validating."""
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from executor import events as ev
 from executor import runtimes
+from playground import quotas
 from playground.access import access_run_for_user
-from playground.actions.runs import check_code
-from playground.devices import check_device
-from playground.runtimes import check_runtime
+from playground.actions.runs import check_code, check_start_run
+from playground.devices import check_device, check_online
+from playground.runtimes import check_runtime, current, jax_of
 from playground.models import Run, RunEvent
 from web.api import text
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
-from .models import Snippet
+from .models import Comparison, Snippet
 from .slugs import content_hash, slug_candidates
 
 TITLE_MAX = 200
@@ -113,3 +116,88 @@ def do_hide_snippet(snippet: Snippet) -> None:
     """Its owner deleted it: off their list and off search engines; the link keeps working."""
     if snippet.hidden_at is None:
         Snippet.objects.filter(pk=snippet.pk).update(hidden_at=timezone.now())
+
+
+# Comparisons -------------------------------------------------------------------------------------
+
+SIDES = ("A", "B")
+
+
+def check_create_comparison(payload, *, user, address: str, client: str) -> Comparison:
+    """Run the same code on two runtimes (or two devices) and keep both runs under one link.
+
+    ``{"code", "sides": [side, side], "title"?, "snippet"?}``, a side being ``{"runtime",
+    "device"}`` (a new run there) or ``{"run": <id>}`` (a run of this code that exists: a pinned
+    snippet's saved run). Every new run passes the same admission as ``POST /api/runs``, counted
+    against ``address`` (or the account); when the second is refused, the first is not started
+    either. ``client``: whom the hourly limit of links counts."""
+    if not isinstance(payload, dict):
+        raise ActionError("the request body must be a JSON object")
+    code = check_code(payload.get("code"))
+    title = text(payload, "title", TITLE_MAX, strip=True, unit="characters", default="")
+    sides = payload.get("sides")
+    if not isinstance(sides, list) or len(sides) != 2 or not all(isinstance(side, dict) for side in sides):
+        raise ActionError("'sides' must be a list of two objects, each {\"runtime\": <id>, \"device\": <device>} "
+                          "for a new run or {\"run\": <id>} for a run of this code")
+    snippet = None
+    if payload.get("snippet") is not None:
+        if not isinstance(payload["snippet"], str):
+            raise ActionError("'snippet' must be a snippet's slug")
+        snippet = Snippet.objects.filter(slug=payload["snippet"], removed_at__isnull=True).first()
+        if snippet is None:
+            raise ActionError(f"'snippet' names no snippet: {payload['snippet'][:60]!r}")
+    planned = [_check_side(name, side, code, user) for name, side in zip(SIDES, sides)]
+    where = [(p.device, p.runtime) if isinstance(p, Run) else (p["device"], p["runtime"]) for p in planned]
+    if where[0] == where[1]:
+        device, runtime = where[0]
+        raise ActionError(f"both sides are JAX {jax_of(runtime)} ({runtime}) on {device}: compare two runtimes "
+                          "or two devices")
+    check_rate("comparisons", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "comparisons")
+    started: list[Run] = []
+    try:
+        with transaction.atomic():
+            runs = []
+            for side in planned:
+                if isinstance(side, Run):
+                    runs.append(side)
+                    continue
+                run = check_start_run({"code": code, "device": side["device"], "runtime": side["runtime"]},
+                                      client=address, owner=user)
+                started.append(run)
+                runs.append(run)
+            return do_create_comparison(code=code, title=title, a=runs[0], b=runs[1], snippet=snippet,
+                                        owner=user if user is not None and user.is_authenticated else None)
+    except BaseException:
+        # Rolled back: neither run was queued; give their shares back.
+        for run in started:
+            quotas.release(str(run.id))
+        raise
+
+
+def _check_side(name: str, side: dict, code: str, user) -> Run | dict:
+    """A side as the run it names, or as where a new run goes ({device, runtime}), checked."""
+    if side.get("run") is not None:
+        run = access_run_for_user(side["run"], user)
+        if run is None:
+            raise ActionError(f"side {name}'s 'run' names no run")
+        if run.code != code:
+            raise ActionError(f"side {name}'s run ran other code than 'code'")
+        return run
+    device = check_device(side.get("device", settings.RUN_DEFAULT_DEVICE))
+    runtime, _note = check_runtime(side.get("runtime"))
+    check_online(device, runtime)
+    return {"device": device, "runtime": runtime}
+
+
+def do_create_comparison(*, code: str, title: str, a: Run, b: Run, snippet: Snippet | None, owner) -> Comparison:
+    digest = hashlib.sha256(f"{a.id}:{b.id}".encode()).hexdigest()
+    for slug in slug_candidates(digest):
+        if not Comparison.objects.filter(slug=slug).exists():
+            return Comparison.objects.create(slug=slug, code=code, title=title, a=a, b=b, snippet=snippet,
+                                             owner=owner)
+    raise ActionError("could not find a free link for this comparison", status=500)
+
+
+def side_label(run: Run) -> str:
+    """How a page names a side: "JAX 0.4.38 · CPU"."""
+    return f"JAX {jax_of(current(run.runtime))} · {run.device.upper()}"

@@ -46,3 +46,30 @@ class Snippet(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/s/{self.slug}"
+
+
+class Comparison(models.Model):
+    """The same code on two runtimes, or two devices, side by side (``/compare/<slug>``): two
+    runs, A and B, each kept for good under the link as a snippet keeps its saved run. A side may
+    be a run that already happened (a pinned snippet's saved run, compared with the newest)."""
+
+    slug = models.CharField(max_length=32, unique=True)
+    code = models.TextField()
+    title = models.CharField(max_length=200, blank=True)
+    a = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="compared_as_a")
+    b = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="compared_as_b")
+    # The snippet whose page asked for it ("Run on the newest"), which its page names.
+    snippet = models.ForeignKey(Snippet, null=True, blank=True, on_delete=models.SET_NULL, related_name="comparisons")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="comparisons")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return f"/compare/{self.slug}"
+
+    def get_absolute_url(self) -> str:
+        return f"/compare/{self.slug}"
+
+    @property
+    def sides(self) -> tuple[Run, Run]:
+        return self.a, self.b

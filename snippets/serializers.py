@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from playground.serializers import run_detail
+from playground.runtimes import current, jax_of
+from playground.serializers import run_detail, run_summary
 
 from . import markdown
-from .models import Snippet
+from .models import Comparison, Snippet
 
 FORKS_LISTED = 50
 
@@ -40,4 +41,28 @@ def snippet_detail(snippet: Snippet, *, events_after: int = 0, events_limit: int
         "run": run_detail(snippet.run, after=events_after, limit=events_limit) if snippet.run_id else None,
         "links": {"page": base, "py": f"{base}.py", "ipynb": f"{base}.ipynb", "json": f"{base}.json",
                   "embed": f"/embed/{snippet.slug}"},
+    }
+
+
+def comparison_detail(comparison: Comparison) -> dict:
+    """A comparison and where each of its two runs is (their events: GET /api/runs/<id>, or the
+    run's websocket while it goes on)."""
+    from .actions import SIDES, side_label
+
+    return {
+        "slug": comparison.slug,
+        "url": comparison.get_absolute_url(),
+        "title": comparison.title,
+        "code": comparison.code,
+        "created_at": comparison.created_at.isoformat(),
+        "snippet": snippet_summary(comparison.snippet) if comparison.snippet_id else None,
+        "sides": [{
+            "name": name,
+            "label": side_label(run),
+            "device": run.device,
+            "runtime": run.runtime,
+            "jax": jax_of(current(run.runtime)),
+            "run": {**run_summary(run), "wall_ms": run.wall_ms, "finished_at": run.finished_at.isoformat()
+                    if run.finished_at else None},
+        } for name, run in zip(SIDES, comparison.sides)],
     }

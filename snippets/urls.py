@@ -11,4 +11,7 @@ urlpatterns = [
     path("s/<str:slug>/figure.png", views.snippet_figure, name="snippet-figure"),
     path("s/<str:slug>", views.snippet_page, name="snippet"),
     path("embed/<str:slug>", views.embed, name="embed"),
+    path("api/comparisons", views.api_comparisons, name="api-comparisons"),
+    path("api/comparisons/<str:slug>", views.api_comparison, name="api-comparison"),
+    path("compare/<str:slug>", views.comparison_page, name="comparison"),
 ]

@@ -17,18 +17,19 @@ from django.views.decorators.http import require_GET
 
 from executor import events as ev
 from playground.runtimes import current as current_runtime
+from playground.runtimes import default as default_runtime
 from playground.runtimes import jax_of
 from playground.views import page_context
-from web.api import api, parse_json, query_int
+from web.api import api, client_address, parse_json, query_int
 from web.clients import request_client_key
 from web.errors import ActionError
 
 from . import markdown
-from .access import access_own_snippets, access_snippet_for_user
-from .actions import check_create_snippet, do_hide_snippet
+from .access import access_comparison, access_own_snippets, access_snippet_for_user
+from .actions import check_create_comparison, check_create_snippet, do_hide_snippet
 from .models import Snippet
 from .notebook import notebook
-from .serializers import snippet_detail, snippet_summary
+from .serializers import comparison_detail, snippet_detail, snippet_summary
 
 ME_PAGE = 50
 
@@ -147,11 +148,20 @@ def snippet_page(request, snippet):
         "snippet": snippet, "snippet_data": _page_data(snippet), "preview": _preview(snippet, request),
         "description_html": markdown.render(snippet.description), "forks_count": forks.count(),
         "forks": [{"slug": fork.slug, "name": fork_name(fork, snippet)} for fork in forks[:5]],
+        "newest": _newest_if_pinned_older(snippet),
     }
     response = render(request, "playground/index.html", context)
     if snippet.hidden_at is not None:
         response["X-Robots-Tag"] = "noindex"
     return response
+
+
+def _newest_if_pinned_older(snippet: Snippet) -> dict | None:
+    """The default runtime, when the snippet is pinned to another: its page offers to run there."""
+    newest = default_runtime()
+    if current_runtime(snippet.runtime) == newest:
+        return None
+    return {"id": newest, "jax": jax_of(newest)}
 
 
 def fork_name(fork: Snippet, original: Snippet) -> str:
@@ -205,3 +215,42 @@ def embed(request, snippet):
                                        "preview": _preview(snippet, request),
                                        "description_html": markdown.render(snippet.description)}
     return render(request, "playground/index.html", context)
+
+
+# Comparisons -------------------------------------------------------------------------------------
+
+@api("POST")
+def api_comparisons(request):
+    comparison = check_create_comparison(parse_json(request), user=request.user, address=client_address(request),
+                                         client=request_client_key(request))
+    detail = comparison_detail(comparison)
+    return JsonResponse({**detail, "url": request.build_absolute_uri(detail["url"])}, status=201)
+
+
+def _comparison_or_404(request, slug):
+    comparison = access_comparison(slug, request.user)
+    if comparison is None:
+        raise Http404("no such comparison")
+    return comparison
+
+
+@api("GET")
+def api_comparison(request, slug):
+    detail = comparison_detail(_comparison_or_404(request, slug))
+    return JsonResponse({**detail, "url": request.build_absolute_uri(detail["url"])})
+
+
+@require_GET
+@ensure_csrf_cookie
+def comparison_page(request, slug):
+    """Two runs of one code side by side; opening it runs nothing (Run again makes a new one)."""
+    comparison = _comparison_or_404(request, slug)
+    detail = comparison_detail(comparison)
+    a, b = detail["sides"]
+    title = comparison.title or f"{a['label']} vs {b['label']}"
+    context = page_context(request) | {
+        "comparison": comparison, "comparison_data": detail, "comparison_title": title,
+        "preview": {"title": title, "url": request.build_absolute_uri(comparison.get_absolute_url()),
+                    "description": f"The same code on {a['label']} and on {b['label']}, side by side"},
+    }
+    return render(request, "snippets/comparison.html", context)

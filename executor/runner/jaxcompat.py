@@ -200,6 +200,10 @@ def prepare_cpu_devices(count: int) -> None:
         flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f]
         os.environ["XLA_FLAGS"] = FLAGS_SET["XLA_FLAGS"] = " ".join(
             [*flags, f"--xla_force_host_platform_device_count={count}"])
+        # Its CPU client logs "(re)initializing LLVM with options fingerprint …" at INFO on
+        # stderr in every run: noise in the snippet's output, which later XLAs keep to themselves.
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = FLAGS_SET["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get(
+            "TF_CPP_MIN_LOG_LEVEL", "1")
 
 
 def set_cpu_devices(count: int) -> None:

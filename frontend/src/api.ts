@@ -244,3 +244,40 @@ export async function formatCode(code: string): Promise<string> {
   if (typeof data?.code !== "string") throw new ApiError(500, "The formatter answered without code.");
   return data.code;
 }
+
+/** One side of a comparison as the server tells it (GET /api/comparisons/<slug>). */
+export interface ComparisonSide {
+  /** "A" or "B". */
+  name: string;
+  /** "JAX 0.4.38 · CPU". */
+  label: string;
+  device: string;
+  runtime: string;
+  jax: string;
+  run: CreatedRun & { runtime: string; wall_ms: number | null; finished_at: string | null };
+}
+
+export interface Comparison {
+  slug: string;
+  /** The absolute URL of its page. */
+  url: string;
+  title: string;
+  code: string;
+  created_at: string;
+  /** The snippet whose page asked for it. */
+  snippet: { slug: string; title: string; url: string } | null;
+  sides: ComparisonSide[];
+}
+
+/** Where one side runs: a new run there, or a run of the same code that exists. */
+export type SideRequest = { runtime?: string | null; device: string } | { run: string };
+
+/** Runs `code` on two runtimes (or devices) at once and keeps both runs under one link. */
+export function createComparison(body: {
+  code: string;
+  sides: [SideRequest, SideRequest];
+  title?: string;
+  snippet?: string | null;
+}): Promise<Comparison> {
+  return request<Comparison>("POST", "/api/comparisons", body);
+}

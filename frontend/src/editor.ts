@@ -31,7 +31,7 @@ export interface CodeEditor {
  * bundled separately as a classic (IIFE) worker; the page tells us its URL, because /static/
  * may be served with hashed names.
  */
-function installWorker(workerUrl: string): void {
+export function installWorker(workerUrl: string): void {
   (self as unknown as { MonacoEnvironment: monaco.Environment }).MonacoEnvironment = {
     getWorker: (_workerId: string, label: string) => new Worker(workerUrl, { name: label }),
   };

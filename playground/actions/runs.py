@@ -231,8 +231,10 @@ def do_delete_run(run: Run) -> None:
     try:
         with transaction.atomic():
             Run.objects.filter(pk=run.pk).delete()
-    except ProtectedError:  # shared as a snippet's output since check_delete_run looked
-        raise ActionError("this run was just shared as a snippet's saved output; it is kept", status=409) from None
+    except ProtectedError as exc:  # a link keeps it: a comparison's side, or a snippet's output shared just now
+        keeper = next(iter(exc.protected_objects), None)
+        where = keeper.get_absolute_url() if hasattr(keeper, "get_absolute_url") else "a link"
+        raise ActionError(f"this run is kept: {where} shows it", status=409) from None
 
 
 # The watchdog ------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@
 // shows as ./embed.ts does.
 import "../style.css";
 
-import { startRun } from "../api";
+import { startRun, type Comparison } from "../api";
+import { CompareDialog } from "../compare/dialog";
+import { comparePage } from "../compare/page";
 import { DevicePicker } from "../devices";
-import { byId, downloadText, maybeById } from "../dom";
+import { byId, downloadText, maybeById, pageData } from "../dom";
 import { Drafts } from "../drafts";
 import type { CodeEditor } from "../editor";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
@@ -84,6 +86,7 @@ function playgroundPage(snippet: SnippetData | null): void {
   const runCodes = new Map<string, string>();
   let share: ShareDialog | null = null;
   let shortcuts: ShortcutsDialog | null = null;
+  let compare: CompareDialog | null = null;
 
   const bench = new Workbench({
     code: gallery ? gallery.startingCode : (snippet?.code ?? DEFAULT_CODE),
@@ -99,7 +102,7 @@ function playgroundPage(snippet: SnippetData | null): void {
     onSave: () => share?.open(),
     onHelp: () => shortcuts?.open(),
     // Not while the Share dialog is open: the person is writing a title, not asking for a run.
-    runsFromPage: () => !share?.isOpen,
+    runsFromPage: () => !share?.isOpen && !compare?.isOpen,
     views: [{
       reset: () => (shownFinished = false),
       idle: () => (shownFinished = false),
@@ -159,6 +162,17 @@ function playgroundPage(snippet: SnippetData | null): void {
     onForked: (forked) => gallery?.forked(forked),
   });
 
+  const compareDialog = maybeById<HTMLDialogElement>("compare-dialog");
+  compare = compareDialog
+    ? new CompareDialog(compareDialog, {
+        getCode: code.getCode,
+        getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
+        getRuntime: () => runtimes?.value ?? snippet?.runtime ?? null,
+        deviceSelect,
+      })
+    : null;
+  maybeById("compare-button")?.addEventListener("click", () => void compare?.open());
+
   if (page) page.start(bench);
   else bench.start();
   void devices.start();
@@ -168,6 +182,7 @@ function playgroundPage(snippet: SnippetData | null): void {
     playground: {
       ...bench.hooks(),
       openExample: (slug: string) => gallery?.openExample(slug) ?? false,
+      compare: () => compare?.open(),
       share: () => share?.open(),
       snippet: snippet?.slug ?? null,
     },
@@ -213,5 +228,7 @@ function bindShare(source: ShareSource): ShareDialog | null {
 }
 
 const snippet = readSnippetData();
-if (document.body.dataset.embed === "true" && snippet) embedPage(snippet);
+const comparison = document.body.dataset.page === "compare" ? pageData<Comparison>("comparison-data") : null;
+if (comparison) comparePage(comparison);
+else if (document.body.dataset.embed === "true" && snippet) embedPage(snippet);
 else playgroundPage(snippet);

@@ -2,7 +2,7 @@
 // Opening a snippet never starts a run: its output is the run it was saved with (kept as "Saved
 // output", and shown as the run while the page has none of its own), or none until someone
 // presses Run.
-import type { Device } from "../api";
+import { ApiError, createComparison, type Device } from "../api";
 import { maybeById } from "../dom";
 import { isMac } from "../platform";
 import { driftNotice, loadRunEvents, readableDate, type SnippetData } from "../snippet";
@@ -43,9 +43,41 @@ export class SnippetPage {
       bench.output.setIdleHint(`This snippet has not been run yet. Run (${keys}) runs it.`);
       bench.output.idle();
     }
+    this.bindRunOnNewest();
     const resumed = bench.start();
     // (A run picked up again may be the saved one itself: the snippet's first run.)
     if (saved && bench.session.id !== saved) void this.showSavedRun(bench, saved, !resumed);
+  }
+
+  /** "Run on the newest": this snippet's code on the default runtime beside its saved run (or,
+   *  never run, beside a run on its own runtime), on the comparison's page. */
+  private bindRunOnNewest(): void {
+    const button = maybeById<HTMLButtonElement>("run-on-newest");
+    const error = maybeById("run-on-newest-error");
+    if (!button) return;
+    button.addEventListener("click", async () => {
+      const data = this.data;
+      button.disabled = true;
+      if (error) error.hidden = true;
+      try {
+        const comparison = await createComparison({
+          code: data.code,
+          snippet: data.slug,
+          title: data.title,
+          sides: [
+            data.run ? { run: data.run } : { runtime: data.runtime, device: data.device },
+            { runtime: button.dataset.runtime ?? null, device: data.device },
+          ],
+        });
+        location.assign(comparison.url);
+      } catch (e) {
+        button.disabled = false;
+        if (error) {
+          error.hidden = false;
+          error.textContent = e instanceof ApiError ? e.message : String(e);
+        }
+      }
+    });
   }
 
   /** The run the snippet was saved with: kept for "Saved output", and shown as the run when

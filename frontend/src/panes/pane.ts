@@ -14,6 +14,8 @@ export interface Pane {
   handle(event: RunEvent): void;
   /** No run to show any more. */
   idle?(): void;
+  /** Its tab was just selected: its panel is in view. */
+  shown?(): void;
   /** Called whenever the pane's content changes; a tab shows a count when it returns one. */
   onChange?: (count: number | null) => void;
   /** Called when the pane holds something that must not be missed (the run's error), or no
@@ -52,6 +54,7 @@ export class Tabs {
       if (selected) delete tab.dataset.news;
       this.panels.get(paneId)!.hidden = !selected;
     }
+    this.panes.find((p) => p.id === id)?.shown?.();
   }
 
   get selected(): string | null {

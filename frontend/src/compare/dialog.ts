@@ -1,0 +1,129 @@
+// The playground's Compare dialog: the editor's code on two runtimes (or two devices) at once.
+// A starts as the page's own choice, B as the newest other JAX that the same device serves; both
+// runs start together and the page goes to the comparison's link (/compare/<slug>), which
+// follows them live.
+import { ApiError, createComparison, listRuntimes, type Runtime } from "../api";
+import { el } from "../dom";
+
+export interface CompareSource {
+  getCode(): string;
+  /** The page's device and runtime choices now (null: the default runtime). */
+  getDevice(): string;
+  getRuntime(): string | null;
+  /** The device select, whose online options each side may pick from. */
+  deviceSelect: HTMLSelectElement;
+}
+
+export class CompareDialog {
+  private readonly form: HTMLFormElement;
+  private readonly error: HTMLElement;
+  private readonly submit: HTMLButtonElement;
+  private readonly pickers: { runtime: HTMLSelectElement; device: HTMLSelectElement }[];
+  private opener: HTMLElement | null = null;
+  private runtimes: Runtime[] = [];
+
+  constructor(
+    private readonly dialog: HTMLDialogElement,
+    private readonly source: CompareSource,
+  ) {
+    this.form = dialog.querySelector<HTMLFormElement>("#compare-form")!;
+    this.error = dialog.querySelector<HTMLElement>("#compare-error")!;
+    this.submit = dialog.querySelector<HTMLButtonElement>("#compare-submit")!;
+    this.pickers = ["a", "b"].map((side) => ({
+      runtime: dialog.querySelector<HTMLSelectElement>(`#compare-${side}-runtime`)!,
+      device: dialog.querySelector<HTMLSelectElement>(`#compare-${side}-device`)!,
+    }));
+    for (const picker of this.pickers) {
+      picker.device.addEventListener("change", () => this.markServed());
+      picker.runtime.addEventListener("change", () => this.clearError());
+    }
+    this.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      void this.start();
+    });
+    for (const button of dialog.querySelectorAll<HTMLButtonElement>("[data-close]")) {
+      button.addEventListener("click", () => dialog.close());
+    }
+    dialog.addEventListener("close", () => this.opener?.focus());
+  }
+
+  get isOpen(): boolean {
+    return this.dialog.open;
+  }
+
+  async open(): Promise<void> {
+    this.opener = document.activeElement as HTMLElement | null;
+    this.clearError();
+    this.submit.disabled = false;
+    const devices = [...this.source.deviceSelect.options].filter((o) => o.value && !o.disabled);
+    for (const picker of this.pickers) {
+      picker.device.replaceChildren(
+        ...(devices.length ? devices : [new Option("CPU", "cpu")]).map((o) => new Option(o.textContent ?? o.value, o.value)),
+      );
+    }
+    const device = this.source.getDevice();
+    const runtime = this.source.getRuntime() ?? this.pickers[0].runtime.options[0]?.value ?? "";
+    for (const picker of this.pickers) {
+      if ([...picker.device.options].some((o) => o.value === device)) picker.device.value = device;
+    }
+    this.pickers[0].runtime.value = runtime;
+    this.dialog.showModal();
+    try {
+      this.runtimes = await listRuntimes();
+    } catch {
+      this.runtimes = [];
+    }
+    // B: the newest other runtime this device serves (the catalog lists the default first).
+    const kind = this.pickers[0].device.value.split(":")[0];
+    const other = this.runtimes.find((r) => r.id !== runtime && r.kinds.includes(kind));
+    if (other) this.pickers[1].runtime.value = other.id;
+    else if (this.pickers[1].runtime.value === runtime) {
+      const next = [...this.pickers[1].runtime.options].find((o) => o.value !== runtime);
+      if (next) this.pickers[1].runtime.value = next.value;
+    }
+    this.markServed();
+    this.pickers[1].runtime.focus();
+  }
+
+  /** Says "· not on CPU" beside a runtime no worker of that side's device serves. */
+  private markServed(): void {
+    for (const picker of this.pickers) {
+      const kind = picker.device.value.split(":")[0];
+      for (const option of picker.runtime.options) {
+        const runtime = this.runtimes.find((r) => r.id === option.value);
+        const label = `JAX ${runtime?.jax ?? option.value}`;
+        const served = !runtime || runtime.kinds.includes(kind);
+        option.textContent = served ? label : `${label} · not on ${kind.toUpperCase()}`;
+      }
+    }
+    this.clearError();
+  }
+
+  private clearError(): void {
+    this.error.hidden = true;
+    this.error.textContent = "";
+  }
+
+  private async start(): Promise<void> {
+    const [a, b] = this.pickers.map((p) => ({ runtime: p.runtime.value || null, device: p.device.value || "cpu" }));
+    if (a.runtime === b.runtime && a.device === b.device) {
+      this.showError("A and B are the same: choose another JAX version or another device for one of them.");
+      return;
+    }
+    this.submit.disabled = true;
+    this.submit.replaceChildren(el("span", "spinner"), "Starting both runs…");
+    try {
+      const comparison = await createComparison({ code: this.source.getCode(), sides: [a, b] });
+      location.assign(comparison.url);
+    } catch (error) {
+      this.submit.disabled = false;
+      this.submit.textContent = "Compare";
+      this.showError(error instanceof ApiError ? error.message : String(error));
+    }
+  }
+
+  private showError(text: string): void {
+    this.error.hidden = false;
+    this.error.textContent = text;
+  }
+}
