@@ -28,6 +28,24 @@ def paths() -> dict:
             "responses": {"200": reply("Snippet", "The snippet"), "404": error("No such snippet"),
                           "410": error("Removed by the staff")},
         }},
+        "/api/comparisons": {"post": {
+            "summary": "Run one code on two runtimes (or two devices) at once, both runs kept under one link",
+            "operationId": "createComparison",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/ComparisonRequest"}}}},
+            "responses": {"201": reply("Comparison", "Both runs started (or one reused); the link's page follows them"),
+                          "400": error("Bad input: the two sides the same, an unknown runtime or device, a run "
+                                       "of other code"),
+                          "403": error("CSRF check failed (cookie sessions)"),
+                          "429": error("A run would pass this client's share or rate; neither side started"),
+                          "503": error("No executor of a side's runtime and device is online")},
+        }},
+        "/api/comparisons/{slug}": {"get": {
+            "summary": "A comparison: its code and its two sides, each with its run (events: GET /api/runs/<id>)",
+            "operationId": "getComparison",
+            "parameters": [SLUG],
+            "responses": {"200": reply("Comparison", "The comparison"), "404": error("No such comparison")},
+        }},
         "/api/me/snippets": {"get": {
             "summary": "Your snippets (signed in, or a token), newest first; q searches",
             "operationId": "listMySnippets",
@@ -57,6 +75,35 @@ def schemas() -> dict:
             "run": {"type": "string", "format": "uuid",
                     "description": "The run it is shared from (kept when its code and device are these)"},
             "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
+        }},
+        "ComparisonRequest": {"type": "object", "required": ["code", "sides"], "properties": {
+            "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+            "title": {"type": "string", "maxLength": 200},
+            "sides": {"type": "array", "minItems": 2, "maxItems": 2, "description": "A and B", "items": {"oneOf": [
+                {"type": "object", "description": "A new run there", "properties": {
+                    "runtime": {**RUNTIME, "description": "Default: the default runtime"},
+                    "device": DEVICE}},
+                {"type": "object", "required": ["run"], "description": "A run of this code that exists",
+                 "properties": {"run": {"type": "string", "format": "uuid"}}},
+            ]}},
+            "snippet": {"type": "string", "description": "The slug of the snippet whose page asked for it"},
+        }},
+        "Comparison": {"type": "object", "required": ["slug", "url", "code", "sides", "created_at"], "properties": {
+            "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"}, "title": {"type": "string"},
+            "code": {"type": "string"}, "created_at": {"type": "string", "format": "date-time"},
+            "snippet": {"oneOf": [{"$ref": "#/components/schemas/SnippetSummary"}, {"type": "null"}]},
+            "sides": {"type": "array", "minItems": 2, "maxItems": 2, "items": {
+                "type": "object", "required": ["name", "label", "device", "runtime", "jax", "run"], "properties": {
+                    "name": {"type": "string", "enum": ["A", "B"]},
+                    "label": {"type": "string", "description": "How the page names it: JAX 0.4.38 · CPU"},
+                    "device": DEVICE, "runtime": RUNTIME, "jax": {"type": "string"},
+                    "saved": {"type": "boolean", "description": "The snippet's saved run, not a new one"},
+                    "run": {"type": "object", "required": ["id", "status", "ws"], "properties": {
+                        "id": {"type": "string", "format": "uuid"}, "status": {"type": "string"},
+                        "device": DEVICE, "runtime": RUNTIME, "ws": {"type": "string"},
+                        "wall_ms": {"type": ["number", "null"]},
+                        "finished_at": {"type": ["string", "null"], "format": "date-time"}}},
+                }}},
         }},
         "SnippetCreated": {"type": "object", "required": ["slug", "url", "created"], "properties": {
             "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"},

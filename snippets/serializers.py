@@ -62,6 +62,7 @@ def comparison_detail(comparison: Comparison) -> dict:
             "device": run.device,
             "runtime": run.runtime,
             "jax": jax_of(current(run.runtime)),
+            "saved": comparison.snippet_id is not None and comparison.snippet.run_id == run.id,
             "run": {**run_summary(run), "wall_ms": run.wall_ms, "finished_at": run.finished_at.isoformat()
                     if run.finished_at else None},
         } for name, run in zip(SIDES, comparison.sides)],

@@ -36,8 +36,8 @@ PRINTED = "sum of squares: 14.0\n"
 def fresh_page(browser: Browser, live_stack, expected_error: str | None = None, **options):
     """A new profile (no draft, no run), its requests recorded, failing on any script error or
     console error (but one that contains ``expected_error``)."""
-    context = browser.new_context(base_url=live_stack.url, viewport={"width": 1280, "height": 800},
-                                  **({"color_scheme": "light"} | options))
+    context = browser.new_context(base_url=live_stack.url,
+                                  **({"viewport": {"width": 1280, "height": 800}, "color_scheme": "light"} | options))
     page = context.new_page()
     problems: list[str] = []
     requests: list[tuple[str, str, str | None]] = []

@@ -171,7 +171,10 @@ export class DiffViewer {
     const original = monaco.editor.createModel(left, language);
     const modified = monaco.editor.createModel(right, language);
     this.editor.setModel({ original, modified });
-    for (const model of this.models) model.dispose();
+    // The worker may still be diffing the previous pair: disposed now, that diff comes back
+    // empty and Monaco throws ("no diff result available"). They go once it has had its time.
+    const previous = this.models;
+    window.setTimeout(() => previous.forEach((model) => model.dispose()), 5000);
     this.models = [original, modified];
   }
 
