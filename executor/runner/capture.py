@@ -99,7 +99,8 @@ def install() -> bool:
                 info["signature"] = recompile.signature(closed_jaxpr, info, in_shardings, donated)
                 info["jaxpr"] = closed_jaxpr
                 info["lower_ms"] = common.ms(lower_s)
-                info["trace_ms"] = common.ms(trace[1]) if trace and trace[0] == fun_name else None
+                # (JAX 0.4 reports the trace without naming its function: the last one is this one.)
+                info["trace_ms"] = common.ms(trace[1]) if trace and trace[0] in (fun_name, None) else None
                 info.pop("fun", None)
                 computation._jaxplay_capture = info
         # This runs inside JAX's own lowering: raising would fail the user's jit call. On a

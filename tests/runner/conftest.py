@@ -1,6 +1,10 @@
 """Runner features through the real supervisor and the real bubblewrap sandbox
 (``executor.local.run_local``), 8 simulated CPU devices, one cold runner per snippet.
 
+``RUNNER_TEST_RUNTIME=jax-0.4.38`` runs the whole suite on another runtime's environment (its
+own JAX; ``python -m executor.runtimes build`` first); ``test_runtimes.py`` runs its contract on
+every runtime whatever this says.
+
 Without bubblewrap or without root the sandboxed tests are skipped (never run unsandboxed); the
 unit tests of the runner's pure functions (``test_units.py``) run anywhere. A uid range of its
 own (62000+) keeps these runners apart from a worker's (60000+) and the sandbox tests' (61000+).
@@ -8,6 +12,7 @@ own (62000+) keeps these runners apart from a worker's (60000+) and the sandbox 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,7 +37,12 @@ def launcher():
 
     from tests.conftest import sandbox_backend
 
-    launcher = get_launcher(sandbox_backend(), limits=Limits(wall_s=60), cpu_devices=8, uid_base=UID_BASE)
+    from executor import runtimes
+
+    chosen = os.environ.get("RUNNER_TEST_RUNTIME")
+    venv = str(runtimes.environment(runtimes.catalog().resolve(chosen)[0])) if chosen else None
+    launcher = get_launcher(sandbox_backend(), limits=Limits(wall_s=60), cpu_devices=8, uid_base=UID_BASE,
+                            **({"venv": venv} if venv else {}))
     yield launcher
     launcher.close()
 

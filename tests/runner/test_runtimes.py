@@ -76,6 +76,8 @@ def test_compilations_their_reasons_timing_and_shapes_are_captured(runtime_launc
     first, again = [e for e in compiled if e["name"] == "f"]
     assert first["line"] == 3 and "jaxpr" in first and "stablehlo" in first and "hlo" in first
     assert "f32[8,8]" in first["jaxpr"], first["jaxpr"]
+    # What a comparison's Timing tab sets side by side: each step's time, on every runtime.
+    assert all(first[k] > 0 for k in ("trace_ms", "lower_ms", "compile_ms")), first
     assert again["recompile"]["kind"] == "shape" and "f32[8,8] → f32[4,8]" in again["recompile"]["reason"]
     timing = r.of("timing")
     assert timing and timing[0]["kind"] == "timeit" and timing[0]["median_ms"] > 0
