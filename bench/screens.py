@@ -5,7 +5,8 @@ and the playground dark too, into docs/screens/ (docs/SCREENS.md shows them).
 
 Each page is shown in a state worth looking at: the playground after a run that printed (with
 colours), compiled, timed and drew; a shared snippet with its saved output; its embed; the
-shortcuts panel; the drafts menu; a recompilation's reason in Compiled; the Share dialog offering
+shortcuts panel; the drafts menu; a recompilation's reason in Compiled; a comparison of JAX 0.4.38
+and the default (its Output, the Compiled diff, the Timing table); the Share dialog offering
 a fork its own title; a course's join link and the sign-up it leads to (signed out); a
 signed-in person's snippets and runs (one queued and one running, each with Cancel); a course's
 live dashboard and page (its instructor) and an assignment with a graded submission (a student).
@@ -54,6 +55,21 @@ def f(x):
 f(jnp.ones(3))
 f(jnp.ones((2, 4)))  # new shape
 """
+
+# The same code on the last 0.4 and the default, compared: what changed in the jaxpr and the times.
+COMPARED = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def loss(w, x):
+    return jnp.mean(jnp.tanh(x @ w) ** 2)
+
+w, x = jnp.ones((64, 16)), jnp.ones((256, 64))
+print("jax", jax.__version__, "loss", loss(w, x))
+%timeit jax.grad(loss)(w, x).block_until_ready()
+"""
+OLD = "jax-0.4.38"
 
 
 def post_json(url: str, body: dict) -> dict:
@@ -166,6 +182,12 @@ def main() -> int:
             "description": "`f`, its gradient through `vmap`, and how long the jitted `f` takes."})["slug"]
         cookie = session_cookie(stack.env, stack.url)
         course = course_people(stack.env)
+        stack.start_executor("old-jax", EXECUTOR_RUNTIME=OLD, EXECUTOR_CONCURRENCY="1", EXECUTOR_POOL_SIZE="1")
+        stack.wait_runtime(OLD)
+        compared = post_json(f"{stack.url}/api/comparisons", {
+            "code": COMPARED, "sides": [{"runtime": OLD}, {"runtime": None}]})
+        for side in compared["sides"]:
+            stack.wait_finished(side["run"]["id"], timeout=180)
 
         def as_person(context, name: str) -> None:
             context.clear_cookies()
@@ -226,6 +248,14 @@ def main() -> int:
                 ready(page)
                 page.wait_for_timeout(500)
                 shoot("embed", size, theme, page)
+                page.goto(f"/compare/{compared['slug']}")
+                page.wait_for_function("() => window.playground.statuses().every(s => s)")
+                page.wait_for_timeout(500)
+                shoot("comparison", size, theme, page)
+                for tab in ("compiled", "timing"):
+                    page.evaluate("tab => window.playground.selectTab(tab)", tab)
+                    page.wait_for_timeout(1200)
+                    shoot(f"comparison-{tab}", size, theme, page)
                 # Edits to someone's snippet, shared: the dialog offers the fork a title of its own.
                 page.goto(f"/s/{slug}")
                 ready(page)

@@ -37,16 +37,19 @@ def access_own_snippets(user, q: str = ""):
 
 
 def check_may_cancel(run, who: str) -> None:
-    """A run a snippet keeps as its saved output may be cancelled only by whoever started it
-    (``who``: the caller's client key; the starter's is kept with the run's share while it is
-    queued or running), or its owner: a visitor of the link, who sees the run's id, must not
-    cut the output short for everyone who opens it later. Other runs: anyone holding the id."""
-    if not Snippet.objects.filter(run=run).exists():
+    """A run a snippet keeps as its saved output, or a comparison as one of its sides, may be
+    cancelled only by whoever started it (``who``: the caller's client key; the starter's is kept
+    with the run's share while it is queued or running), or its owner: a visitor of the link, who
+    sees the run's id, must not cut the output short for everyone who opens it later. Other
+    runs: anyone holding the id."""
+    if not (Snippet.objects.filter(run=run).exists() or Comparison.objects.filter(Q(a=run) | Q(b=run)).exists()):
         return
     from playground import quotas
 
     starter = quotas.client_of(str(run.id))
     if who == starter or (run.owner_id is not None and who == f"user:{run.owner_id}"):
         return
-    raise ActionError("this run is the saved output of a shared snippet: only whoever started it may cancel it",
+    snippets = Snippet.objects.filter(run=run).exists()
+    kept = "the saved output of a shared snippet" if snippets else "a side of a comparison"
+    raise ActionError(f"this run is {kept}: only whoever started it may cancel it",
                       status=403)

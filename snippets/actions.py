@@ -3,14 +3,14 @@ state without validating."""
 
 from __future__ import annotations
 
-import hashlib
+import secrets
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from executor import events as ev
-from executor import runtimes
+from executor import registry, runtimes
 from playground import quotas
 from playground.access import access_run_for_user
 from playground.actions.runs import check_code, check_start_run
@@ -22,7 +22,7 @@ from web.errors import ActionError
 from web.ratelimit import check_rate
 
 from .models import Comparison, Snippet
-from .slugs import content_hash, slug_candidates
+from .slugs import ALPHABET, LENGTH, content_hash, slug_candidates
 
 TITLE_MAX = 200
 DESCRIPTION_MAX = 10_000
@@ -127,10 +127,11 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
     """Run the same code on two runtimes (or two devices) and keep both runs under one link.
 
     ``{"code", "sides": [side, side], "title"?, "snippet"?}``, a side being ``{"runtime",
-    "device"}`` (a new run there) or ``{"run": <id>}`` (a run of this code that exists: a pinned
-    snippet's saved run). Every new run passes the same admission as ``POST /api/runs``, counted
-    against ``address`` (or the account); when the second is refused, the first is not started
-    either. ``client``: whom the hourly limit of links counts."""
+    "device"}`` (a new run there) or ``{"run": <id>}`` (a run of this code that exists: one's own,
+    or the saved run of ``snippet``, whose code this must be). Every new run passes the same
+    admission as ``POST /api/runs``, counted against ``address`` (or the account); when the second
+    is refused, the first is not started either. ``client``: whom the hourly limit of links
+    counts."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
@@ -146,14 +147,18 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
         snippet = Snippet.objects.filter(slug=payload["snippet"], removed_at__isnull=True).first()
         if snippet is None:
             raise ActionError(f"'snippet' names no snippet: {payload['snippet'][:60]!r}")
-    planned = [_check_side(name, side, code, user) for name, side in zip(SIDES, sides)]
-    where = [(p.device, p.runtime) if isinstance(p, Run) else (p["device"], p["runtime"]) for p in planned]
+        if snippet.code != code:
+            raise ActionError("'code' is not the code of 'snippet'")
+    planned = [_check_side(name, side, code, user, snippet) for name, side in zip(SIDES, sides)]
+    where = [_where(p.device, p.runtime) if isinstance(p, Run) else _where(p["device"], p["runtime"])
+             for p in planned]
     if where[0] == where[1]:
         device, runtime = where[0]
         raise ActionError(f"both sides are JAX {jax_of(runtime)} ({runtime}) on {device}: compare two runtimes "
                           "or two devices")
     check_rate("comparisons", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "comparisons")
     started: list[Run] = []
+    made = False
     try:
         with transaction.atomic():
             runs = []
@@ -165,21 +170,35 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
                                       client=address, owner=user)
                 started.append(run)
                 runs.append(run)
-            return do_create_comparison(code=code, title=title, a=runs[0], b=runs[1], snippet=snippet,
-                                        owner=user if user is not None and user.is_authenticated else None)
+            comparison = do_create_comparison(code=code, title=title, a=runs[0], b=runs[1], snippet=snippet,
+                                              owner=user if user is not None and user.is_authenticated else None)
+            made = True
+        return comparison
     except BaseException:
-        # Rolled back: neither run was queued; give their shares back.
+        # Rolled back: neither run was queued; their shares go back. (Past the commit, a run
+        # that could not be queued is the watchdog's, as any run's: its share goes with it.)
         for run in started:
-            quotas.release(str(run.id))
+            if not made:
+                quotas.release(str(run.id))
         raise
 
 
-def _check_side(name: str, side: dict, code: str, user) -> Run | dict:
-    """A side as the run it names, or as where a new run goes ({device, runtime}), checked."""
+def _where(device: str, runtime: str) -> tuple[str, str]:
+    """Where a side runs, as two sides are told apart: "cpu:cpu" is the kind "cpu"."""
+    kind, specific = registry.parse_device(device)
+    return (kind if specific in (None, kind) else device), current(runtime)
+
+
+def _check_side(name: str, side: dict, code: str, user, snippet: Snippet | None) -> Run | dict:
+    """A side as the run it names, or as where a new run goes ({device, runtime}), checked. A run
+    that exists is one's own, or the snippet's saved run: a comparison keeps its runs for good,
+    so naming someone else's would keep their run from them."""
     if side.get("run") is not None:
         run = access_run_for_user(side["run"], user)
-        if run is None:
-            raise ActionError(f"side {name}'s 'run' names no run")
+        own = run is not None and run.owner_id is not None and user is not None and run.owner_id == user.pk
+        saved = run is not None and snippet is not None and snippet.run_id == run.id
+        if run is None or not (own or saved):
+            raise ActionError(f"side {name}'s 'run' names no run of yours, nor the saved run of 'snippet'")
         if run.code != code:
             raise ActionError(f"side {name}'s run ran other code than 'code'")
         return run
@@ -190,11 +209,15 @@ def _check_side(name: str, side: dict, code: str, user) -> Run | dict:
 
 
 def do_create_comparison(*, code: str, title: str, a: Run, b: Run, snippet: Snippet | None, owner) -> Comparison:
-    digest = hashlib.sha256(f"{a.id}:{b.id}".encode()).hexdigest()
-    for slug in slug_candidates(digest):
-        if not Comparison.objects.filter(slug=slug).exists():
-            return Comparison.objects.create(slug=slug, code=code, title=title, a=a, b=b, snippet=snippet,
-                                             owner=owner)
+    """Each comparison is new (its runs are): its slug is random, in the snippets' alphabet."""
+    for _ in range(5):
+        slug = "".join(secrets.choice(ALPHABET) for _ in range(LENGTH))
+        try:
+            with transaction.atomic():
+                return Comparison.objects.create(slug=slug, code=code, title=title, a=a, b=b, snippet=snippet,
+                                                 owner=owner)
+        except IntegrityError:
+            continue  # 57 bits: a clash is as good as never, and another slug is drawn
     raise ActionError("could not find a free link for this comparison", status=500)
 
 

@@ -83,7 +83,8 @@ def schemas() -> dict:
                 {"type": "object", "description": "A new run there", "properties": {
                     "runtime": {**RUNTIME, "description": "Default: the default runtime"},
                     "device": DEVICE}},
-                {"type": "object", "required": ["run"], "description": "A run of this code that exists",
+                {"type": "object", "required": ["run"],
+                 "description": "One of your own runs of this code, or the saved run of 'snippet'",
                  "properties": {"run": {"type": "string", "format": "uuid"}}},
             ]}},
             "snippet": {"type": "string", "description": "The slug of the snippet whose page asked for it"},

@@ -107,6 +107,18 @@ def parse_json(request):
         raise ActionError("the body is not valid JSON here: it is nested too deeply") from None
 
 
+def plain_text(value: str, name: str) -> str:
+    """``value`` as text a person can have typed: a lone surrogate (which JSON can carry) and a
+    NUL (which no source file or title holds, and PostgreSQL refuses to store) are a 400."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ActionError(f"'{name}' is not valid Unicode text (a lone surrogate at character {exc.start})") from None
+    if "\x00" in value:
+        raise ActionError(f"'{name}' holds a NUL character (at character {value.index(chr(0))})")
+    return value
+
+
 def text(payload: dict, name: str, limit: int, *, required: bool = False, strip: bool = False,
          unit: str = "bytes", default: str | None = None, status: int = 400) -> str | None:
     """A string field of a JSON object, at most ``limit`` ``unit`` long ("bytes" of UTF-8 or
@@ -119,9 +131,10 @@ def text(payload: dict, name: str, limit: int, *, required: bool = False, strip:
         return default
     if not isinstance(value, str):
         raise ActionError(f"'{name}' must be a string")
+    plain_text(value, name)
     if strip:
         value = value.strip()
-    size = len(value.encode("utf-8", errors="surrogatepass")) if unit == "bytes" else len(value)
+    size = len(value.encode("utf-8")) if unit == "bytes" else len(value)
     if size > limit:
         raise ActionError(f"'{name}' is {size} {unit}; the limit is {limit}", status=status)
     return value

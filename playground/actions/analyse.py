@@ -20,7 +20,7 @@ from django.conf import settings
 
 from executor.analyser import wire
 from playground.runtimes import check_runtime
-from web.api import text
+from web.api import plain_text, text
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
@@ -29,11 +29,8 @@ MAX_SEQ = 2**53  # compared in Redis, whose numbers are doubles
 
 
 def reject_lone_surrogates(code: str) -> None:
-    """Code is text: a lone surrogate (which JSON can carry) is refused, not analysed."""
-    try:
-        code.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ActionError(f"'code' is not valid Unicode text (a lone surrogate at character {exc.start})") from None
+    """Code is text: a lone surrogate (which JSON can carry) or a NUL is refused, not analysed."""
+    plain_text(code, "code")
 
 
 def check_analyse(payload, *, client: str) -> dict:

@@ -15,6 +15,7 @@ from django.db.models import ProtectedError
 from executor import events as ev
 from executor import registry, submit
 from executor.runner import protocol
+from web.api import plain_text
 from web.errors import ActionError
 
 from ..models import Run, RunEvent
@@ -57,6 +58,8 @@ def check_code(code) -> str:
     if not isinstance(code, str):
         raise ActionError("'code' must be a string")
     size = len(code.encode("utf-8", errors="surrogatepass"))
+    if size <= settings.RUN_MAX_CODE_BYTES:
+        plain_text(code, "code")
     if size > settings.RUN_MAX_CODE_BYTES:
         raise ActionError(
             f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "

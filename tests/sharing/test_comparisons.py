@@ -38,11 +38,11 @@ def executors_online(redis_client):
     """A CPU worker of the default runtime and one of OLD, as their heartbeats say (what a test's
     runs queue is sent only on commit, which a rolled-back test never reaches)."""
     names = [("cpu-compare-new@localhost", {}), ("cpu-compare-old@localhost", {"runtime": OLD})]
-    for name, extra in names:
-        registry.beat(redis_client, name, "cpu", {"slots": 1, "sandboxed": True, **extra})
+    for name, extra in names:  # as a CPU worker beats: its specific kind is "cpu:cpu"
+        registry.beat(redis_client, name, "cpu", {"slots": 1, "sandboxed": True, **extra}, "cpu")
     yield
     for name, _ in names:
-        registry.leave(redis_client, name, "cpu")
+        registry.leave(redis_client, name, "cpu", "cpu")
 
 
 def compare(body, client: Client | None = None):
@@ -103,7 +103,11 @@ def test_two_devices_of_one_runtime_compare_too(executors_online, redis_client):
     ({"code": CODE, "sides": sides(("jax-0.6.2", "cpu"), (OLD, "cpu"))}, 503, "runtime jax-0.6.2"),
     ({"code": CODE, "sides": sides((OLD, "quantum"), (OLD, "cpu"))}, 400, "unknown device"),
     ({"code": CODE, "sides": sides((OLD, "tpu"), (OLD, "cpu"))}, 503, "no tpu executor"),
-    ({"code": CODE, "sides": [{"run": "not-a-run"}, {"runtime": OLD}]}, 400, "side A's 'run' names no run"),
+    ({"code": CODE, "sides": [{"run": "not-a-run"}, {"runtime": OLD}]}, 400, "side A's 'run' names no run of yours"),
+    ({"code": CODE, "sides": sides((None, "cpu"), (None, "cpu:cpu"))}, 400, "compare two runtimes or two devices"),
+    ({"code": "print(1) # \ud800", "sides": sides((OLD, "cpu"), (None, "cpu"))}, 400, "a lone surrogate"),
+    ({"code": "print(1)\x00", "sides": sides((OLD, "cpu"), (None, "cpu"))}, 400, "'code' holds a NUL"),
+    ({"code": CODE, "title": "a\x00b", "sides": sides((OLD, "cpu"), (None, "cpu"))}, 400, "'title' holds a NUL"),
     ({"code": CODE, "sides": sides((OLD, "cpu"), (None, "cpu")), "snippet": "nosuch"}, 400, "names no snippet"),
     ({"code": CODE, "sides": sides((OLD, "cpu"), (None, "cpu")), "snippet": 7}, 400, "a snippet's slug"),
     ({"code": 5, "sides": sides((OLD, "cpu"), (None, "cpu"))}, 400, "'code' must be a string"),
@@ -160,10 +164,69 @@ def test_a_pinned_snippet_runs_on_the_newest_beside_its_saved_run(executors_onli
     assert made["snippet"]["slug"] == snippet.slug
     assert f'href="/s/{snippet.slug}"' in Client().get(f"/compare/{made['slug']}").content.decode()
 
-    # A run of other code is not this code's side.
+    # The snippet's code only: a comparison cannot claim to come from a snippet of other code.
+    mine = {"code": "print('mine')\n", "snippet": snippet.slug, "sides": sides((OLD, "cpu"), (None, "cpu"))}
+    response = compare(mine)
+    assert response.status_code == 400 and "not the code of 'snippet'" in response.json()["error"]
+
+
+def test_a_side_names_only_ones_own_run(django_user_model, executors_online):
+    """A comparison keeps its runs for good: naming someone else's would keep it from them."""
+    alice = django_user_model.objects.create_user("alice", "alice@example.com", "pw-alice-123")
+    mallory = django_user_model.objects.create_user("mallory", "mallory@example.com", "pw-mallory-1")
+    hers = saved_run(CODE, OLD)
+    Run.objects.filter(pk=hers.pk).update(owner=alice)
+    as_alice, as_mallory = Client(REMOTE_ADDR=ADDRESS), Client(REMOTE_ADDR="198.51.100.66")
+    as_alice.force_login(alice)
+    as_mallory.force_login(mallory)
+    body = {"code": CODE, "sides": [{"run": str(hers.id)}, {"runtime": runtimes.FIRST}]}
+    for stranger in (as_mallory, Client(REMOTE_ADDR="198.51.100.67")):
+        refused = compare(body, stranger)
+        assert refused.status_code == 400 and "no run of yours" in refused.json()["error"], refused.content
+    assert Comparison.objects.count() == 0
+    made = compare(body, as_alice)
+    assert made.status_code == 201 and made.json()["sides"][0]["run"]["id"] == str(hers.id)
+    # Her run of other code is not this code's side.
     other = saved_run("print('other')\n", OLD)
-    response = compare({"code": CODE, "sides": [{"run": str(other.id)}, {"runtime": runtimes.FIRST}]})
+    Run.objects.filter(pk=other.pk).update(owner=alice)
+    response = compare({"code": CODE, "sides": [{"run": str(other.id)}, {"runtime": runtimes.FIRST}]}, as_alice)
     assert response.status_code == 400 and "ran other code" in response.json()["error"]
+
+
+def test_only_whoever_started_a_comparisons_runs_may_cancel_them(executors_online):
+    made = compare({"code": CODE, "sides": sides((OLD, "cpu"), (None, "cpu"))}).json()
+    a, b = (side["run"]["id"] for side in made["sides"])
+    visitor = Client(REMOTE_ADDR="198.51.100.9").post(f"/api/runs/{a}/cancel")
+    assert visitor.status_code == 403 and "a side of a comparison" in visitor.json()["error"]
+    starter = Client(REMOTE_ADDR=ADDRESS).post(f"/api/runs/{b}/cancel")
+    assert starter.status_code == 202, starter.content
+    assert Run.objects.get(id=b).status == "cancelled"
+
+
+def test_each_comparison_has_a_link_of_its_own(django_user_model, executors_online):
+    alice = django_user_model.objects.create_user("alice", "alice@example.com", "pw-alice-123")
+    client = Client(REMOTE_ADDR=ADDRESS)
+    client.force_login(alice)
+    a, b = saved_run(CODE, OLD), saved_run(CODE, runtimes.FIRST)
+    Run.objects.filter(pk__in=[a.pk, b.pk]).update(owner=alice)
+    body = {"code": CODE, "sides": [{"run": str(a.id)}, {"run": str(b.id)}]}
+    slugs = {compare(body, client).json()["slug"] for _ in range(30)}
+    assert len(slugs) == 30 and all(re.fullmatch(f"[{ALPHABET}]{{{LENGTH}}}", slug) for slug in slugs)
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/runs", {"code": "print(1) # \udfff"}),
+    ("/api/runs", {"code": "print(1)\x00"}),
+    ("/api/snippets", {"code": "print(1)", "title": "\ud800"}),
+    ("/api/snippets", {"code": "print(1)\x00"}),
+])
+def test_text_no_one_typed_is_a_400_not_a_500(executors_online, path, body):
+    import json as json_module
+
+    raw = json_module.dumps(body)  # \ud800 stays escaped in the JSON, as a client can send it
+    response = Client(REMOTE_ADDR=ADDRESS).post(path, raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert "lone surrogate" in response.json()["error"] or "NUL" in response.json()["error"]
 
 
 def test_a_snippet_on_the_default_runtime_offers_no_newer_one():
