@@ -106,6 +106,8 @@ def test_compare_runs_the_code_on_two_runtimes_and_the_link_shows_both(page: Pag
                 a, b = (other.locator(".compare-side").nth(i).bounding_box() for i in range(2))
                 assert b["y"] >= a["y"] + a["height"] - 1 and a["width"] > 300, (a, b)
             assert_accessible(other, f"a comparison at {size}")
+            other.evaluate("window.playground.selectTab('timing')")
+            assert_accessible(other, f"a comparison's Timing tab at {size}")
 
 
 def test_a_pinned_snippet_runs_on_the_newest_beside_its_saved_output(page: Page, live_stack, old_runtime_worker):

@@ -300,11 +300,16 @@ class TimingTable implements Pane {
       "compare-columns",
       ...sides.map((s) => el("section", "compare-column", columnHeading(s.data), s.timing.element)),
     );
+    // A narrow screen scrolls the table sideways: a region the keyboard can scroll too.
+    const wrap = el("div", "compare-table-wrap", table);
+    wrap.tabIndex = 0;
+    wrap.setAttribute("role", "region");
+    wrap.setAttribute("aria-label", "Timing, A against B");
     this.element = el(
       "div",
       "pane-scroll compare-pane",
       this.placeholder,
-      el("div", "compare-table-wrap", table),
+      wrap,
       el("h2", "compare-subheading", "Each run's measurements"),
       details,
     );
