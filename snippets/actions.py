@@ -43,13 +43,7 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
             raise ActionError("'run' names no run", status=400)
     device = check_device(payload.get("device", run.device if run else settings.RUN_DEFAULT_DEVICE))
     runtime, _note = check_runtime(payload.get("runtime", run.runtime if run else None))
-    parent = None
-    if payload.get("parent") is not None:
-        if not isinstance(payload["parent"], str):
-            raise ActionError("'parent' must be a snippet's slug")
-        parent = Snippet.objects.filter(slug=payload["parent"], removed_at__isnull=True).first()
-        if parent is None:
-            raise ActionError(f"'parent' names no snippet: {payload['parent']!r}")
+    parent = named_snippet(payload, "parent")
     # A run of other code (edited since), on another device or runtime is not this snippet's output.
     if run is not None and (run.code != code or run.device != device or run.runtime != runtime):
         run = None
@@ -57,6 +51,20 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     return do_create_snippet(code=code, title=title, description=description, device=device, run=run,
                              runtime=runtime, parent=parent,
                              owner=user if user is not None and user.is_authenticated else None, sharer=client)
+
+
+def named_snippet(payload: dict, field: str) -> Snippet | None:
+    """The snippet a request names by its slug in ``field`` (absent: None); one that is not
+    there, or that the staff removed, is a 400."""
+    slug = payload.get(field)
+    if slug is None:
+        return None
+    if not isinstance(slug, str):
+        raise ActionError(f"'{field}' must be a snippet's slug")
+    snippet = Snippet.objects.filter(slug=slug, removed_at__isnull=True).first()
+    if snippet is None:
+        raise ActionError(f"'{field}' names no snippet: {slug[:60]!r}")
+    return snippet
 
 
 def do_create_snippet(*, code: str, title: str, description: str, device: str, run: Run | None,
@@ -140,15 +148,9 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
     if not isinstance(sides, list) or len(sides) != 2 or not all(isinstance(side, dict) for side in sides):
         raise ActionError("'sides' must be a list of two objects, each {\"runtime\": <id>, \"device\": <device>} "
                           "for a new run or {\"run\": <id>} for a run of this code")
-    snippet = None
-    if payload.get("snippet") is not None:
-        if not isinstance(payload["snippet"], str):
-            raise ActionError("'snippet' must be a snippet's slug")
-        snippet = Snippet.objects.filter(slug=payload["snippet"], removed_at__isnull=True).first()
-        if snippet is None:
-            raise ActionError(f"'snippet' names no snippet: {payload['snippet'][:60]!r}")
-        if snippet.code != code:
-            raise ActionError("'code' is not the code of 'snippet'")
+    snippet = named_snippet(payload, "snippet")
+    if snippet is not None and snippet.code != code:
+        raise ActionError("'code' is not the code of 'snippet'")
     planned = [_check_side(name, side, code, user, snippet) for name, side in zip(SIDES, sides)]
     where = [_where(p.device, p.runtime) if isinstance(p, Run) else _where(p["device"], p["runtime"])
              for p in planned]

@@ -294,7 +294,7 @@ class TimingTable implements Pane {
       el("th", null, "B against A"),
     );
     for (const th of head.children) th.setAttribute("scope", "col");
-    const table = el("table", "compare-timing", el("thead", null, head), this.body);
+    const table = el("table", "data-table compare-timing", el("thead", null, head), this.body);
     const details = el(
       "div",
       "compare-columns",
