@@ -42,7 +42,7 @@ def test_compare_runs_the_code_on_two_runtimes_and_the_link_shows_both(page: Pag
     live_stack.wait_runtime(OLD_RUNTIME)
     open_playground(page, reload=True)
     set_code(page, CODE)
-    page.get_by_role("button", name="Compare").click()
+    page.get_by_role("button", name="Compare JAX versions").click()
     dialog = page.get_by_role("dialog", name="Compare on two JAX versions or devices")
     expect(dialog).to_be_visible()
     # A is the page's choice (the default); B the newest other JAX the CPU workers serve.

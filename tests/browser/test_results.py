@@ -230,7 +230,7 @@ def test_it_lists_each_compilation_says_why_it_recompiled_and_diffs_two(page: Pa
     marked = page.locator("#panel-compiled .code-view .linked-line")
     expect(marked).not_to_have_count(0)
 
-    page.get_by_role("button", name="Compare").click()
+    page.get_by_role("button", name="Compare", exact=True).click()
     diff = page.locator("#panel-compiled .monaco-diff-editor")
     expect(diff).to_be_visible()
     expect(diff).to_contain_text("tanh")

@@ -318,37 +318,6 @@ def test_gradient_and_compilation_checks(live_stack, course, student_client):
     assert graded[bad].score == 1.0
 
 
-@pytest.mark.parametrize("code, score", [(CORRECT, 5.0), (WRONG, 3.0)])
-def test_an_assignment_on_an_older_runtime_is_graded_there(live_stack, course, student_client, old_runtime_worker,
-                                                           code, score):
-    """A course pinned to JAX 0.4.38 keeps its grades when the site upgrades: its submissions run,
-    and its checks grade them, on a worker of that runtime."""
-    from tests.conftest import OLD_RUNTIME
-
-    old = do_create_assignment(course, title="Squares, old JAX", checks=CHECKS, device="cpu", runtime=OLD_RUNTIME)
-    submission_id = submit(student_client, old, code)
-    graded = wait_graded(submission_id)[submission_id]
-    assert graded.score == score and graded.max_score == 5.0, graded.checks
-    run = Run.objects.get(pk=graded.run_id)
-    started = RunEvent.objects.get(run=run, type="started").data
-    assert run.runtime == OLD_RUNTIME and started["runtime"] == OLD_RUNTIME and started["jax_version"] == "0.4.38"
-    assert_nothing_leaked(student_client, submission_id)
-
-
-def test_gradient_and_compilation_checks_on_an_older_runtime(live_stack, course, student_client, old_runtime_worker):
-    from tests.conftest import OLD_RUNTIME
-
-    ir = do_create_assignment(course, title="Compiled, old JAX", checks=IR_CHECKS, runtime=OLD_RUNTIME)
-    good, bad = submit(student_client, ir, IR_GOOD), submit(student_client, ir, IR_BAD)
-    graded = wait_graded(good, bad)
-    assert {c["name"]: c["passed"] for c in graded[good].checks} == {
-        "gradient": True, "no float64": True, "compiled once": True, "under a FLOP budget": True,
-        "no host callbacks": True, "compiled at all": True}, graded[good].checks
-    assert {c["name"]: c["passed"] for c in graded[bad].checks} == {
-        "gradient": False, "no float64": False, "compiled once": False, "under a FLOP budget": False,
-        "no host callbacks": False, "compiled at all": True}, graded[bad].checks
-
-
 # At scale: parallel grading, regrade, grades, the live dashboard ---------------------------------
 
 def test_fifty_submissions_are_graded_in_parallel_by_two_workers(live_stack, assignment, class_of):
