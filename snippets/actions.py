@@ -179,8 +179,8 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
     except BaseException:
         # Rolled back: neither run was queued; their shares go back. (Past the commit, a run
         # that could not be queued is the watchdog's, as any run's: its share goes with it.)
-        for run in started:
-            if not made:
+        if not made:
+            for run in started:
                 quotas.release(str(run.id))
         raise
 
@@ -221,8 +221,3 @@ def do_create_comparison(*, code: str, title: str, a: Run, b: Run, snippet: Snip
         except IntegrityError:
             continue  # 57 bits: a clash is as good as never, and another slug is drawn
     raise ActionError("could not find a free link for this comparison", status=500)
-
-
-def side_label(run: Run) -> str:
-    """How a page names a side: "JAX 0.4.38 · CPU"."""
-    return f"JAX {jax_of(current(run.runtime))} · {run.device.upper()}"

@@ -6,6 +6,7 @@ from playground.runtimes import current, jax_of
 from playground.serializers import run_detail, run_summary
 
 from . import markdown
+from .actions import SIDES
 from .models import Comparison, Snippet
 
 FORKS_LISTED = 50
@@ -47,8 +48,6 @@ def snippet_detail(snippet: Snippet, *, events_after: int = 0, events_limit: int
 def comparison_detail(comparison: Comparison) -> dict:
     """A comparison and where each of its two runs is (their events: GET /api/runs/<id>, or the
     run's websocket while it goes on)."""
-    from .actions import SIDES, side_label
-
     return {
         "slug": comparison.slug,
         "url": comparison.get_absolute_url(),
@@ -67,3 +66,8 @@ def comparison_detail(comparison: Comparison) -> dict:
                     if run.finished_at else None},
         } for name, run in zip(SIDES, comparison.sides)],
     }
+
+
+def side_label(run) -> str:
+    """How a page names a comparison's side: "JAX 0.4.38 · CPU"."""
+    return f"JAX {jax_of(current(run.runtime))} · {run.device.upper()}"

@@ -51,6 +51,14 @@ def test_compare_runs_the_code_on_two_runtimes_and_the_link_shows_both(page: Pag
     expect(page.locator("#compare-b-runtime")).to_have_value(OLD_RUNTIME)
     expect(page.locator("#compare-b-runtime option[value='jax-0.6.2']")).to_have_text("JAX 0.6.2 · not on CPU")
     assert_accessible(page, "the Compare dialog open")
+    # Chosen by keyboard at once, before the runtimes' list is in: the choice stays.
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Compare JAX versions").click()
+    expect(page.locator("#compare-b-runtime")).to_be_focused()
+    page.keyboard.press("End")
+    page.keyboard.press("ArrowUp")
+    page.wait_for_timeout(1000)
+    expect(page.locator("#compare-b-runtime")).to_have_value("jax-0.6.2")
     # The same twice is refused in the dialog, before anything is sent.
     page.select_option("#compare-b-runtime", runtimes.FIRST)
     page.click("#compare-submit")

@@ -68,21 +68,26 @@ export class CompareDialog {
     }
     this.pickers[0].runtime.value = runtime;
     this.dialog.showModal();
+    // B is what a person changes: the keyboard starts there, before the runtimes' list comes.
+    this.pickers[1].runtime.focus();
+    const untouched = this.pickers[1].runtime.value;
     try {
       this.runtimes = await listRuntimes();
     } catch {
       this.runtimes = [];
     }
-    // B: the newest other runtime this device serves (the catalog lists the default first).
-    const kind = this.pickers[0].device.value.split(":")[0];
-    const other = this.runtimes.find((r) => r.id !== runtime && r.kinds.includes(kind));
-    if (other) this.pickers[1].runtime.value = other.id;
-    else if (this.pickers[1].runtime.value === runtime) {
-      const next = [...this.pickers[1].runtime.options].find((o) => o.value !== runtime);
-      if (next) this.pickers[1].runtime.value = next.value;
-    }
+    // B: the newest other runtime this device serves (the catalog lists the default first),
+    // unless the person chose one while the list was on its way.
+    if (this.pickers[1].runtime.value === untouched) this.pickers[1].runtime.value = this.otherThan(runtime);
     this.markServed();
-    this.pickers[1].runtime.focus();
+  }
+
+  /** The newest runtime but `runtime` that A's device serves, else any other. */
+  private otherThan(runtime: string): string {
+    const kind = this.pickers[0].device.value.split(":")[0];
+    const served = this.runtimes.find((r) => r.id !== runtime && r.kinds.includes(kind));
+    const any = [...this.pickers[1].runtime.options].find((o) => o.value !== runtime);
+    return served?.id ?? any?.value ?? runtime;
   }
 
   /** Says "· not on CPU" beside a runtime no worker of that side's device serves. */
