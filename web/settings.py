@@ -85,16 +85,17 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Django's own, declared synchronous (web/middleware.py): the chain runs in one thread hop.
     "web.runlog.RunLogMiddleware",  # the run a request names, on its log lines
-    "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "web.middleware.SecurityMiddleware",
+    "web.middleware.WhiteNoiseMiddleware",
+    "web.middleware.SessionMiddleware",
+    "web.middleware.CommonMiddleware",
+    "web.middleware.CsrfViewMiddleware",
+    "web.middleware.AuthenticationMiddleware",
+    "web.middleware.MessageMiddleware",
+    "web.middleware.XFrameOptionsMiddleware",
+    "web.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 # A Content Security Policy on every page: scripts only from this site (no inline script at
