@@ -122,8 +122,9 @@ class Executor:
         # The log refuses a run's events past its limit (and a few for what a kill drains).
         self.log = ev.EventLog(redis, max_events=settings.LIMITS.events + 64)
         self.launcher = launcher
-        self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY)
         self.busy = 0
+        self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
+                               idle=(lambda: self.busy == 0) if settings.WARM_WHEN_IDLE else None)
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
@@ -131,6 +132,9 @@ class Executor:
         # devices by learn_devices().
         self.specific: str | None = settings.SPECIFIC or None
         self._beating = False
+        self._heartbeat: threading.Thread | None = None
+        # Told to stop (drain): it finishes the runs it has and offers no free slot meanwhile.
+        self.draining = False
 
     # Lifecycle ---------------------------------------------------------------------------------
 
@@ -149,7 +153,8 @@ class Executor:
             if self._beating:
                 return
             self._beating = True
-        threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True).start()
+        self._heartbeat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+        self._heartbeat.start()
 
     @property
     def device(self) -> str:
@@ -190,9 +195,22 @@ class Executor:
                 described["memory_bytes"] = None
         return described
 
+    def drain(self) -> None:
+        """The worker was told to stop (SIGTERM) and takes no new run (Celery stops consuming);
+        until the runs it has end (then ``stop``), its heartbeat says it offers no free slot, so
+        that its kind stays online, runs posted meanwhile wait in the queue for the next node,
+        and no one counts on a slot it will not fill. Only sets flags: called in a signal handler."""
+        self.draining = True
+        self.pool.changed.set()  # beat now
+
     def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self.pool.changed.set()
+        # The last beat first, so that none lands after the goodbye and keeps the node listed.
+        if self._heartbeat is not None:
+            self._heartbeat.join(timeout=5)
         registry.leave(self.redis, self.name, settings.KIND, self.specific)
         self.pool.stop()
         self.launcher.close()  # the runner template, if the launcher keeps one
@@ -208,7 +226,9 @@ class Executor:
                         self.specific = registry.specific_name(info.get("device_kind"))
                     registry.beat(self.redis, self.name, settings.KIND, {
                         **self.device_info(info),
-                        "slots": settings.CONCURRENCY,
+                        # Draining, the slots it offers are those its last runs hold.
+                        "slots": self.busy if self.draining else settings.CONCURRENCY,
+                        "draining": self.draining,
                         "busy": self.busy,
                         "warm": self.pool.idle_count(),
                         "sandboxed": self.launcher.sandboxed,
@@ -256,6 +276,7 @@ class Executor:
             with self._busy_lock:
                 self.busy -= 1
             self.pool.changed.set()  # the next heartbeat says the slot is free, now
+            self.pool.wake()  # and, the node idle, its waiting runners may warm up
             log.info("run %s ended after %.0f ms", run_id, (time.monotonic() - started) * 1000)
 
     def _cancelled(self, run_id: str) -> bool:

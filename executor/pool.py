@@ -12,10 +12,13 @@ JAX backend is initialised deadlocks the child.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from .sandbox import Launcher
 from .supervisor import Runner, discard, wait_ready
@@ -23,12 +26,21 @@ from .supervisor import Runner, discard, wait_ready
 log = logging.getLogger(__name__)
 
 WARMUP_TIMEOUT_S = 120.0
+# A warming runner's CPU priority until a run takes it (threads it starts meanwhile inherit it).
+WARM_NICE = 19
 
 
 class RunnerPool:
-    def __init__(self, launcher: Launcher, *, size: int, concurrency: int):
+    def __init__(self, launcher: Launcher, *, size: int, concurrency: int,
+                 idle: Callable[[], bool] | None = None):
         self.launcher = launcher
         self.size = size
+        # When this says the node is idle, waiting runners are warmed (None: never).
+        self.idle = idle
+        self.concurrency = concurrency
+        self.warm_times_ms: deque[float] = deque(maxlen=100)
+        # Only root can give a runner its priority back after a warm-up at nice 19.
+        self.renice = os.geteuid() == 0
         # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus three
         # per task thread (a graded run's student, its checker and its analyst), out of the pool
         # while they run.
@@ -68,12 +80,14 @@ class RunnerPool:
         """A ready runner: a warm one if there is one, else one started now (cold)."""
         while True:
             with self._lock:
-                runner = self._ready.popleft() if self._ready else None
+                runner = self._best_ready()
             self._wake.set()
             self.changed.set()
             if runner is None:
                 return self._spawn()
             if runner.alive():
+                if runner.warmth != "cold":
+                    self._set_nice(runner, os.getpriority(os.PRIO_PROCESS, 0), every_thread=True)
                 return runner
             log.warning("warm runner in slot %s died while idle; replacing it", runner.slot)
             self._discard(runner)
@@ -82,11 +96,95 @@ class RunnerPool:
         """After its one run: clean up and free the slot."""
         self._discard(runner)
 
+    def wake(self) -> None:
+        """Look again now (the node may have become idle: its cold runners can warm up)."""
+        self._wake.set()
+
     def idle_count(self) -> int:
         with self._lock:
             return len(self._ready)
 
+    def warm_count(self) -> int:
+        """Waiting runners whose backend is started."""
+        with self._lock:
+            return sum(1 for r in self._ready if r.warmth == "warm")
+
     # Internals ---------------------------------------------------------------------------------
+
+    def _best_ready(self) -> Runner | None:
+        """Under the lock: take the oldest warm runner, else the oldest cold one, else the oldest."""
+        for warmth in ("warm", "cold", "warming"):
+            for runner in self._ready:
+                if runner.warmth == warmth:
+                    self._ready.remove(runner)
+                    return runner
+        return None
+
+    def _warm_one(self) -> bool:
+        """While the node is idle, ask one waiting cold runner to warm up; note those that have.
+        True while one is warming (the refill loop then looks again soon)."""
+        with self._lock:
+            # Read under the lock: a runner taken by acquire() is no longer here, and its event
+            # pipe is then its supervisor's alone (which ignores a late "warmed").
+            for runner in self._ready:
+                if runner.warmth == "warming":
+                    self._read_warmed(runner)
+            if any(r.warmth == "warming" for r in self._ready):
+                return True
+            if self.idle is None or not self.idle():
+                return False
+            if sum(1 for r in self._ready if r.warmth == "warm") >= self.concurrency:
+                return False
+            # (A runner started on its own, not forked, started its backend before "ready".)
+            runner = next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
+            if runner is None:
+                return False
+            self._set_nice(runner, WARM_NICE)
+            try:
+                # Before any request: acquire() takes runners from here under this same lock.
+                runner.proc.stdin.write(b'{"op": "warm"}\n')
+                runner.proc.stdin.flush()
+            except (OSError, ValueError):
+                return False  # it died; the refill loop replaces it
+            runner.warmth = "warming"
+            runner.warm_sent = time.monotonic()
+            return True
+
+    def _set_nice(self, runner: Runner, value: int, every_thread: bool = False) -> None:
+        """The runner's main thread (what it starts inherits it), or every thread it has."""
+        if not self.renice:
+            return
+        try:
+            pid = self.launcher.runner_pid(runner.proc)
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")] if every_thread else [pid]
+        except (OSError, RuntimeError, ValueError):
+            return
+        for tid in tids:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, value)
+            except OSError:
+                pass  # it has ended
+
+    def _read_warmed(self, runner: Runner) -> None:
+        """Take a ``warmed`` line off a warming runner's event pipe, if it has come."""
+        try:
+            chunk = os.read(runner.event_fd, 4096) if _readable(runner.event_fd) else b""
+        except OSError:
+            return
+        runner.event_buffer += chunk
+        while b"\n" in runner.event_buffer:
+            line, _, rest = runner.event_buffer.partition(b"\n")
+            try:
+                message = json.loads(line)
+            except ValueError:
+                return  # not ours: left for the supervisor, which judges it
+            if not isinstance(message, dict) or message.get("type") != "warmed":
+                return
+            runner.event_buffer = rest
+            runner.warmth = "warm"
+            self.warm_times_ms.append((time.monotonic() - runner.warm_sent) * 1000)
+            log.debug("runner in slot %s warmed up in %.0f ms", runner.slot, self.warm_times_ms[-1])
+            self.changed.set()
 
     def _take_slot(self) -> int:
         with self._lock:
@@ -127,6 +225,10 @@ class RunnerPool:
             for r in dead:
                 log.warning("warm runner in slot %s died while idle; replacing it", r.slot)
                 self._discard(r)
+            if missing <= 0 and self._warm_one():
+                self._wake.wait(0.02)
+                self._wake.clear()
+                continue
             if missing > 0:
                 t0 = time.monotonic()
                 try:
@@ -145,3 +247,9 @@ class RunnerPool:
                 continue
             self._wake.wait(1.0)
             self._wake.clear()
+
+
+def _readable(fd: int) -> bool:
+    import select
+
+    return bool(select.select([fd], [], [], 0)[0])

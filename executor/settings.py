@@ -70,6 +70,11 @@ CONCURRENCY = env_int("EXECUTOR_CONCURRENCY", 2 if KIND == "cpu" else 1, minimum
 # Warm runners kept ready: forked from the template, each costs about 2.5 MiB of its own (one-shot
 # bwrap runners about 90 MiB). 0 disables the pool (every run starts cold).
 POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 4, minimum=0)
+# While no run is in progress, waiting runners start their backend and compile a tiny function,
+# one at a time (executor/pool.py): about 0.2 s of CPU and 20 MiB each, which a run using jax
+# then does not wait for. CPU nodes only by default: an accelerator's backend takes its device
+# memory when it starts, which a waiting runner must not hold while another runs.
+WARM_WHEN_IDLE = env_bool("EXECUTOR_WARM_WHEN_IDLE", KIND == "cpu")
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.

@@ -58,6 +58,10 @@ class Runner:
     event_buffer: bytes = b""
     started_at: float = field(default_factory=time.monotonic)
     closed: bool = False
+    # Its backend, while it waits in the pool: "cold", "warming" (asked to warm up, not done)
+    # or "warm" (executor/pool.py).
+    warmth: str = "cold"
+    warm_sent: float = 0.0
 
     @property
     def event_fd(self) -> int:
@@ -298,6 +302,8 @@ class Supervision:
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
                     self.runner_exit = exit_["status"]
+            elif type_ == "warmed":
+                pass  # the pool asked for a warm-up that ended after the run began: not the run's
             elif type_ in GRADED_RUN_MESSAGES:
                 self.on_graded_message(type_, message)
             elif self.checking:

@@ -28,6 +28,7 @@ reuses the executable and is neither an event nor a recompilation. Whether XLA r
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -60,7 +61,21 @@ COMPILING_NOTICE_S = 0.5
 # -- the hooks --------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def quiet():
+    """Compilations made meanwhile by this thread are the runner's own (its warm-up): neither
+    captured nor counted, and nothing of them is left for the snippet's first compilation."""
+    _tls.quiet = True
+    try:
+        yield
+    finally:
+        _tls.quiet = False
+        _tls.trace = None
+
+
 def _on_duration(event: str, duration: float, **kwargs) -> None:
+    if getattr(_tls, "quiet", False):
+        return
     if event == jaxcompat.TRACE_EVENT:
         _tls.trace = (kwargs.get("fun_name"), duration)
     elif event == jaxcompat.BACKEND_COMPILE_EVENT:
@@ -86,6 +101,8 @@ def install() -> bool:
 
     @functools.wraps(orig_lower)
     def lower_sharding_computation(closed_jaxpr, api_name, fun_name, *args, **kwargs):
+        if getattr(_tls, "quiet", False):
+            return orig_lower(closed_jaxpr, api_name, fun_name, *args, **kwargs)
         t0 = time.perf_counter()
         computation = orig_lower(closed_jaxpr, api_name, fun_name, *args, **kwargs)
         lower_s = time.perf_counter() - t0

@@ -88,6 +88,28 @@ def warm_up(cpu_devices: int | None) -> dict:
     return info
 
 
+# What the supervisor sends a runner waiting in an idle node's pool, before its request.
+WARM_REQUEST = {"op": "warm"}
+
+
+def warm_backend(channel: EventChannel) -> None:
+    """Start the backend and compile one tiny function, as the snippet's first use of jax would:
+    the pool asks a waiting runner for this while the node is idle (executor/pool.py), so a run
+    that uses jax finds the backend started, its first operation's one-time set-up done and
+    XLA's compiler warm. Nothing of it is captured or counted (``capture.quiet``), and it runs
+    confined as the snippet will (the same process, after "ready")."""
+    t0 = time.perf_counter()
+    from . import capture
+
+    with capture.quiet():
+        import jax
+        import jax.numpy as jnp
+
+        x = jnp.zeros((), jnp.float32)
+        jax.jit(lambda v: v + 1)(x).block_until_ready()
+    channel.send("warmed", warm_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+
 def _user_stream(fd: int) -> io.TextIOWrapper:
     # write_through: every write reaches the pipe at once, so output streams as it is produced.
     return io.TextIOWrapper(
@@ -218,10 +240,17 @@ def serve(channel: EventChannel, stdin) -> None:
     (``answers.serve_questions``); a runner given ``checks`` is that run's checker instead
     (``checker.serve_checks``), and one given ``analyse`` its analyst (``analyst``): neither runs
     a snippet at all."""
-    line = stdin.readline()
-    if not line:
-        os._exit(0)  # the pool is shutting down
-    request = json.loads(line)
+    while True:
+        line = stdin.readline()
+        if not line:
+            os._exit(0)  # the pool is shutting down
+        request = json.loads(line)
+        if request != WARM_REQUEST:
+            break
+        try:
+            warm_backend(channel)
+        except Exception:  # noqa: BLE001 - only slower: the snippet starts the backend itself
+            channel.send("warmed", warm_ms=None)
     del line
     common.set_wall_clock(request.get("wall_s"))
     sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input

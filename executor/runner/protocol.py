@@ -140,6 +140,8 @@ RUNNER_MESSAGES: dict[str, Event] = {
         {"warmup_ms": NUM, "platform": STR, "device_kind": STR, "device_count": INT,
          "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR, "libraries": DICT},
     ),
+    "warmed": Event("After the pool's {\"op\": \"warm\"} (an idle node): the backend is started and a tiny "
+                    "function compiled; null when that failed.", {"warm_ms": NUM}),
     "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
                   required=("status",)),
     # A graded run's student side (runner/answers.py), once the student's code has ended.

@@ -137,6 +137,10 @@ class Launcher:
     def close(self) -> None:
         """When the worker stops: end what the backend keeps running between runs."""
 
+    def runner_pid(self, proc: subprocess.Popen) -> int:
+        """The runner's pid on the host (the fork launcher's: the template's child)."""
+        return getattr(proc, "sandbox_runner_pid", None) or proc.pid
+
     def cpu_seconds(self, proc: subprocess.Popen) -> float | None:
         """CPU time the sandbox has used so far (all its processes), or None when only the
         supervisor's wait4 can tell."""

@@ -3,6 +3,7 @@ next, and a runner that dies while idle is replaced."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -77,3 +78,95 @@ def test_a_runner_that_dies_while_idle_is_replaced(pool):
         time.sleep(0.05)
     result, _ = run_on(pool, "print('fine')\n")
     assert (result.status, result.stdout) == (SUCCEEDED, "fine\n"), result
+
+
+@pytest.fixture
+def idle_pool(launcher):
+    """A pool on an idle node: its waiting runners warm up (two slots, three runners)."""
+    idle = {"now": True}
+    pool = RunnerPool(launcher, size=3, concurrency=2, idle=lambda: idle["now"])
+    pool.idle_flag = idle
+    pool.start()
+    yield pool
+    pool.stop()
+
+
+def wait_warmth(pool: RunnerPool, warm: int, timeout: float = 60) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        with pool._lock:
+            states = [r.warmth for r in pool._ready]
+        if len(states) == pool.size and states.count("warm") == warm and "warming" not in states:
+            return states
+        assert time.monotonic() < deadline, f"the pool's runners are {states}"
+        time.sleep(0.05)
+
+
+SMALL_JIT = ("import jax, jax.numpy as jnp\nf = jax.jit(lambda x: jnp.sin(x) @ x.T + 1)\n"
+             "print(f(jnp.ones((8, 8))).sum())\n")
+
+
+def test_an_idle_node_warms_as_many_runners_as_it_has_slots_and_a_run_takes_one(idle_pool):
+    assert sorted(wait_warmth(idle_pool, warm=2)) == ["cold", "warm", "warm"]
+    assert len(idle_pool.warm_times_ms) == 2
+    warm = [r for r in idle_pool._ready if r.warmth == "warm"]
+    pid = idle_pool.launcher.runner_pid(warm[0].proc)
+    assert os.getpriority(os.PRIO_PROCESS, pid) == 19  # warmed at the lowest priority
+    result, _ = run_on(idle_pool, SMALL_JIT)
+    assert result.status == SUCCEEDED, result
+    # Taken first, and the warm-up's own compilation is not the run's: one compiled event, the
+    # snippet's function, compiled once, with nothing said about recompiling.
+    compiled = result.of("compiled")
+    assert [(c["name"], c["compiles"], c["recompile"]) for c in compiled] == [("<lambda>", 1, None)], compiled
+    assert float(result.stdout) == pytest.approx(64 * (8 * math.sin(1.0) + 1), rel=1e-5)
+    assert not result.stderr, result.stderr
+
+
+def test_a_taken_warm_runner_gets_its_priority_back_on_every_thread(idle_pool):
+    wait_warmth(idle_pool, warm=2)
+    runner = idle_pool.acquire()
+    try:
+        assert runner.warmth == "warm"
+        pid = idle_pool.launcher.runner_pid(runner.proc)
+        tids = os.listdir(f"/proc/{pid}/task")
+        assert len(tids) > 1  # the backend's threads, started by the warm-up
+        assert {os.getpriority(os.PRIO_PROCESS, int(t)) for t in tids} == {os.getpriority(os.PRIO_PROCESS, 0)}
+    finally:
+        idle_pool.release(runner)
+
+
+def test_a_busy_node_warms_nothing_and_a_cold_runner_still_runs(idle_pool):
+    idle_pool.idle_flag["now"] = False
+    wait_warm(idle_pool, 3)
+    time.sleep(0.5)
+    with idle_pool._lock:
+        assert [r.warmth for r in idle_pool._ready] == ["cold"] * 3
+    result, _ = run_on(idle_pool, SMALL_JIT)
+    assert result.status == SUCCEEDED, result
+    assert len(result.of("compiled")) == 1
+
+
+def test_a_run_that_takes_a_runner_still_warming_waits_for_it_and_is_not_disturbed(idle_pool):
+    idle_pool.idle_flag["now"] = False
+    wait_warm(idle_pool, 3)
+    with idle_pool._lock:  # the refill thread would send it at the next look; here, at once
+        for r in idle_pool._ready:
+            r.warmth = "warm-sent-by-hand"
+        first = idle_pool._ready[0]
+        first.proc.stdin.write(b'{"op": "warm"}\n')
+        first.proc.stdin.flush()
+        first.warmth = "warming"
+    runner = idle_pool.acquire()
+    assert runner is first  # nothing better was there
+    events: list[dict] = [{"type": "started", **runner.info}]
+    try:
+        finished = supervise(runner, idle_pool.launcher, {"code": SMALL_JIT, "options": {}}, LIMITS,
+                             lambda type_, **f: events.append({"type": type_, **f}))
+    finally:
+        idle_pool.release(runner)
+    result = RunResult(events + [{"type": "finished", **finished}])
+    assert result.status == SUCCEEDED, result
+    # Its late "warmed" is not the run's: no event of that type, no note about a bad event.
+    assert "warmed" not in {e["type"] for e in result.events}
+    assert "[playground]" not in result.stderr
+    assert len(result.of("compiled")) == 1
