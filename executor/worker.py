@@ -184,7 +184,17 @@ def _start_analysers() -> None:
                                      python=os.path.join(settings.RUNTIME_ENV, "bin", "python")).start()
 
 
+# A node told to stop (SIGTERM: systemd, Kubernetes, an autoscaler scaling down) drains. Celery's
+# warm shutdown stops consuming and waits for the task threads, so the runs in progress finish as
+# any run does; the sandboxes (template, warm runners) and the analysers go only once they have.
+# Stopping them when the signal came, as this did, ended every run in progress `failed`.
 @signals.worker_shutting_down.connect
+def _on_shutting_down(**_):
+    if _executor is not None:
+        _executor.drain()
+
+
+@signals.worker_shutdown.connect
 def _on_shutdown(**_):
     if _analysers is not None:
         _analysers.stop()
