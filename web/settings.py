@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "snippets",
     "accounts",
     "courses",
+    "ops",  # manage.py backup, manage.py restore
 ]
 
 MIDDLEWARE = [
