@@ -30,6 +30,7 @@ from executor.runner import protocol
 from playground.streams import get_hub
 from web.clients import scope_client_address, scope_client_key
 from web.errors import ActionError
+from web.metrics import CountedWebsocket
 
 from .access import access_course_for_user
 from .dashboard import check_snapshot_rate, group_name, snapshot
@@ -83,7 +84,7 @@ def _check_snapshot_rate(who: str) -> str | None:
     return None
 
 
-class CourseConsumer(AsyncJsonWebsocketConsumer):
+class CourseConsumer(CountedWebsocket, AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.group = None
         self.token_group = None

@@ -26,6 +26,7 @@ from executor import events as ev
 from executor import logs
 from executor.runner import protocol
 from web.clients import scope_client_key
+from web.metrics import CountedWebsocket
 
 from .access import access_run_for_user
 from .streams import encode_messages, get_hub
@@ -61,7 +62,7 @@ class HoleError(Exception):
     """Events between what a socket sent and what it has are neither in the log nor stored."""
 
 
-class RunConsumer(AsyncWebsocketConsumer):
+class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
     # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
     channel_layer_alias = None
 

@@ -7,11 +7,13 @@ from executor import submit
 from web.tasks import recorder_task
 
 from .actions.runs import do_reap_lost_runs, do_record_events
+from .metrics import observe_recorded
 
 
 @recorder_task(submit.RECORD_TASK)
 def record_events(run_id: str, events: list[dict]) -> None:
     do_record_events(run_id, events)
+    observe_recorded(events)
 
 
 @recorder_task("recorder.reap_lost_runs", max_retries=0)

@@ -4,6 +4,7 @@ value raises ImproperlyConfigured with how to fix it."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -60,7 +61,7 @@ if HTTPS:
 # Usually the proxy redirects http to https itself; SECURE_SSL_REDIRECT=1 has Django do it
 # (never for the health checks: load balancers poll them over plain http).
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 # Deliberate choices `check --deploy` would otherwise warn of: no redirect unless asked (the
 # proxy's job), HSTS without subdomains or preload unless asked.
 SILENCED_SYSTEM_CHECKS = [
@@ -86,6 +87,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "web.metrics.RequestMetricsMiddleware",  # requests by route and status, and their latency
     # Django's own, declared synchronous (web/middleware.py): the chain runs in one thread hop.
     "web.runlog.RunLogMiddleware",  # the run a request names, on its log lines
     "web.middleware.SecurityMiddleware",
@@ -301,6 +303,36 @@ REGRADE_RATE_LIMIT_PER_HOUR = env_int("REGRADE_RATE_LIMIT_PER_HOUR", 20, minimum
 # per process, however often it is polled), at most READYZ_RATE_LIMIT_PER_MINUTE a client.
 READYZ_CACHE_S = float(env_int("READYZ_CACHE_S", 1, minimum=0))
 READYZ_RATE_LIMIT_PER_MINUTE = env_int("READYZ_RATE_LIMIT_PER_MINUTE", 120, minimum=0)
+
+# GET /metrics (web/metrics.py), Prometheus's text format: answered to a client whose address (as
+# TRUSTED_PROXIES says: behind a proxy of ours, the one it saw) is in METRICS_ALLOW, addresses and
+# networks ("none" for no address at all), or that sends Authorization: Bearer METRICS_TOKEN
+# (unset: no token is accepted); 403 otherwise.
+def _networks(name: str, default: str) -> list:
+    items = env_list(name, default)
+    if items == ["none"]:
+        return []
+    try:
+        return [ipaddress.ip_network(item, strict=False) for item in items]
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}; give addresses or networks separated by commas, "
+                                   "e.g. 127.0.0.0/8,::1,10.0.0.0/8, or none") from None
+
+
+METRICS_ALLOW = _networks("METRICS_ALLOW", "127.0.0.0/8,::1")
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("METRICS_TOKEN is shorter than 16 characters: use a long random one, e.g. "
+                               "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+# Where the web processes and the recorder of this host keep their counts (prometheus_client's
+# multiprocess mode, which reads the same variable itself), so that any of them answers /metrics
+# for all. Unset: each process counts on its own and answers for itself alone.
+METRICS_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
+if METRICS_DIR:
+    try:
+        Path(METRICS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR={METRICS_DIR!r} cannot be made: {exc}") from None
 
 # Websockets. A client (address) may hold this many open at once; an event larger than
 # WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).

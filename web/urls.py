@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from web import health
+from web import health, metrics
 
 admin.site.site_header = "JAX Playground administration"
 admin.site.site_title = "JAX Playground admin"
@@ -10,6 +10,8 @@ urlpatterns = [
     # For load balancers: no authentication, no CSRF, no rate limit (web/health.py).
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    # For Prometheus: METRICS_ALLOW's addresses or METRICS_TOKEN (web/metrics.py).
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("", include("accounts.site_urls")),  # /api/me/tokens, /me/... pages

@@ -20,7 +20,7 @@ from web.errors import ActionError
 
 from ..models import Run, RunEvent
 from ..signals import run_cancelling, run_started, run_status_changed
-from .. import devices, quotas, runtimes
+from .. import devices, metrics, quotas, runtimes
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
@@ -113,6 +113,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
     assert logged is not None and logged["seq"] == 1, logged
     submit.send_run(app, registry.route(run.device, run.runtime), submit.run_message(str(run.id), run.code, run.options,
                                                         run_limits(limits, run.device), grade), priority)
+    metrics.count_started(run)
 
 
 # Recording ---------------------------------------------------------------------------------------
