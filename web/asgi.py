@@ -2,10 +2,18 @@
 
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
-django_asgi_app = get_asgi_application()
+# What get_asgi_application does, with the middleware declared synchronous in between.
+django.setup(set_prefix=False)
+
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402 - needs Django set up first
+
+from web.middleware import run_synchronously  # noqa: E402
+
+run_synchronously()
+django_asgi_app = ASGIHandler()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

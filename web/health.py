@@ -144,7 +144,9 @@ def check_database() -> dict:
         if not name.startswith("file:") and name != ":memory:":
             params["database"] = f"file:{quote(name)}?mode=rw"
             params["uri"] = True
-    raw = connection.get_new_connection(params)
+    # PostgreSQL's directly, not from the pool (which would wait its own timeout for one).
+    raw = connection.Database.connect(**params) if connection.vendor == "postgresql" \
+        else connection.get_new_connection(params)
     try:
         cursor = raw.cursor()
         # The schema is there, not only a server: the migrations' table.

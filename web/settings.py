@@ -88,17 +88,17 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "web.metrics.RequestMetricsMiddleware",  # requests by route and status, and their latency
-    # Django's own, declared synchronous (web/middleware.py): the chain runs in one thread hop.
+    # All run synchronously under ASGI (web/middleware.py): the chain runs in one thread hop.
     "web.runlog.RunLogMiddleware",  # the run a request names, on its log lines
-    "web.middleware.SecurityMiddleware",
-    "web.middleware.WhiteNoiseMiddleware",
-    "web.middleware.SessionMiddleware",
-    "web.middleware.CommonMiddleware",
-    "web.middleware.CsrfViewMiddleware",
-    "web.middleware.AuthenticationMiddleware",
-    "web.middleware.MessageMiddleware",
-    "web.middleware.XFrameOptionsMiddleware",
-    "web.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
 ]
 
 # A Content Security Policy on every page: scripts only from this site (no inline script at
