@@ -246,33 +246,28 @@ class Stack:
         given), until the server closes it, from ``client``'s address when given (as post_as).
         Parts of large events are joined. Raises when a message is over ``max_size`` (daphne's
         own limit is 1 MiB)."""
-        from websockets.exceptions import ConnectionClosed
         from websockets.sync.client import connect
 
-        headers = {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {})} or None
-        watched = Watched()
-        parts: list[str] = []
         deadline = time.monotonic() + timeout
-        with connect(f"{self.ws_url}/ws/runs/{run_id}/?after={after}", additional_headers=headers,
+        with connect(f"{self.ws_url}/ws/runs/{run_id}/?after={after}", additional_headers=_headers(origin, client),
                      max_size=max_size, open_timeout=10) as ws:
-            try:
-                while True:
-                    message = ws.recv(timeout=max(deadline - time.monotonic(), 0.001))
-                    watched.messages += 1
-                    watched.bytes += len(message.encode())
-                    watched.largest = max(watched.largest, len(message.encode()))
-                    data = json.loads(message)
-                    if data["type"] == "part":
-                        parts.append(data["data"])
-                        if data["part"] < data["parts"]:
-                            continue
-                        data, parts = json.loads("".join(parts)), []
-                    watched.events.append(data)
-                    watched.arrived.append(time.monotonic())
-            except ConnectionClosed as closed:
-                watched.close_code = closed.rcvd.code if closed.rcvd else None
-                watched.close_reason = closed.rcvd.reason if closed.rcvd else ""
-        return watched
+            return _follow(ws, deadline)
+
+    def start_on_socket(self, payload: dict, *, origin: str | None = None, client: str | None = None,
+                        timeout: float = 90, max_size: int = 1024**2) -> tuple[dict, Watched | None]:
+        """Start a run on ``/ws/runs/new/`` as the page does (``{"op": "start", ...payload}``) and
+        follow it there: the server's first answer (``started_run`` or ``refused``) and, once
+        started, the run's events to the server's close (None when refused)."""
+        from websockets.sync.client import connect
+
+        deadline = time.monotonic() + timeout
+        with connect(f"{self.ws_url}/ws/runs/new/", additional_headers=_headers(origin, client),
+                     max_size=max_size, open_timeout=10) as ws:
+            ws.send(json.dumps({"op": "start", **payload}))
+            reply = json.loads(ws.recv(timeout=timeout))
+            if reply.get("type") != "started_run":
+                return reply, None
+            return reply, _follow(ws, deadline)
 
     def wait_online(self, kind: str = "cpu", timeout: float = 90, warm: bool = True) -> dict:
         """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner). A
@@ -372,3 +367,33 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             yield stack
         finally:
             stack.stop()
+
+
+def _headers(origin: str | None, client: str | None) -> dict | None:
+    return {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {})} or None
+
+
+def _follow(ws, deadline: float) -> Watched:
+    """A run's events on an open socket until the server closes it; parts of large events joined."""
+    from websockets.exceptions import ConnectionClosed
+
+    watched = Watched()
+    parts: list[str] = []
+    try:
+        while True:
+            message = ws.recv(timeout=max(deadline - time.monotonic(), 0.001))
+            watched.messages += 1
+            watched.bytes += len(message.encode())
+            watched.largest = max(watched.largest, len(message.encode()))
+            data = json.loads(message)
+            if data["type"] == "part":
+                parts.append(data["data"])
+                if data["part"] < data["parts"]:
+                    continue
+                data, parts = json.loads("".join(parts)), []
+            watched.events.append(data)
+            watched.arrived.append(time.monotonic())
+    except ConnectionClosed as closed:
+        watched.close_code = closed.rcvd.code if closed.rcvd else None
+        watched.close_reason = closed.rcvd.reason if closed.rcvd else ""
+    return watched

@@ -25,7 +25,8 @@ from django.conf import settings
 from executor import events as ev
 from executor import logs
 from executor.runner import protocol
-from web.clients import scope_client_key
+from web.clients import scope_client_address, scope_client_key
+from web.errors import ActionError
 from web.metrics import CountedWebsocket
 
 from .access import access_run_for_user
@@ -196,3 +197,68 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
         finally:
             self.hub.leave(self.waiter)
 
+
+
+@database_sync_to_async
+def _start_run(payload, client: str, user) -> tuple[str, dict]:
+    from .actions.runs import check_start_run
+    from .serializers import run_summary
+
+    run = check_start_run(payload, client=client, owner=user)
+    return str(run.id), run_summary(run)
+
+
+class NewRunConsumer(RunConsumer):
+    """``/ws/runs/new/``: a socket a page opens before its next run, to start it with one message
+    rather than a POST and then a socket of its own (the request and the opening handshake are
+    no longer between pressing Run and the first output).
+
+        client → {"op": "start", "code", "device"?, "runtime"?, "snippet"?}   as POST /api/runs
+        server → {"type": "started_run", "run": {id, status, device, runtime, ws, note?}}
+                 then the run's events from seq 1, as on /ws/runs/<id>/, and closes after finished
+        server → {"type": "refused", "status", "error", ...}   nothing was started: the socket
+                 stays open for another start (429, 503 and 400 as the POST answers them)
+
+    The same admission as the POST (``check_start_run``), counted against the same client (the
+    account signed in on the page, else the address); the socket takes a slot among the
+    client's WS_MAX_PER_CLIENT from its opening. One run per socket: a client that loses it
+    mid-run follows the run on /ws/runs/<id>/?after=<seq>, as after any drop."""
+
+    async def connect(self):
+        self.streamer = None
+        self.waiter = None
+        self.socket_id = uuid.uuid4().hex
+        self.hub = get_hub()
+        self.run_id = None
+        await self.accept()
+        if not await self.hub.take_slot(scope_client_key(self.scope, self.scope.get("user")), self.socket_id):
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
+                f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})"))
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if self.run_id is not None:
+            return  # one run per socket: what comes after the start is not read
+        try:
+            message = json.loads(text_data if text_data is not None else bytes_data)
+        except (TypeError, ValueError, RecursionError):
+            message = None
+        if not isinstance(message, dict) or message.get("op") != "start":
+            await self.refuse(400, 'a message is {"op": "start", "code": ..., "device"?, "runtime"?, "snippet"?}')
+            return
+        payload = {k: v for k, v in message.items() if k != "op"}
+        user = self.scope.get("user")
+        try:
+            run_id, summary = await _start_run(payload, scope_client_address(self.scope), user)
+        except ActionError as exc:
+            await self.refuse(exc.status, exc.message, **exc.data)
+            return
+        except REDIS_DOWN:
+            await self.refuse(503, "the playground's queue is unreachable for a moment; try again in a few seconds")
+            return
+        self.run_id = run_id
+        logs.set_run(run_id)
+        await self.send(text_data=protocol.dumps({"type": "started_run", "run": summary}))
+        self.streamer = asyncio.create_task(self.stream(run_id, 0))
+
+    async def refuse(self, status: int, error: str, **data) -> None:
+        await self.send(text_data=protocol.dumps({**data, "type": "refused", "status": status, "error": error}))

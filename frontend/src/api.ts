@@ -41,6 +41,9 @@ export interface CreatedRun {
   device: string;
   /** Websocket path of the run's events. */
   ws: string;
+  /** Started on the page's run socket (RunLauncher): that socket now carries the run's events,
+   *  and what it sent before anyone listened. Not part of the JSON. */
+  launched?: { socket: WebSocket; early: string[] };
 }
 
 export interface RunRecord {
@@ -167,15 +170,97 @@ export function serverNow(): number | null {
 
 /** Starts a run. `snippet`: the slug of the snippet whose code this is, unchanged (a snippet
  *  without a saved run keeps its first run as its output). `runtime`: the runtime to run on
- *  (a pinned snippet's), else the site's default. */
-export function startRun(code: string, device: string, snippet?: string | null, runtime?: string | null): Promise<CreatedRun> {
-  return request<CreatedRun>("POST", "/api/runs", {
+ *  (a pinned snippet's), else the site's default. On the run socket the page keeps open when it
+ *  has one (no request and no opening handshake before the run starts), else POST /api/runs. */
+export async function startRun(code: string, device: string, snippet?: string | null, runtime?: string | null): Promise<CreatedRun> {
+  const body = {
     code,
     device,
     ...(snippet ? { snippet } : {}),
     ...(runtime ? { runtime } : {}),
+  };
+  return (await launcher.start(body)) ?? request<CreatedRun>("POST", "/api/runs", body);
+}
+
+/**
+ * A websocket to /ws/runs/new/ opened ahead of the next run (`prepare`): Run sends the code on
+ * it, and the same socket then carries the run's events (playground/consumers.py). One run per
+ * socket; the next is opened once the page is idle again. Without one open, `start` answers
+ * null and the run is started with a POST.
+ */
+export class RunLauncher {
+  private socket: WebSocket | null = null;
+
+  /** Opens the socket for the next run, unless one is open or opening. */
+  prepare(): void {
+    if (this.socket && this.socket.readyState <= WebSocket.OPEN) return;
+    if (typeof WebSocket === "undefined") return;
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    const socket = new WebSocket(`${scheme}//${location.host}/ws/runs/new/`);
+    this.socket = socket;
+    socket.onclose = () => {
+      if (this.socket === socket) this.socket = null;
+    };
+  }
+
+  /** Starts a run on the open socket: the run, or null when there is no open socket. A refusal
+   *  throws ApiError as the POST's would (and the socket stays for the next try). */
+  async start(body: object): Promise<CreatedRun | null> {
+    const socket = this.socket;
+    if (!socket || !(await opened(socket, OPEN_WAIT_MS))) return null;
+    return new Promise((resolve, reject) => {
+      const early: string[] = [];
+      let run: CreatedRun | null = null;
+      socket.onmessage = (message) => {
+        const text = String(message.data);
+        if (run !== null) {
+          early.push(text); // the run's first events, until its stream takes the socket
+          return;
+        }
+        let data: { type?: string; run?: CreatedRun; status?: number; error?: string } | null = null;
+        try {
+          data = JSON.parse(text);
+        } catch {
+          return;
+        }
+        if (data?.type === "refused") {
+          reject(new ApiError(data.status ?? 400, data.error ?? "the run was refused"));
+        } else if (data?.type === "started_run" && data.run) {
+          run = { ...data.run, launched: { socket, early } };
+          if (this.socket === socket) this.socket = null; // the run's now
+          resolve(run);
+        }
+      };
+      socket.onclose = () => {
+        if (this.socket === socket) this.socket = null;
+        if (run === null) reject(new ApiError(0, "the connection closed before the run started; try again"));
+      };
+      socket.send(JSON.stringify({ op: "start", ...body }));
+    });
+  }
+}
+
+// How long Run waits for a run socket still opening before it posts instead.
+const OPEN_WAIT_MS = 2000;
+
+/** Whether `socket` is open, waiting up to `ms` for one still connecting. */
+function opened(socket: WebSocket, ms: number): Promise<boolean> {
+  if (socket.readyState !== WebSocket.CONNECTING) return Promise.resolve(socket.readyState === WebSocket.OPEN);
+  return new Promise((resolve) => {
+    const done = () => {
+      window.clearTimeout(timer);
+      socket.removeEventListener("open", done);
+      socket.removeEventListener("close", done);
+      resolve(socket.readyState === WebSocket.OPEN);
+    };
+    const timer = window.setTimeout(done, ms);
+    socket.addEventListener("open", done);
+    socket.addEventListener("close", done);
   });
 }
+
+/** The page's run socket. */
+export const launcher = new RunLauncher();
 
 export interface NewSnippet {
   code: string;

@@ -317,6 +317,9 @@ export interface RunStreamOptions {
   /** Backoff between reconnects: starts here and doubles up to maxDelayMs. */
   minDelayMs?: number;
   maxDelayMs?: number;
+  /** A socket already carrying the run (the run socket it was started on), and the messages it
+   *  brought before this stream took it; a reconnect uses `path`. */
+  launched?: { socket: WebSocket; early: string[] };
 }
 
 /**
@@ -351,7 +354,7 @@ export class RunStream {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     this.url = new URL(options.path ?? runSocketPath(runId), `${scheme}//${location.host}`);
     this.url.protocol = scheme;
-    this.connect();
+    this.connect(options.launched);
   }
 
   /** The last seq delivered to onEvent. */
@@ -380,23 +383,29 @@ export class RunStream {
     for (const event of parsed) this.accept(event);
   }
 
-  private connect(): void {
+  private connect(launched?: { socket: WebSocket; early: string[] }): void {
     if (this.stopped || this.finished) return;
-    const url = new URL(this.url);
-    url.searchParams.set("after", String(this.lastSeq));
-    const socket = new WebSocket(url);
+    let socket: WebSocket;
+    if (launched && launched.socket.readyState === WebSocket.OPEN) {
+      socket = launched.socket;
+    } else {
+      const url = new URL(this.url);
+      url.searchParams.set("after", String(this.lastSeq));
+      socket = new WebSocket(url);
+      launched = undefined;
+    }
     this.socket = socket;
     const joiner = new PartJoiner();
-    this.handlers.onConnection?.(this.delayMs === this.minDelayMs ? "connecting" : "reconnecting");
+    this.handlers.onConnection?.(launched ? "open" : this.delayMs === this.minDelayMs ? "connecting" : "reconnecting");
 
     socket.onopen = () => {
       if (socket === this.socket) this.handlers.onConnection?.("open");
     };
-    socket.onmessage = (message) => {
+    const receive = (text: string) => {
       if (socket !== this.socket) return;
       let data: unknown;
       try {
-        data = JSON.parse(String(message.data));
+        data = JSON.parse(text);
       } catch {
         return;
       }
@@ -406,6 +415,7 @@ export class RunStream {
       // A fresh event proves the connection works: the next drop retries quickly again.
       if (this.lastSeq > before) this.delayMs = this.minDelayMs;
     };
+    socket.onmessage = (message) => receive(String(message.data));
     socket.onclose = (close) => {
       if (socket !== this.socket) return;
       this.socket = null;
@@ -420,6 +430,7 @@ export class RunStream {
       this.scheduleReconnect();
     };
     // onerror is always followed by onclose, which decides what to do.
+    for (const text of launched?.early.splice(0) ?? []) receive(text);
   }
 
   private accept(raw: unknown): void {

@@ -1,6 +1,6 @@
 // One run at a time: start it, follow its events, cancel it, and pick it up again after a
 // reload (the run id lives in sessionStorage, so a reload replays the run from seq 0).
-import { ApiError, cancelRun, getRun, startRun, type CreatedRun } from "./api";
+import { ApiError, cancelRun, getRun, launcher, startRun, type CreatedRun } from "./api";
 import { isTerminal, RunStream, type RunEvent } from "./events";
 import type { StatusLine } from "./status";
 import { KEYS, session } from "./storage";
@@ -53,7 +53,7 @@ export class RunSession {
       const run = await create();
       this.runId = run.id;
       session.set(this.runKey, run.id);
-      this.follow(run.id, run.ws);
+      this.follow(run.id, run.ws, run.launched);
       this.status.following(run.status || "queued");
     } catch (error) {
       // Nothing runs: the previous run's output would now be misleading next to the message.
@@ -97,7 +97,7 @@ export class RunSession {
     for (const view of this.views) view.idle?.();
   }
 
-  private follow(id: string, path?: string): void {
+  private follow(id: string, path?: string, launched?: CreatedRun["launched"]): void {
     this.stream?.stop();
     for (const view of this.views) view.reset();
     this.setPhase("active");
@@ -112,7 +112,7 @@ export class RunSession {
         onConnection: (state) => this.status.connection(state),
         onUnknownRun: () => void this.fromRecord(stream),
       },
-      { path },
+      { path, launched },
     );
     this.stream = stream;
   }
@@ -153,5 +153,16 @@ export class RunSession {
   private setPhase(phase: RunPhase): void {
     this.phase = phase;
     this.onPhase(phase);
+    if (phase === "idle" && this.prepared) launcher.prepare();
+  }
+
+  /** Whether this page starts runs on a socket opened ahead (set by `prepareRuns`). */
+  private prepared = false;
+
+  /** From now on a socket for the next run (api.ts RunLauncher) is kept open whenever nothing
+   *  runs: for a page whose runs start with api.ts startRun. */
+  prepareRuns(): void {
+    this.prepared = true;
+    if (!this.busy) launcher.prepare();
   }
 }

@@ -24,8 +24,10 @@ import { currentTheme } from "./theme";
 export interface WorkbenchOptions {
   /** The code the editor starts with. */
   code: string;
-  /** Makes a run of `code`: POST /api/runs, or an assignment's own endpoint. */
+  /** Makes a run of `code`: api.ts startRun, or an assignment's own endpoint. */
   startRun(code: string): Promise<CreatedRun>;
+  /** Its runs start with api.ts startRun: a socket for the next one is kept open (RunLauncher). */
+  runSocket?: boolean;
   /** Where this tab keeps the id of the run it shows: each page its own. */
   runKey: string;
   /** The theme the embedding page asks for (the embed), which wins over the site's. */
@@ -196,7 +198,9 @@ export class Workbench {
    *  shown again. Whether there was one. */
   start(): boolean {
     this.runButton.disabled = this.readOnly;
-    return this.session.resume();
+    const resumed = this.session.resume();
+    if (this.options.runSocket && !this.readOnly) this.session.prepareRuns();
+    return resumed;
   }
 
   /** Says `text` unless a run is being shown or started, whose messages come first. */

@@ -346,15 +346,24 @@ ODD_EVENTS = [
 
 def test_it_renders_events_with_missing_fields_and_unknown_kinds(page: Page):
     events = [{"seq": i, **e} for i, e in enumerate(ODD_EVENTS, 1)]
+    created = {"id": "odd", "status": "queued", "device": "cpu", "ws": "/ws/runs/odd/"}
     page.route("**/api/runs", lambda route: route.fulfill(
-        status=201, content_type="application/json",
-        body=json.dumps({"id": "odd", "status": "queued", "device": "cpu", "ws": "/ws/runs/odd/"})))
+        status=201, content_type="application/json", body=json.dumps(created)))
 
     def serve(ws):
-        for event in events:
-            ws.send(json.dumps(event))
+        def send_events(_message=None):
+            if _message is not None:  # the page's start, on its run socket
+                ws.send(json.dumps({"type": "started_run", "run": created}))
+            for event in events:
+                ws.send(json.dumps(event))
+
+        if ws.url.endswith("/ws/runs/new/"):
+            ws.on_message(send_events)
+        else:
+            send_events()
 
     page.route_web_socket(re.compile(r"/ws/runs/"), serve)
+    page.reload()  # the run socket the page keeps open goes through the route too
     set_code(page, "print('anything')\n")
     page.click("#run-button")
     assert wait_until_finished(page, 10_000) == "failed"

@@ -219,13 +219,14 @@ def test_it_reconnects_after_a_dropped_socket_without_losing_or_repeating_output
         server.on_message(from_server)
 
     page.route_web_socket(re.compile(r"/ws/runs/"), relay)
+    page.reload()  # the socket the run starts on goes through the relay too
     set_code(page, STREAMING)
     page.keyboard.press("Control+Enter")
 
     assert wait_until_finished(page) == "succeeded"
     assert output(page) == "".join(f"{line}\n" for line in LINES)
-    assert len(urls) >= 2
-    assert urls[0].endswith("?after=0")
+    assert len(urls) >= 2, urls
+    assert urls[0].endswith("/ws/runs/new/")  # started on the socket the page kept open
     dropped_after = next(json.loads(m)["seq"] for m in seen if '"line 1' in m)
     assert urls[1].endswith(f"?after={dropped_after}")
 
@@ -379,17 +380,58 @@ def test_carriage_returns_rewrite_the_line_as_in_a_terminal(page: Page):
     assert output(page) == "done   \na\nb\nc\n"
 
 
-def test_it_shows_the_servers_message_when_a_run_is_refused(page: Page):
-    set_code(page, "x = 1\n" + "#" * (64 * 1024) + "\n")
-    with page.expect_response(lambda r: r.url.endswith("/api/runs") and r.request.method == "POST") as info:
-        page.click("#run-button")
-    response = info.value
-    assert response.status == 400
-    message = response.json()["error"]
+def test_it_shows_the_servers_message_when_a_run_is_refused(page: Page, live_stack):
+    code = "x = 1\n" + "#" * (64 * 1024) + "\n"
+    refused, _ = live_stack.start_on_socket({"code": code})  # what the server answers this code
+    assert (refused["type"], refused["status"]) == ("refused", 400), refused
+    set_code(page, code)
+    page.click("#run-button")
 
-    expect(page.locator("#run-message")).to_have_text(message)
+    expect(page.locator("#run-message")).to_have_text(refused["error"])
     expect(page.locator("#run-status")).to_be_hidden()
     expect(page.locator("#run-button")).to_be_enabled()
+    # The socket stays for the next run, which starts on it.
+    set_code(page, "print('after the refusal')\n")
+    page.click("#run-button")
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "after the refusal\n"
+
+
+def test_runs_start_on_a_socket_kept_open_and_the_post_is_the_fallback(page: Page):
+    """Run sends the code on the socket the page opened ahead (no POST, no handshake after the
+    press); once the run has ended a new socket waits for the next. With no socket open (it was
+    closed), Run posts as before."""
+    posts: list[str] = []
+    sockets: list[str] = []
+    starts: list[dict] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" and r.url.endswith("/api/runs") else None)
+
+    def watch(ws):
+        sockets.append(ws.url)
+        ws.on("framesent", lambda payload: starts.append(json.loads(payload)) if '"op"' in str(payload) else None)
+
+    page.on("websocket", watch)
+    page.reload()
+    for n in (1, 2):
+        set_code(page, f"print('run {n}')\n")
+        page.keyboard.press("Control+Enter")
+        assert wait_until_finished(page) == "succeeded"
+        assert output(page) == f"run {n}\n"
+    assert posts == []
+    assert [s["code"] for s in starts] == ["print('run 1')\n", "print('run 2')\n"]
+    assert all(s["op"] == "start" and s["device"] == "cpu" for s in starts), starts
+    # One socket per run, each opened before its run; another waits now.
+    page.wait_for_timeout(300)
+    assert [u.rsplit("/ws/", 1)[1] for u in sockets] == ["runs/new/"] * 3, sockets
+
+    page.route_web_socket(re.compile(r"/ws/runs/new/"), lambda ws: ws.close(code=1011))
+    page.reload()  # its run socket is refused now: Run posts
+    page.wait_for_timeout(300)
+    set_code(page, "print('posted')\n")
+    page.keyboard.press("Control+Enter")
+    assert wait_until_finished(page) == "succeeded"
+    assert output(page) == "posted\n"
+    assert len(posts) == 1
 
 
 def test_it_keeps_the_editor_content_across_reloads(page: Page):

@@ -45,6 +45,9 @@ def fresh_page(browser: Browser, live_stack, expected_error: str | None = None, 
     page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
             if m.type == "error" and not (expected_error and expected_error in m.text) else None)
     page.on("request", lambda r: requests.append((r.method, urlparse(r.url).path, r.post_data)))
+    # A run started on the page's run socket is recorded as a POST of the same body would be.
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: requests.append(
+        ("START", urlparse(ws.url).path, payload))))
     try:
         yield page, requests
     finally:
@@ -52,6 +55,19 @@ def fresh_page(browser: Browser, live_stack, expected_error: str | None = None, 
         if problems:
             print("problems on the page:", *problems, sep="\n  ")
     assert problems == [], problems
+
+
+def runs_started(requests: list) -> list[dict]:
+    """What each run the page started asked for: POST /api/runs's body, or the run socket's start."""
+    out = []
+    for method, path, body in requests:
+        if method == "POST" and path == "/api/runs":
+            out.append(json.loads(body))
+        elif method == "START" and path == "/ws/runs/new/":
+            start = json.loads(body)
+            if start.pop("op", None) == "start":
+                out.append(start)
+    return out
 
 
 def path_of(url: str) -> str:
@@ -142,7 +158,7 @@ def test_a_link_shows_the_code_and_its_saved_output_without_running_it(page: Pag
         assert other.locator("meta[name='twitter:card']").get_attribute("content") == "summary"
 
         other.wait_for_timeout(1000)  # anything the page would start on its own has started by now
-        assert [r for r in requests if r[1] == "/api/runs"] == [], "opening a link started a run"
+        assert runs_started(requests) == [], "opening a link started a run"
         assert ("GET", f"/api/runs/{run_id}", None) in requests
         assert not any(r[1].startswith("/ws/") for r in requests), "opening a link followed a run"
 
@@ -165,8 +181,7 @@ def test_a_fork_links_to_its_original_and_the_original_lists_it(page: Page, brow
         # Run it again, unchanged: the run names the snippet, and its saved output stays viewable.
         other.click("#run-button")
         assert wait_until_finished(other) == "succeeded"
-        posted = [json.loads(body) for method, path, body in requests if method == "POST" and path == "/api/runs"]
-        assert posted == [{"code": CODE, "device": "cpu", "snippet": slug, "runtime": "jax-0.12.0.1"}]
+        assert runs_started(requests) == [{"code": CODE, "device": "cpu", "snippet": slug, "runtime": "jax-0.12.0.1"}]
         toggle = other.get_by_role("button", name="Saved output")
         expect(toggle).to_have_attribute("aria-pressed", "false")
         expect(other.locator(".output-column-saved")).to_be_hidden()
@@ -210,7 +225,7 @@ def test_a_fork_links_to_its_original_and_the_original_lists_it(page: Page, brow
         forks = third.locator(".snippet-forks")
         expect(forks).to_contain_text("1 fork")
         expect(forks.get_by_role("link", name="Sum of squares, forked")).to_have_attribute("href", path_of(fork_url))
-        assert [r for r in requests if r[1] == "/api/runs"] == []
+        assert runs_started(requests) == []
 
 
 def test_the_dialog_says_in_plain_words_why_no_link_was_made(page: Page):

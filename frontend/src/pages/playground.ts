@@ -91,6 +91,7 @@ function playgroundPage(snippet: SnippetData | null): void {
   const bench = new Workbench({
     code: gallery ? gallery.startingCode : (snippet?.code ?? DEFAULT_CODE),
     runKey: page?.runKey ?? KEYS.run,
+    runSocket: true,
     startRun: async (text) => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
       const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null,
