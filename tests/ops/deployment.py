@@ -195,9 +195,13 @@ def render_redis_conf(certs: dict[str, Path], *, port: int, password: str, folde
 
 
 def postgres_server() -> str:
-    """The PostgreSQL server the suite uses (its DATABASE_URL), or this machine's."""
+    """The PostgreSQL server the suite uses (its DATABASE_URL), or this machine's, as its
+    maintenance database: the suite's own may not exist (pytest-django makes test_<name>)."""
     url = os.environ.get("DATABASE_URL", "")
-    return url if url.startswith(("postgres://", "postgresql://")) else "postgres://postgres@127.0.0.1:5432/postgres"
+    if not url.startswith(("postgres://", "postgresql://")):
+        return "postgres://postgres@127.0.0.1:5432/postgres"
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/postgres", parts.query, ""))
 
 
 def postgres_reachable(url: str) -> bool:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from bench.stack import ROOT
+from tests.ops.deployment import postgres_reachable, postgres_server
 
 # Run in a process of its own with the database under test: what the site holds, a JSON list of
 # every row (dumpdata), or some more rows.
@@ -64,12 +65,6 @@ def _run(url: str, argv: list[str]) -> str:
     return done.stdout
 
 
-def postgres_server() -> str:
-    """The PostgreSQL server the suite uses (its DATABASE_URL), or this machine's."""
-    url = os.environ.get("DATABASE_URL", "")
-    return url if url.startswith(("postgres://", "postgresql://")) else "postgres://postgres@127.0.0.1:5432/postgres"
-
-
 def with_database(url: str, name: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, ""))
@@ -84,14 +79,10 @@ class Database:
             self.path = tmp_path / "site.sqlite3"
             self.url = f"sqlite:///{self.path}"
         else:
-            import psycopg
-
             self.name = f"backup_test_{uuid.uuid4().hex[:12]}"
             self.server = postgres_server()
-            try:
-                psycopg.connect(self.server, connect_timeout=3).close()
-            except psycopg.OperationalError as exc:
-                pytest.skip(f"no PostgreSQL server to back up ({exc})")
+            if not postgres_reachable(self.server):
+                pytest.skip(f"no PostgreSQL server answers at {self.server}")
             self.url = with_database(self.server, self.name)
         self.create()
 
