@@ -15,8 +15,9 @@
 Importing numpy and jax costs about 0.7 s of CPU; a fork costs a few milliseconds and shares
 those pages copy-on-write. The template never initialises a backend and never starts a thread:
 forking after XLA's thread pools exist deadlocks the child, and CUDA does not survive a fork. A
-run's backend starts in the runner, when the snippet first uses jax; what it will find is
-learnt once, by a probe child, and sent with every "ready".
+run's backend starts in the runner: when the snippet first uses jax, or before, while the runner
+waits on an idle node (executor/pool.py asks it to warm up); what it will find is learnt once, by
+a probe child, and sent with every "ready".
 
 The template runs no user code and reads nothing but the worker's control socket. Its own
 seccomp filter is the runner's without the namespace and mount calls it needs for its children;
