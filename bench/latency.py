@@ -44,18 +44,43 @@ def post_run(url: str, code: str) -> dict:
 async def one_run(url: str, code: str) -> dict:
     t0 = time.perf_counter()
     run = await asyncio.to_thread(post_run, url, code)
-    first_output = None
     async with websockets.connect(url.replace("http", "ws", 1) + run["ws"], max_size=None,
                                   origin=url, open_timeout=60) as ws:
-        async for message in ws:
-            event = json.loads(message)
-            if event["type"] == "stdout" and first_output is None:
-                first_output = time.perf_counter() - t0
-            if event["type"] == "finished":
-                return {"total_ms": (time.perf_counter() - t0) * 1000,
-                        "first_output_ms": (first_output or 0) * 1000,
-                        "status": event["status"], "run_wall_ms": event.get("wall_ms")}
-    raise RuntimeError(f"run {run['id']}: socket closed before finished")
+        return await _until_finished(ws, t0, f"run {run['id']}")
+
+
+async def _until_finished(ws, t0: float, what: str) -> dict:
+    """Read a run's events off ``ws`` to its ``finished``: the times since ``t0``."""
+    first_output = None
+    async for message in ws:
+        event = json.loads(message)
+        if event["type"] == "refused":
+            raise RuntimeError(f"refused: {event}")
+        if event["type"] == "stdout" and first_output is None:
+            first_output = time.perf_counter() - t0
+        if event["type"] == "finished":
+            return {"total_ms": (time.perf_counter() - t0) * 1000,
+                    "first_output_ms": (first_output or 0) * 1000,
+                    "status": event["status"], "run_wall_ms": event.get("wall_ms")}
+    raise RuntimeError(f"{what}: the socket closed before finished")
+
+
+async def open_run_socket(url: str, client: str | None = None):
+    """The socket a page keeps open for its next run (``/ws/runs/new/``)."""
+    headers = {"X-Forwarded-For": client} if client else None
+    return await websockets.connect(url.replace("http", "ws", 1) + "/ws/runs/new/", max_size=None,
+                                    open_timeout=60, additional_headers=headers)
+
+
+async def socket_run(url: str, code: str, ws=None) -> dict:
+    """A run started on a run socket, as the page starts one: from sending the code on the
+    socket, opened ahead (``ws``; opened here, before the clock starts, when not given), to the
+    run's ``finished`` on that same socket."""
+    ws = ws or await open_run_socket(url)
+    async with ws:
+        t0 = time.perf_counter()
+        await ws.send(json.dumps({"op": "start", "code": code}))
+        return await _until_finished(ws, t0, "the run socket")
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -97,11 +122,14 @@ async def sequential(url: str, code: str, runs: int, warmup: int = 3) -> list[di
     return samples
 
 
-async def burst(url: str, count: int, code: str = "print(1)\n") -> dict:
-    """``count`` runs of ``code`` sent at once; ``elapsed_s`` is when the last one finished."""
+async def burst(url: str, count: int, code: str = "print(1)\n", sockets: bool = False) -> dict:
+    """``count`` runs of ``code`` sent at once; ``elapsed_s`` is when the last one finished.
+    ``sockets``: each started as a page starts it, on a run socket opened beforehand (all
+    opened before the clock starts), else POSTed and followed on a socket of its own."""
+    opened = await asyncio.gather(*(open_run_socket(url) for _ in range(count))) if sockets else None
     t0 = time.perf_counter()
-    results = await asyncio.gather(*(one_run(url, code) for _ in range(count)),
-                                   return_exceptions=True)
+    results = await asyncio.gather(*(socket_run(url, code, opened[i]) if sockets else one_run(url, code)
+                                     for i in range(count)), return_exceptions=True)
     elapsed = time.perf_counter() - t0
     ok = [r for r in results if isinstance(r, dict)]
     statuses: dict[str, int] = {}

@@ -1,17 +1,24 @@
 """The playground against what a person would use instead on their own machine: a warm local
 Jupyter kernel (ipykernel through jupyter_client) with jax imported, interleaved in one run.
 
-    .venv/bin/python -m bench.vs_kernel [--samples 30] [--burst 200] [--class-size 30]
+    .venv/bin/python -m bench.vs_kernel [--samples 30] [--burst 200] [--class-size 30] [--ways page,POST]
 
 For each sample, in turn: `print(1)` in the kernel, then through the playground; the small `jit`
 in the kernel, then through the playground. The kernel's time is from the execute request to its
-reply with the output received (`execute_interactive`); the playground's from `POST /api/runs`
-to the run's `finished` on its websocket (bench.latency's client, as a page follows a run), on
-its own stack (daphne, Redis, the recorder, one CPU executor with 2 slots). Each small `jit`
-defines a new jitted function, so both compile it every time; the kernel's CPU backend started
-with its first sample, the playground's starts in each run's fresh runner. Then, on the same
-stack, a burst (`--burst` `print(1)` at once) and a class (`--class-size` small `jit` at once).
-Medians and ratios are printed, and written as JSON with `--json`.
+reply with the output received (`execute_interactive`). The playground's is measured two ways,
+on its own stack (daphne, its own Redis, the recorder, one CPU executor with 2 slots):
+
+- **page**: as the page starts a run, on the run socket it opened beforehand (`/ws/runs/new/`),
+  from sending the code to the run's `finished` on that socket;
+- **POST**: as a script does, from `POST /api/runs` to `finished` on the run's own websocket.
+
+Each small `jit` defines a new jitted function, so both compile it every time; the kernel's CPU
+backend started with its first sample, the playground's in a runner the idle node warmed (or, in
+a burst, in the run's own runner). Then, on the same stack, a burst (`--burst` `print(1)` at once)
+and a class (`--class-size` small `jit` at once), each started as pages start them (every
+socket opened first) and as scripts do (`--ways`); with each burst, the CPU time
+every process of the stack spent per run (web, recorder, the executor with its template and
+runners, Redis). Medians and ratios are printed, and written as JSON with `--json`.
 """
 
 from __future__ import annotations
@@ -23,8 +30,8 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.latency import burst, one_run, percentile
-from bench.stack import own_stack
+from bench.latency import burst, one_run, percentile, socket_run
+from bench.stack import RedisServer, own_stack
 
 PRINT = "print(1)\n"
 # The issue's small jit: compiled anew each time, on 8×8, printed.
@@ -64,6 +71,57 @@ class Kernel:
         self.manager.shutdown_kernel(now=True)
 
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every live process below it."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, ()))
+    return out
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds of a process tree so far: its live processes and the children they reaped."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in _tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def cpu_by_process(stack, redis: RedisServer) -> dict[str, float]:
+    pids = {name: proc.pid for name, proc in stack.procs.items()}
+    pids["redis"] = redis.proc.pid
+    return {name: cpu_s(pid) for name, pid in pids.items()}
+
+
+def measured_burst(stack, redis, count: int, code: str, sockets: bool) -> dict:
+    """A burst, and the CPU each process spent on it per run (ms)."""
+    time.sleep(2)  # the pool refilled and warmed, the recorder caught up
+    before = cpu_by_process(stack, redis)
+    result = asyncio.run(burst(stack.url, count, code, sockets=sockets))
+    time.sleep(3)  # what the runs left to do: the recorder's last batches, the pool's refill
+    after = cpu_by_process(stack, redis)
+    result["cpu_ms_per_run"] = {name: (after[name] - before[name]) * 1000 / count for name in before}
+    result["cpu_ms_per_run"]["all"] = sum(result["cpu_ms_per_run"].values())
+    return result
+
+
 def summary(values: list[float]) -> dict:
     return {"median": statistics.median(values), "p90": percentile(values, 90), "n": len(values)}
 
@@ -74,41 +132,58 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--class-size", type=int, default=30)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--ways", default="page,POST",
+                        help="how runs start: page (on a run socket), POST (as scripts), or both")
     args = parser.parse_args()
+    ways = [w for w in args.ways.split(",") if w in ("page", "POST")]
     kernel = Kernel()
-    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", "playground")
-                                                 for s in ("print(1)", "small jit")}
-    try:
-        with own_stack("vs-kernel") as stack:
-            stack.wait_online()
-            for code in (PRINT, JIT, PRINT, JIT):  # warm both: the pool, the web side, the kernel
-                asyncio.run(one_run(stack.url, code))
-                kernel.run(code)
-            for _ in range(args.samples):
-                for label, code in (("print(1)", PRINT), ("small jit", JIT)):
-                    took, printed = kernel.run(code)
-                    assert printed.strip(), printed
-                    times[("kernel", label)].append(took)
-                    run = asyncio.run(one_run(stack.url, code))
-                    assert run["status"] == "succeeded", run
-                    times[("playground", label)].append(run["total_ms"])
-                    time.sleep(0.1)  # the executor's pool refills the runner this run used
-            time.sleep(2)
-            burst_result = asyncio.run(burst(stack.url, args.burst, PRINT))
-            time.sleep(2)
-            class_result = asyncio.run(burst(stack.url, args.class_size, JIT))
-    finally:
-        kernel.stop()
+    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", *ways) for s in ("print(1)", "small jit")}
+    bursts: dict[str, dict] = {}
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
+        redis = RedisServer(Path(tmp))  # the stack's own: its CPU is the stack's alone
+        redis.start()
+        try:
+            with own_stack("vs-kernel", redis_url=redis.url) as stack:
+                stack.wait_online()
+                for code in (PRINT, JIT, PRINT, JIT):  # warm all: the pool, the web side, the kernel
+                    asyncio.run(one_run(stack.url, code))
+                    asyncio.run(socket_run(stack.url, code))
+                    kernel.run(code)
+                for _ in range(args.samples):
+                    for label, code in (("print(1)", PRINT), ("small jit", JIT)):
+                        took, printed = kernel.run(code)
+                        assert printed.strip(), printed
+                        times[("kernel", label)].append(took)
+                        for way in ways:
+                            time.sleep(0.1)  # the executor's pool refills (and warms) the runner a run used
+                            run = asyncio.run(socket_run(stack.url, code) if way == "page" else one_run(stack.url, code))
+                            assert run["status"] == "succeeded", run
+                            times[(way, label)].append(run["total_ms"])
+                for way in ways:
+                    bursts[f"burst {way}"] = measured_burst(stack, redis, args.burst, PRINT, way == "page")
+                    bursts[f"class {way}"] = measured_burst(stack, redis, args.class_size, JIT, way == "page")
+        finally:
+            kernel.stop()
+            redis.stop()
     out = {f"{where} {label}": summary(values) for (where, label), values in times.items()}
-    print(f"{'':12} {'warm kernel':>12} {'playground':>12} {'ratio':>7}   (medians of {args.samples}, interleaved)")
+    print(f"{'':12} {'warm kernel':>12} " + " ".join(f"{'playground (' + w + ')':>20} {'ratio':>6}" for w in ways)
+          + f"   (medians of {args.samples}, interleaved)")
     for label in ("print(1)", "small jit"):
-        k, p = out[f"kernel {label}"]["median"], out[f"playground {label}"]["median"]
-        out[f"ratio {label}"] = p / k
-        print(f"{label:12} {k:10.1f} ms {p:10.1f} ms {p / k:6.1f}×")
-    print(f"{args.burst} print(1) at once: {burst_result['runs_per_s']:.1f} runs/s, {burst_result['statuses']}")
-    print(f"{args.class_size} small jit at once: the last finished after {class_result['elapsed_s']:.2f} s, "
-          f"{class_result['statuses']}")
-    out["burst"], out["class"] = burst_result, class_result
+        k = out[f"kernel {label}"]["median"]
+        cells = []
+        for way in ways:
+            p = out[f"{way} {label}"]["median"]
+            out[f"ratio {way} {label}"] = p / k
+            cells.append(f"{p:17.1f} ms {p / k:5.1f}×")
+        print(f"{label:12} {k:9.1f} ms " + " ".join(cells))
+    for name, b in bursts.items():
+        what = f"{args.burst} print(1)" if name.startswith("burst") else f"{args.class_size} small jit"
+        cpu = ", ".join(f"{k} {v:.1f}" for k, v in b["cpu_ms_per_run"].items())
+        print(f"{name:12} {what} at once: {b['runs_per_s']:.1f} runs/s, the last after {b['elapsed_s']:.2f} s, "
+              f"{b['statuses']}; CPU ms per run: {cpu}")
+    out.update(bursts)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))
