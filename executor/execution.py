@@ -66,6 +66,10 @@ class RunRelay:
         self.pending: list[dict] = []
         self.last_flush = time.monotonic()
         self.last_seq = 1  # "queued" is 1
+        # The log took someone else's end for this run: the watchdog gave it up as lost while
+        # this node could not reach Redis (a network cut off, then back). Nothing more of it is
+        # shown to anyone, so the run is stopped rather than left to hold its slot.
+        self.ended_elsewhere = False
 
     def emit(self, type_: str, **fields) -> None:
         event = ev.make_event(type_, **fields)
@@ -76,10 +80,24 @@ class RunRelay:
         if stored is not None:
             self.last_seq = stored["seq"]
             self.pending.append(stored)
+        elif type_ != ev.FINISHED and not self.ended_elsewhere and self._finished_in_log():
+            self.end_elsewhere()
         if type_ == ev.FINISHED:
             self.flush(REDIS_PATIENCE_S)
         elif time.monotonic() - self.last_flush >= RECORD_EVERY_S:
             self.flush()
+
+    def end_elsewhere(self) -> None:
+        if not self.ended_elsewhere:
+            self.ended_elsewhere = True
+            log.warning("run %s was ended without this node (lost while it was unreachable); stopping it",
+                        self.run_id)
+
+    def _finished_in_log(self) -> bool:
+        try:
+            return self.executor.log.is_finished(self.run_id)
+        except redis.exceptions.RedisError:
+            return False  # asked again at the next refused event
 
     def flush(self, patience_s: float = 0.0) -> None:
         """Send what is pending to the recorder; kept for the next flush if the broker is away
@@ -307,7 +325,13 @@ class Executor:
             now = time.monotonic()
             if now - last_alive[0] >= ev.ALIVE_EVERY_S:
                 try:
-                    self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+                    # With the pulse, whether the run was ended without us (a quiet run is
+                    # otherwise told only when it next prints, or never).
+                    pipe = self.redis.pipeline(transaction=False)
+                    pipe.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+                    pipe.exists(ev.done_key(run_id))
+                    if pipe.execute()[1]:
+                        relay.end_elsewhere()
                     last_alive[0] = now
                 except redis.exceptions.RedisError as exc:  # a restart: beat again next tick
                     log.warning("run %s: could not refresh its alive key (%s)", run_id, exc)
@@ -328,7 +352,7 @@ class Executor:
             )
             finished = supervise(
                 runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
-                should_cancel=lambda: self._cancelled(run_id),
+                should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                 tick=tick,
                 grading=grading,
             )

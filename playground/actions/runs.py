@@ -294,9 +294,11 @@ def _reap(run_id: str, status: str, age_s: float) -> bool:
     else:
         return False  # still queued
     finished = event_log.append(run_id, ev.finished_event(ev.LOST, message), after=_last_seq(run_id))
+    # The whole log, not only its new end: the events the executor appended but had not yet
+    # batched to the recorder when it vanished (up to RECORD_EVERY_S of them) are stored too, or
+    # the database would keep a hole in the run once the log expires.
+    do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
     if finished is None:  # it finished just now after all
-        do_record_events(run_id, ev.decode_entries(redis.xrange(ev.log_key(run_id))))
         return False
-    do_record_events(run_id, [finished])
     log.warning("run %s lost: %s (executor %s)", run_id, message, (claim or b"none").decode())
     return True
