@@ -66,11 +66,27 @@ class HoleError(Exception):
 class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
     # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
     channel_layer_alias = None
+    socket_ids: tuple[str, ...] = ()
+
+    async def __call__(self, scope, receive, send):
+        # A consumer that raises ends without disconnect(): its socket's slots are given back
+        # here whatever ended it (kept, they would be refreshed for as long as the process runs).
+        try:
+            return await super().__call__(scope, receive, send)
+        finally:
+            for task in (getattr(self, "streamer", None), getattr(self, "idle", None)):
+                if task is not None:
+                    task.cancel()
+            hub = getattr(self, "hub", None)
+            for socket_id in self.socket_ids:
+                if hub is not None:
+                    await hub.free_slot(socket_id)
 
     async def connect(self):
         self.streamer = None
         self.waiter = None
         self.socket_id = uuid.uuid4().hex
+        self.socket_ids = (self.socket_id,)
         self.hub = get_hub()
         await self.accept()
         query = parse_qs(self.scope.get("query_string", b"").decode())
@@ -98,7 +114,8 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             self.streamer.cancel()
         if self.waiter:
             self.hub.leave(self.waiter)
-        await self.hub.free_slot(self.socket_id)
+        for socket_id in self.socket_ids:
+            await self.hub.free_slot(socket_id)
 
     async def send_event(self, body: str) -> None:
         for message in encode_messages(body):
@@ -220,45 +237,85 @@ class NewRunConsumer(RunConsumer):
                  stays open for another start (429, 503 and 400 as the POST answers them)
 
     The same admission as the POST (``check_start_run``), counted against the same client (the
-    account signed in on the page, else the address); the socket takes a slot among the
-    client's WS_MAX_PER_CLIENT from its opening. One run per socket: a client that loses it
-    mid-run follows the run on /ws/runs/<id>/?after=<seq>, as after any drop."""
+    account signed in on the page, else the address). Waiting, the socket takes a slot among the
+    client's WS_MAX_NEW_PER_CLIENT (holding one costs nothing, so waiting sockets never take the
+    slots of sockets that carry runs), and is closed after WS_NEW_IDLE_S; its start takes one
+    of the client's WS_MAX_PER_CLIENT, as a run's socket does, or is refused (429). One run per
+    socket: a client that loses it mid-run follows the run on /ws/runs/<id>/?after=<seq>."""
 
     async def connect(self):
         self.streamer = None
         self.waiter = None
         self.socket_id = uuid.uuid4().hex
+        self.waiting_id = self.socket_id + ":new"
+        self.socket_ids = (self.waiting_id, self.socket_id)
         self.hub = get_hub()
         self.run_id = None
+        self.refused = False
+        self.client = scope_client_key(self.scope, self.scope.get("user"))
         await self.accept()
-        if not await self.hub.take_slot(scope_client_key(self.scope, self.scope.get("user")), self.socket_id):
+        if not await self.hub.take_slot(self.client, self.waiting_id, pool="new",
+                                        limit=settings.WS_MAX_NEW_PER_CLIENT):
+            self.refused = True
             await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
-                f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})"))
+                f"too many sockets waiting for a run from you (at most {settings.WS_MAX_NEW_PER_CLIENT}); "
+                "POST /api/runs"))
+            return
+        self.idle = asyncio.create_task(self._close_when_idle())
+
+    async def _close_when_idle(self) -> None:
+        await asyncio.sleep(settings.WS_NEW_IDLE_S)
+        if self.run_id is None:
+            await self.close(code=1000, reason="no run started; open another for the next run")
+
+    async def disconnect(self, code):
+        if getattr(self, "idle", None):
+            self.idle.cancel()
+        await super().disconnect(code)
 
     async def receive(self, text_data=None, bytes_data=None):
-        if self.run_id is not None:
-            return  # one run per socket: what comes after the start is not read
+        if self.run_id is not None or self.refused:
+            return  # one run per socket; and nothing on a socket refused at its opening
         try:
-            message = json.loads(text_data if text_data is not None else bytes_data)
+            await self.start(text_data if text_data is not None else bytes_data)
+        except Exception:  # noqa: BLE001 - the socket answers, rather than dying with its slots
+            log.exception("starting a run on a run socket failed")
+            await self.refuse(500, "the run could not be started; try again")
+
+    async def start(self, text) -> None:
+        try:
+            message = json.loads(text)
         except (TypeError, ValueError, RecursionError):
             message = None
         if not isinstance(message, dict) or message.get("op") != "start":
             await self.refuse(400, 'a message is {"op": "start", "code": ..., "device"?, "runtime"?, "snippet"?}')
             return
+        if not await self.hub.take_slot(self.client, self.socket_id):
+            await self.refuse(429, f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})")
+            return
         payload = {k: v for k, v in message.items() if k != "op"}
-        user = self.scope.get("user")
         try:
-            run_id, summary = await _start_run(payload, scope_client_address(self.scope), user)
+            run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"))
         except ActionError as exc:
+            await self.hub.free_slot(self.socket_id)
             await self.refuse(exc.status, exc.message, **exc.data)
             return
         except REDIS_DOWN:
+            await self.hub.free_slot(self.socket_id)
             await self.refuse(503, "the playground's queue is unreachable for a moment; try again in a few seconds")
             return
         self.run_id = run_id
+        await self.hub.free_slot(self.waiting_id)  # a socket that carries a run now
         logs.set_run(run_id)
         await self.send(text_data=protocol.dumps({"type": "started_run", "run": summary}))
         self.streamer = asyncio.create_task(self.stream(run_id, 0))
 
     async def refuse(self, status: int, error: str, **data) -> None:
-        await self.send(text_data=protocol.dumps({**data, "type": "refused", "status": status, "error": error}))
+        answer = protocol.dumps({**data, "type": "refused", "status": status, "error": error[:REFUSAL_MAX_CHARS]})
+        if len(answer) > REFUSAL_MAX_CHARS * 2:  # what the refusal adds is never a flood either
+            answer = protocol.dumps({"type": "refused", "status": status, "error": error[:REFUSAL_MAX_CHARS]})
+        await self.send(text_data=answer)
+
+
+# A refusal's message, at most (it may quote what was sent).
+REFUSAL_MAX_CHARS = 2000

@@ -23,8 +23,9 @@ def check_device(value) -> str:
     ones there are."""
     if (not isinstance(value, str) or not registry.DEVICE_PATTERN.fullmatch(value)
             or registry.parse_device(value)[0] not in settings.RUN_DEVICE_KINDS):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "…"  # never an echo of a flood
         raise ActionError(
-            f"unknown device {value!r}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}, "
+            f"unknown device {shown}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}, "
             "or a specific device kind of one, such as gpu:h200"
         )
     return value

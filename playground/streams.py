@@ -176,13 +176,14 @@ class Hub:
 
     # How many sockets each client holds -------------------------------------------------------
 
-    async def take_slot(self, client: str, socket_id: str) -> bool:
-        """A slot among the client's WS_MAX_PER_CLIENT sockets; False when all are taken."""
-        key = f"ws:client:{client}"
+    async def take_slot(self, client: str, socket_id: str, pool: str = "client", limit: int | None = None) -> bool:
+        """A slot among the client's WS_MAX_PER_CLIENT sockets (or ``limit`` of another ``pool``);
+        False when all are taken."""
+        key = f"ws:{pool}:{client}"
         now = time.time()
         try:
             taken = await self._take_slot(keys=[key], args=[now, now + SLOT_TTL_S, socket_id,
-                                                           settings.WS_MAX_PER_CLIENT, SLOT_TTL_S])
+                                                           limit or settings.WS_MAX_PER_CLIENT, SLOT_TTL_S])
         except redis.exceptions.RedisError:
             return True  # Redis is away: the socket can only wait anyway; do not refuse it for that
         if not taken:

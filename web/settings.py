@@ -337,6 +337,11 @@ if METRICS_DIR:
 # Websockets. A client (address) may hold this many open at once; an event larger than
 # WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).
 WS_MAX_PER_CLIENT = env_int("WS_MAX_PER_CLIENT", 32, minimum=1)
+# Run sockets a page opens ahead of its next run (/ws/runs/new/) are counted apart: holding them
+# costs nothing, so they must not take the slots of sockets that carry runs. Over this, a page
+# starts its runs with a POST instead; one not used for WS_NEW_IDLE_S is closed.
+WS_MAX_NEW_PER_CLIENT = env_int("WS_MAX_NEW_PER_CLIENT", 64, minimum=1)
+WS_NEW_IDLE_S = env_int("WS_NEW_IDLE_S", 900, minimum=10)
 WS_MESSAGE_MAX_BYTES = env_int("WS_MESSAGE_MAX_BYTES", 256 * 1024, minimum=1024)
 
 STATIC_URL = "/static/"

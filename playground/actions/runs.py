@@ -4,6 +4,7 @@ without validating. Queue messages and log appends happen on commit, never befor
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
 from datetime import datetime, UTC
@@ -25,6 +26,9 @@ from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
 
+# What a snippet's slug can be (snippets.models: at most 32 characters, letters, digits, - and _).
+SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
 # Starting ----------------------------------------------------------------------------------------
 
 def check_start_run(payload, *, client: str, owner=None) -> Run:
@@ -35,7 +39,8 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
     runtime, note = runtimes.check_runtime(payload.get("runtime"))
     devices.check_online(device, runtime)
     snippet = payload.get("snippet")
-    if snippet is not None and not isinstance(snippet, str):
+    if snippet is not None and not (isinstance(snippet, str) and SLUG.fullmatch(snippet)):
+        # Checked before admission: a run admitted and queued must not fail on it afterwards.
         raise ActionError("'snippet' must be a snippet's slug")
     who = quotas.client_key(client, owner)
     run_id = uuid.uuid4()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -113,3 +114,55 @@ def test_a_signed_in_page_starts_runs_of_its_account(live_stack):
     assert started["type"] == "started_run", started
     live_stack.wait_finished(started["run"]["id"])
     assert Run.objects.get(id=started["run"]["id"]).owner_id == person.id
+
+
+def test_what_broke_a_start_gives_every_slot_back(live_stack, redis_client):
+    """A start that fails inside (a refusal too large to send, a snippet that is no slug) must not
+    keep the socket's slots: before, eight such starts locked an address out of every socket."""
+    from web.clients import client_key
+
+    key = client_key("127.0.0.1")  # the suite's stack trusts no proxy: every client is loopback
+    for _ in range(3):
+        with connect(f"{live_stack.ws_url}/ws/runs/new/", open_timeout=10, max_size=None) as ws:
+            # 400 kB of 4-byte characters, each repr'd as 10 (an echo of it was 2.9 MB, over the limit)
+            ws.send(json.dumps({"op": "start", "code": "print(1)\n", "device": "\U000f0000" * 100_000},
+                               ensure_ascii=False))
+            answer = json.loads(ws.recv(timeout=10))
+            assert (answer["type"], answer["status"]) == ("refused", 400) and len(answer["error"]) <= 2000
+            ws.send(json.dumps({"op": "start", "code": "print(1)\n", "snippet": "\ud800"}))
+            answer = json.loads(ws.recv(timeout=10))
+            assert (answer["type"], answer["status"]) == ("refused", 400), answer
+    status, body = live_stack.post("/api/runs", {"code": "print(1)\n", "snippet": "\x00"})
+    assert status == 400, body
+    deadline = time.monotonic() + 5
+    while redis_client.zcard(f"ws:client:{key}") or redis_client.zcard(f"ws:new:{key}"):
+        assert time.monotonic() < deadline, "a socket's slot was kept"
+        time.sleep(0.1)
+
+
+def test_waiting_sockets_never_take_the_slots_of_sockets_that_carry_runs(live_stack):
+    """Sockets held open without a run count apart: over WS_MAX_NEW_PER_CLIENT they are refused
+    (and the page posts instead), and the client's run sockets are untouched by them."""
+    from contextlib import ExitStack
+
+    from django.conf import settings
+
+    from playground.models import Run
+
+    with ExitStack() as opened:
+        held = [opened.enter_context(connect(f"{live_stack.ws_url}/ws/runs/new/", open_timeout=10))
+                for _ in range(settings.WS_MAX_NEW_PER_CLIENT)]
+        with connect(f"{live_stack.ws_url}/ws/runs/new/", open_timeout=10) as extra:
+            with pytest.raises(ConnectionClosed) as closed:
+                extra.send(json.dumps({"op": "start", "code": "print('not run')\n"}))
+                extra.recv(timeout=10)
+            assert closed.value.rcvd.code == 4429
+        time.sleep(1)
+        assert not Run.objects.filter(code="print('not run')\n").exists()  # sent after the refusal: not read
+        status, run = live_stack.post("/api/runs", {"code": "print('posted')\n"})
+        assert status == 201, run
+        watched = live_stack.watch(run["id"])
+        assert watched.text() == "posted\n"
+        # and a held socket still starts its run
+        held[0].send(json.dumps({"op": "start", "code": "print('held')\n"}))
+        assert json.loads(held[0].recv(timeout=10))["type"] == "started_run"
