@@ -346,7 +346,7 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             "RUN_MAX_ACTIVE_PER_CLIENT": "0", "RUN_BUDGET_S_PER_HOUR": "0", "RUN_BUDGET_S_PER_DAY": "0",
             "RUN_QUEUE_MAX": "0",
             # One client address stands in for a class: its sockets are not capped at 32.
-            "WS_MAX_PER_CLIENT": "1000", "PYTHONUNBUFFERED": "1",
+            "WS_MAX_PER_CLIENT": "1000", "WS_MAX_NEW_PER_CLIENT": "1000", "PYTHONUNBUFFERED": "1",
             # The editor's analysers only where a benchmark measures them (bench.analyse).
             "ANALYSER_PROCESSES": "0",
             "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "fork"),

@@ -141,8 +141,9 @@ class Executor:
         self.log = ev.EventLog(redis, max_events=settings.LIMITS.events + 64)
         self.launcher = launcher
         self.busy = 0
+        self.idle_since = time.monotonic()
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
-                               idle=(lambda: self.busy == 0) if settings.WARM_WHEN_IDLE else None)
+                               idle=self.idle if settings.WARM_WHEN_IDLE else None)
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
@@ -164,6 +165,20 @@ class Executor:
             runner = self.pool.acquire()
             self._info = dict(runner.info)
             self.pool.release(runner)
+
+    # How long the node must have run nothing before its waiting runners warm up: between two
+    # runs of a queue it is idle for a few milliseconds, which must not count.
+    IDLE_GRACE_S = 0.1
+
+    def idle(self) -> bool:
+        """No run in progress for IDLE_GRACE_S, and none waiting in this node's queues (a burst
+        keeps every core for its runs). Asked by the pool before it warms a runner."""
+        if self.busy or time.monotonic() - self.idle_since < self.IDLE_GRACE_S:
+            return False
+        try:
+            return not any(registry.queue_depth(self.redis, queue) for queue in {settings.QUEUE, registry.queue_name(self.route)})
+        except redis.exceptions.RedisError:
+            return False
 
     def start_heartbeat(self) -> None:
         """Online from now on (once the worker has checked its devices): beat every HEARTBEAT_S."""
@@ -293,6 +308,8 @@ class Executor:
             self.redis.delete(alive)
             with self._busy_lock:
                 self.busy -= 1
+                if self.busy == 0:
+                    self.idle_since = time.monotonic()
             self.pool.changed.set()  # the next heartbeat says the slot is free, now
             self.pool.wake()  # and, the node idle, its waiting runners may warm up
             log.info("run %s ended after %.0f ms", run_id, (time.monotonic() - started) * 1000)

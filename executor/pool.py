@@ -131,13 +131,8 @@ class RunnerPool:
                     self._read_warmed(runner)
             if any(r.warmth == "warming" for r in self._ready):
                 return True
-            if self.idle is None or not self.idle():
-                return False
-            if sum(1 for r in self._ready if r.warmth == "warm") >= self.concurrency:
-                return False
-            # (A runner started on its own, not forked, started its backend before "ready".)
-            runner = next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
-            if runner is None:
+            runner = self._to_warm()
+            if runner is None or not self.idle():
                 return False
             self._set_nice(runner, WARM_NICE)
             try:
@@ -149,6 +144,13 @@ class RunnerPool:
             runner.warmth = "warming"
             runner.warm_sent = time.monotonic()
             return True
+
+    def _to_warm(self) -> Runner | None:
+        """Under the lock: the runner to warm next, if fewer are warm than the node has slots.
+        (A runner started on its own, not forked, started its backend before "ready".)"""
+        if self.idle is None or sum(1 for r in self._ready if r.warmth == "warm") >= self.concurrency:
+            return None
+        return next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
 
     def _set_nice(self, runner: Runner, value: int, every_thread: bool = False) -> None:
         """The runner's main thread (what it starts inherits it), or every thread it has."""
@@ -245,7 +247,10 @@ class RunnerPool:
                     self._ready.append(runner)
                 self.changed.set()
                 continue
-            self._wake.wait(1.0)
+            # Cold runners an idle node would warm: look again soon (the node's idleness has a grace).
+            with self._lock:
+                cold = self._to_warm() is not None
+            self._wake.wait(0.05 if cold else 1.0)
             self._wake.clear()
 
 
