@@ -148,8 +148,8 @@ def main() -> int:
             with own_stack("vs-kernel", redis_url=redis.url) as stack:
                 stack.wait_online()
                 for code in (PRINT, JIT, PRINT, JIT):  # warm all: the pool, the web side, the kernel
-                    asyncio.run(one_run(stack.url, code))
-                    asyncio.run(socket_run(stack.url, code))
+                    for way in ways:
+                        asyncio.run(socket_run(stack.url, code) if way == "page" else one_run(stack.url, code))
                     kernel.run(code)
                 for _ in range(args.samples):
                     for label, code in (("print(1)", PRINT), ("small jit", JIT)):
