@@ -137,7 +137,8 @@ def main() -> int:
     args = parser.parse_args()
     ways = [w for w in args.ways.split(",") if w in ("page", "POST")]
     kernel = Kernel()
-    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", *ways) for s in ("print(1)", "small jit")}
+    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", *ways)
+                                                 for s in ("print(1)", "small jit")}
     bursts: dict[str, dict] = {}
     import tempfile
 
@@ -158,7 +159,8 @@ def main() -> int:
                         times[("kernel", label)].append(took)
                         for way in ways:
                             time.sleep(0.1)  # the executor's pool refills (and warms) the runner a run used
-                            run = asyncio.run(socket_run(stack.url, code) if way == "page" else one_run(stack.url, code))
+                            started = socket_run(stack.url, code) if way == "page" else one_run(stack.url, code)
+                            run = asyncio.run(started)
                             assert run["status"] == "succeeded", run
                             times[(way, label)].append(run["total_ms"])
                 for way in ways:

@@ -176,7 +176,8 @@ class Executor:
         if self.busy or time.monotonic() - self.idle_since < self.IDLE_GRACE_S:
             return False
         try:
-            return not any(registry.queue_depth(self.redis, queue) for queue in {settings.QUEUE, registry.queue_name(self.route)})
+            queues = {settings.QUEUE, registry.queue_name(self.route)}
+            return not any(registry.queue_depth(self.redis, queue) for queue in queues)
         except redis.exceptions.RedisError:
             return False
 

@@ -278,7 +278,7 @@ class NewRunConsumer(RunConsumer):
             return  # one run per socket; and nothing on a socket refused at its opening
         try:
             await self.start(text_data if text_data is not None else bytes_data)
-        except Exception:  # noqa: BLE001 - the socket answers, rather than dying with its slots
+        except Exception:  # the socket answers, rather than dying with its slots
             log.exception("starting a run on a run socket failed")
             await self.refuse(500, "the run could not be started; try again")
 

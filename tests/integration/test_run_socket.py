@@ -47,7 +47,7 @@ def test_a_refusal_leaves_the_socket_open_and_the_next_start_runs(live_stack):
         ws.send(json.dumps({"op": "start", "code": "x" * (64 * 1024 + 1)}))
         big = json.loads(ws.recv(timeout=10))
         assert big["type"] == "refused" and big["status"] == 400 and "limit" in big["error"], big
-        ws.send(json.dumps({"op": "start", "code": "print('\\ud800')\n".encode().decode("unicode_escape")}))
+        ws.send(json.dumps({"op": "start", "code": b"print('\\ud800')\n".decode("unicode_escape")}))
         surrogate = json.loads(ws.recv(timeout=10))
         assert surrogate["type"] == "refused" and surrogate["status"] == 400, surrogate
         ws.send(json.dumps({"op": "start", "code": "print(6 * 7)\n"}))
