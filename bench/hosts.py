@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.stack import ROOT, Stack, _die_with_parent, free_port
+from executor.processes import pid_alive
 
 STATE_DIR = Path("/run/jp-hosts")
 _NETNS = re.compile(r"^jp-([0-9a-f]{6})-[a-z0-9]+$")
@@ -95,13 +96,7 @@ def _owner_alive(tag: str) -> bool:
         pid = int((STATE_DIR / tag).read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(pid)
 
 
 def _kill_namespace_processes(ns: str) -> None:
@@ -425,6 +420,14 @@ class Fleet(Stack):
         # Nodes are killed (no drain: the fleet is going away); the rest stop as systemd stops them.
         for name in list(self.procs):
             self.kill(name, signal.SIGKILL if re.fullmatch(r"n\d+", name) else signal.SIGTERM)
+
+    def close(self) -> None:
+        """Everything gone: the processes, Redis, then the network and its hosts."""
+        try:
+            self.stop()
+            self.redis.stop()
+        finally:
+            self.network.remove()
 
     def node_of(self, run: dict) -> str | None:
         """The node a run started on (from its ``started`` event's worker name: ``cpu-n1@…``)."""

@@ -196,11 +196,7 @@ def main() -> None:
                 print(f"a node started under load: first heartbeat {beat_s:.1f} s after its start, "
                       f"first run {run_s:.2f} s after that", flush=True)
         finally:
-            try:
-                fleet.stop()
-                fleet.redis.stop()
-            finally:
-                fleet.network.remove()
+            fleet.close()
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     print(json.dumps(results, indent=2))

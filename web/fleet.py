@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 
 import redis
@@ -31,31 +30,17 @@ from kombu.transport.redis import Channel
 from prometheus_client.core import GaugeMetricFamily
 
 from executor import registry, runtimes, submit
+from web.health import quick_redis
 
-REDIS_TIMEOUT_S = 1.0
 # The batches at the head of the record queue whose events' times are read (each is a few KiB).
 OLDEST_BATCHES = 4
-
-_clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
-
-
-def _client() -> redis.Redis:
-    """A scrape's own: short timeouts, so that a Redis that is away costs a scrape a second."""
-    with _clients_lock:
-        client = _clients.get(settings.REDIS_URL)
-        if client is None:
-            client = _clients[settings.REDIS_URL] = redis.Redis.from_url(
-                settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S,
-                max_connections=4)
-        return client
 
 
 class FleetCollector:
     def collect(self):
         up = GaugeMetricFamily("playground_broker_up", "1 when this scrape read the fleet from Redis, else 0")
         try:
-            families = _read(_client())
+            families = _read(quick_redis())
         except redis.RedisError:
             up.add_metric([], 0)
             return [up]

@@ -62,7 +62,7 @@ def readyz(request):
         # By address only: who is signed in would take a database query.
         address = client_address(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
         check_rate("readyz", client_key(address), settings.READYZ_RATE_LIMIT_PER_MINUTE, 60,
-                   "readiness checks", redis=_client())
+                   "readiness checks", redis=quick_redis())
     except ActionError as exc:
         response = _no_store(JsonResponse({"error": exc.message, **exc.data}, status=exc.status))
         for name, value in exc.headers.items():
@@ -158,7 +158,9 @@ def check_database() -> dict:
     return {"vendor": connection.vendor}
 
 
-def _client() -> redis.Redis:
+def quick_redis() -> redis.Redis:
+    """A client with one-second timeouts, for answers that must come back when Redis is away
+    (health checks, a metrics scrape): shared by them, apart from the requests' own."""
     with _redis_lock:
         client = _redis.get(settings.REDIS_URL)
         if client is None:
@@ -169,13 +171,13 @@ def _client() -> redis.Redis:
 
 
 def check_redis() -> dict:
-    _client().ping()
+    quick_redis().ping()
     return {}
 
 
 def check_executors() -> dict:
     window = settings.EXECUTOR_ONLINE_WINDOW_S
-    online = {kind: len(registry.online_workers(_client(), kind, window)) for kind in settings.RUN_DEVICE_KINDS}
+    online = {kind: len(registry.online_workers(quick_redis(), kind, window)) for kind in settings.RUN_DEVICE_KINDS}
     if not any(online.values()):
         raise Unready("no executor online: none has sent a heartbeat lately", online=online)
     return {"online": online}

@@ -47,6 +47,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
+from executor.processes import pid_alive
 from web.clients import client_address
 from web.fleet import FleetCollector
 
@@ -70,21 +71,12 @@ def directory_lock(path: str):
         os.close(fd)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: alive
-    return True
-
 
 def _files_of_dead_processes(path: str) -> dict[int, list[str]]:
     dead: dict[int, list[str]] = {}
     for name in glob.glob(os.path.join(path, "*.db")):
         tail = os.path.basename(name)[:-3].rsplit("_", 1)[-1]
-        if tail.isdigit() and int(tail) != os.getpid() and not _alive(int(tail)):
+        if tail.isdigit() and int(tail) != os.getpid() and not pid_alive(int(tail)):
             dead.setdefault(int(tail), []).append(name)
     return dead
 

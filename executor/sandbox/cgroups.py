@@ -30,6 +30,8 @@ import signal
 import time
 from pathlib import Path
 
+from ..processes import pid_alive
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 BASE_NAME = "jax-playground"
 RUN_PREFIX = "run-"
@@ -387,7 +389,7 @@ class Cgroups:
                     owner = int(d.name.split("-")[1])
                 except (IndexError, ValueError):
                     continue
-                if owner == os.getpid() or _alive(owner):
+                if owner == os.getpid() or pid_alive(owner):
                     continue
                 try:
                     _kill_all([d])
@@ -397,15 +399,6 @@ class Cgroups:
                     pass
         return removed
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _write_optional(path: Path, value: str) -> None:

@@ -39,8 +39,4 @@ def fleet(tmp_path_factory):
     try:
         yield fleet
     finally:
-        try:
-            fleet.stop()
-            fleet.redis.stop()
-        finally:
-            fleet.network.remove()
+        fleet.close()
