@@ -171,9 +171,9 @@ class Supervision:
 
     Output is coalesced: a print() is several writes, and a tight loop of prints would
     otherwise become thousands of one-byte events. Pending text (stdout and stderr segments, in
-    the order they came) is sent once output has been quiet for COALESCE_QUIET_S, after
-    COALESCE_MAX_S, or before any structured event, in events of at most OUTPUT_EVENT_MAX_CHARS,
-    and never faster than the run's events per second: meanwhile it keeps coalescing, and past
+    the order they came) is sent once output has been quiet for COALESCE_QUIET_S at the end of a
+    line, after COALESCE_MAX_S, or before any structured event, in events of at most
+    OUTPUT_EVENT_MAX_CHARS, and never faster than the run's events per second: meanwhile it keeps coalescing, and past
     PENDING_MAX_CHARS the pipes are not read, so the snippet waits.
     """
 
@@ -234,6 +234,12 @@ class Supervision:
             pending.pop(0)
         self.since, self.pending_chars = 0.0, 0
         return True
+
+    def line_ended(self) -> bool:
+        """Whether pending output ends a line: print() writes its text and its newline apart,
+        and a pause between the two (a loaded machine) would otherwise split one line in two
+        events. A line left open (a prompt, a progress bar) still goes after COALESCE_MAX_S."""
+        return self.pending[-1][1][-1].endswith(("\n", "\r"))
 
     # -- receiving -------------------------------------------------------------------------------
 
@@ -386,7 +392,8 @@ class Supervision:
 
     def pump(self, timeout: float) -> None:
         now = time.monotonic()
-        if self.pending and (now - self.last >= COALESCE_QUIET_S or now - self.since >= COALESCE_MAX_S
+        if self.pending and ((now - self.last >= COALESCE_QUIET_S and self.line_ended())
+                             or now - self.since >= COALESCE_MAX_S
                              or self.pending_chars >= OUTPUT_EVENT_MAX_CHARS):
             self.flush_output()
         self.handle_event_lines()

@@ -20,12 +20,11 @@ _MISSING = object()
 
 
 def _error(exc: BaseException) -> dict:
-    from .main import user_frames
+    from .main import last_user_line
 
     if isinstance(exc, values.Unsendable):
         return {"type": "Unsendable", "reason": str(exc)[:200]}
-    frames = user_frames(exc.__traceback__)
-    return {"type": values.short_name(type(exc).__name__), "line": frames[-1].lineno if frames else None}
+    return {"type": values.short_name(type(exc).__name__), "line": last_user_line(exc.__traceback__)}
 
 
 def _get(namespace: dict, name: str) -> dict:

@@ -118,7 +118,7 @@ def _importable(name: str) -> bool:
 DEEP_RECURSION_FRAMES = 10_000
 
 
-def _depth(exc: BaseException, cap: int = 10_000_000) -> int:
+def traceback_depth(exc: BaseException, cap: int = 10_000_000) -> int:
     tb, depth = exc.__traceback__, 0
     while tb is not None and depth < cap:
         depth += 1
@@ -126,18 +126,24 @@ def _depth(exc: BaseException, cap: int = 10_000_000) -> int:
     return depth
 
 
+def deep_recursion(exc: BaseException, depth: int) -> str | None:
+    """Out of memory for frames, CPython raises MemoryError, or (3.12, when pushing a frame
+    fails) SystemError "error return without exception set", which reads like a crash."""
+    out_of_memory = isinstance(exc, MemoryError) or (
+        isinstance(exc, SystemError) and "without exception set" in str(exc))
+    if out_of_memory and depth >= DEEP_RECURSION_FRAMES:
+        return (f"The recursion went {depth:,} calls deep and used up the run's memory: every "
+                f"Python call keeps a frame until it returns. Write it as a loop (in JAX code, "
+                f"jax.lax.fori_loop or jax.lax.scan), or recurse less deeply.")
+    return None
+
+
 def environment_explanation(exc: BaseException) -> str | None:
     """The sentence for an error that comes from the sandbox rather than the code."""
     import socket
 
-    # Out of memory for frames, CPython raises MemoryError, or (3.12, when pushing a frame
-    # fails) SystemError "error return without exception set", which reads like a crash.
-    if isinstance(exc, MemoryError) or (isinstance(exc, SystemError) and "without exception set" in str(exc)):
-        depth = _depth(exc)
-        if depth >= DEEP_RECURSION_FRAMES:
-            return (f"The recursion went {depth:,} calls deep and used up the run's memory: every "
-                    f"Python call keeps a frame until it returns. Write it as a loop (in JAX code, "
-                    f"jax.lax.fori_loop or jax.lax.scan), or recurse less deeply.")
+    if text := deep_recursion(exc, traceback_depth(exc)):
+        return text
 
     if isinstance(exc, EOFError) and "reading a line" in str(exc):
         return ("A run gets no input: there is no keyboard or terminal behind it, so input() "

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import traceback
+from collections import deque
 
 from . import hooks, jaxcompat
 from . import common
@@ -121,18 +122,53 @@ def _user_stream(fd: int) -> io.TextIOWrapper:
     )
 
 
-def extract_tb(tb) -> list[traceback.FrameSummary]:
-    """traceback.extract_tb, walked here: in a graded run only the runner's code may reach frames."""
-    frames = []
+# A traceback keeps this many of the user's outermost frames and as many innermost; the ones
+# between are counted. A recursion that filled the run's memory leaves millions of frames, and a
+# list of them all would need more memory than the run has left.
+TRACEBACK_KEPT = 25
+
+
+class _Frames:
+    """A traceback walked once, in bounded memory: the user's frames kept at both ends, the
+    user's frames between them counted, library frames between counted (the runner's own, exec
+    and magics, are not). Walked here rather than by ``traceback``: in a graded run only the
+    runner's code may reach frames."""
+
+    def __init__(self, tb):
+        self.head: list[traceback.FrameSummary] = []
+        self.tail: deque[traceback.FrameSummary] = deque(maxlen=TRACEBACK_KEPT)
+        self.user = self.hidden = 0
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename == SNIPPET_FILENAME:
+                self.user += 1
+                frame = traceback.FrameSummary(SNIPPET_FILENAME, tb.tb_lineno, code.co_name)
+                (self.head if len(self.head) < TRACEBACK_KEPT else self.tail).append(frame)
+            elif not code.co_filename.startswith(RUNNER_DIR):
+                self.hidden += 1
+            tb = tb.tb_next
+
+    @property
+    def last_line(self) -> int | None:
+        last = self.tail[-1] if self.tail else self.head[-1] if self.head else None
+        return last.lineno if last else None
+
+    def format(self) -> list[str]:
+        lines = traceback.format_list(self.head)
+        if (between := self.user - len(self.head) - len(self.tail)) > 0:
+            lines.append(f"  [{between:,} more call{'s' if between != 1 else ''} of the snippet's own]\n")
+        lines += traceback.format_list(list(self.tail))
+        return lines
+
+
+def last_user_line(tb) -> int | None:
+    """The snippet's line where an exception was raised (its innermost frame of the snippet)."""
+    line = None
     while tb is not None:
-        code = tb.tb_frame.f_code
-        frames.append(traceback.FrameSummary(code.co_filename, tb.tb_lineno, code.co_name))
+        if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
+            line = tb.tb_lineno
         tb = tb.tb_next
-    return frames
-
-
-def user_frames(tb) -> list[traceback.FrameSummary]:
-    return [f for f in extract_tb(tb) if f.filename == SNIPPET_FILENAME]
+    return line
 
 
 def describe_exception(exc: BaseException) -> dict:
@@ -146,22 +182,38 @@ def describe_exception(exc: BaseException) -> dict:
             "line": exc.lineno,
             "traceback": text,
         }
-    frames = user_frames(exc.__traceback__)
-    all_frames = extract_tb(exc.__traceback__)
-    # Library frames between the user's; the runner's own (exec, magics) are not counted.
-    hidden = sum(1 for f in all_frames
-                 if f.filename != SNIPPET_FILENAME and not f.filename.startswith(RUNNER_DIR))
+    frames = _Frames(exc.__traceback__)
     lines = ["Traceback (most recent call last):\n"]
-    lines += traceback.format_list(frames)
-    if hidden > 0:
-        lines.append(f"  [{hidden} frame{'s' if hidden != 1 else ''} inside libraries hidden]\n")
+    lines += frames.format()
+    if frames.hidden > 0:
+        lines.append(f"  [{frames.hidden} frame{'s' if frames.hidden != 1 else ''} inside libraries hidden]\n")
     lines += traceback.format_exception_only(type(exc), exc)
     return {
         "exc_type": type(exc).__name__,
         "message": str(exc),
-        "line": frames[-1].lineno if frames else None,
+        "line": frames.last_line,
         "traceback": "".join(lines),
     }
+
+
+def error_event(exc: BaseException) -> dict:
+    """The error event, even when the run's memory is full (a recursion that filled it holds
+    all its frames through the traceback): then the frames go first and the event says less."""
+    try:
+        return hooks.error_event(exc, describe_exception(exc))
+    except MemoryError:
+        pass
+    from . import explain
+
+    depth, line = explain.traceback_depth(exc), last_user_line(exc.__traceback__)
+    exc.__traceback__ = None  # the frames' memory back
+    event = {"exc_type": type(exc).__name__, "message": str(exc), "line": line,
+             "traceback": "".join(["Traceback (most recent call last):\n",
+                                   f"  [{depth:,} calls; the run's memory was too full to list them]\n",
+                                   *traceback.format_exception_only(type(exc), exc)])}
+    if text := explain.deep_recursion(exc, depth):
+        event["explanation"] = text
+    return event
 
 
 def run_snippet(source: str, channel: EventChannel, namespace: dict | None = None) -> str:
@@ -185,7 +237,7 @@ def run_snippet(source: str, channel: EventChannel, namespace: dict | None = Non
     except BaseException as exc:  # noqa: BLE001 - the snippet's failure is the result
         status = "failed"
         flush_user_streams()
-        channel.send("error", **hooks.error_event(exc, describe_exception(exc)))
+        channel.send("error", **error_event(exc))
     return status
 
 

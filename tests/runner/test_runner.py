@@ -372,3 +372,19 @@ def test_timeit_of_an_unblocked_jit_matmul_ends_promptly_and_says_why(run):
     assert "only the dispatch" in r.stdout and "f(x).block_until_ready()" in r.stdout
     assert r.stdout.endswith("after\n")
     assert r.events[-1]["wall_ms"] < 15_000  # the budget is 10 s
+
+
+def test_a_line_written_in_pieces_is_one_event_and_an_open_line_still_streams(run):
+    # print() writes its text and its newline apart; a pause between them (a loaded machine)
+    # longer than the quiet period must not split the line in two events.
+    r = run(textwrap.dedent("""\
+        import sys, time
+        sys.stdout.write("hel"); time.sleep(0.02); sys.stdout.write("lo\\n")
+        time.sleep(0.2)
+        sys.stdout.write("50%\\r"); time.sleep(0.3)
+        sys.stdout.write("prompt> "); time.sleep(0.3)
+        print("done")
+        """))
+    assert r.status == "succeeded", r
+    texts = [e["text"] for e in r.of("stdout")]
+    assert texts == ["hello\n", "50%\r", "prompt> ", "done\n"], texts

@@ -252,3 +252,51 @@ def test_a_recompilation_reason_names_an_argument_as_written_and_never_opens_wit
             assert re.match(openings, reason), reason
     assert kinds >= {"shape", "dtype", "weak_type", "sharding", "structure", "static", "donation",
                      "context", "new_function", "other"}
+
+
+def _deep_snippet_error(depth: int) -> BaseException:
+    import sys
+
+    from executor.runner.main import SNIPPET_FILENAME
+
+    code = compile("def down(n):\n    if n == 0:\n        raise MemoryError()\n    return down(n - 1)\n",
+                   SNIPPET_FILENAME, "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + 100)
+    try:
+        namespace["down"](depth)
+    except MemoryError as exc:
+        return exc
+    finally:
+        sys.setrecursionlimit(limit)
+    raise AssertionError("no error")
+
+
+def test_a_deep_traceback_is_listed_at_both_ends_and_counted_between():
+    from executor.runner.main import TRACEBACK_KEPT, describe_exception
+
+    event = describe_exception(_deep_snippet_error(30_000))
+    said = event["traceback"]
+    assert event["line"] == 3 and event["exc_type"] == "MemoryError"
+    between = 30_001 - 2 * TRACEBACK_KEPT
+    assert f"[{between:,} more calls of the snippet's own]" in said, said
+    assert len(said.splitlines()) < 30, said  # identical lines collapsed at both ends
+
+
+def test_an_error_is_reported_even_when_describing_it_runs_out_of_memory(monkeypatch):
+    from executor.runner import main
+
+    exc = _deep_snippet_error(20_000)
+
+    def full(_exc):
+        raise MemoryError()
+
+    monkeypatch.setattr(main, "describe_exception", full)
+    event = main.error_event(exc)
+    assert event["exc_type"] == "MemoryError" and event["line"] == 3
+    # 20,001 of the snippet's and the frame that called it
+    assert "[20,002 calls; the run's memory was too full to list them]" in event["traceback"]
+    assert event["explanation"].startswith("The recursion went 20,002 calls deep")
+    assert exc.__traceback__ is None  # the frames let go

@@ -339,6 +339,21 @@ def test_a_deep_recursion_ends_at_a_limit(run, then_a_normal_run_succeeds):
     then_a_normal_run_succeeds()
 
 
+def test_a_deep_recursion_that_fills_the_memory_is_reported_with_its_reason(run, then_a_normal_run_succeeds):
+    # Memory runs out before CPU time here: the frames fill the run's memory, and describing the
+    # error must not need more of it (listing 400,000 frames did, and the runner died, 127).
+    code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)\n"
+    result = run(code, replace(LIMITS, wall_s=30, cpu_s=20, memory_bytes=300 * 1024**2))
+
+    assert (result.status, result.message) == ("failed", ""), result
+    error = result.error
+    assert error["exc_type"] in ("MemoryError", "SystemError") and error["line"] == 4, error
+    assert "calls deep and used up the run's memory" in error["explanation"], error
+    assert "more calls of the snippet's own]" in error["traceback"], error
+    assert len(error["traceback"]) < 4000, error
+    then_a_normal_run_succeeds()
+
+
 def test_no_process_or_cgroup_is_left_behind(launcher):
     # Runs last in this file: every run above has been cleaned up.
     assert host_processes_of(SLOT0_UID) == []
