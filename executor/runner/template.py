@@ -53,6 +53,11 @@ import time
 # Before numpy is imported: OpenBLAS would otherwise start its thread pool in the template.
 # Each runner sets its own thread count (_blas_threads).
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
+# OpenBLAS's idle threads spin 2**28 cycles (about 0.1 s) before they sleep, after they start and
+# after each call: a runner's, started as it is forked, spun on every core but one while the
+# runner waited in the pool or ran a print(1), 60 ms of CPU a runner on this 2-core host. 2**18
+# cycles (about 0.1 ms) keeps a loop of BLAS calls from sleeping between them.
+os.environ["OPENBLAS_THREAD_TIMEOUT"] = "18"
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]

@@ -239,3 +239,18 @@ def test_a_late_exit_report_never_writes_to_a_reused_descriptor():
     finally:
         for fd in {r, w, number}:
             os.close(fd)
+
+
+def test_a_runner_waiting_in_the_pool_spends_no_cpu(launcher):
+    # A runner gives OpenBLAS one thread per core as it is forked; OpenBLAS's new threads spun
+    # about 0.1 s before sleeping (OPENBLAS_THREAD_TIMEOUT now ends that at about 0.1 ms).
+    runner = Runner(proc=launcher.start(0), slot=0)
+    try:
+        wait_ready(runner, 120)
+        at_ready = launcher.cpu_seconds(runner.proc)
+        time.sleep(0.5)
+        waited = launcher.cpu_seconds(runner.proc) - at_ready
+    finally:
+        launcher.cleanup(runner.proc)
+        runner.close()
+    assert waited < 0.03, f"a waiting runner spent {waited * 1000:.0f} ms of CPU in 0.5 s"
