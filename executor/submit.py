@@ -43,7 +43,12 @@ def send_run(app, device: str, message: dict, priority: int = 0) -> None:
     """Queue a run on its device's queue (``gpu:h200`` → ``exec.gpu.h200``) at a priority step
     (``registry.PRIORITY_STEPS``, 0 first). Its log must hold its ``queued`` event (seq 1)
     already: the executor appends after it."""
-    app.send_task(RUN_TASK, kwargs=message, queue=registry.queue_name(device), priority=priority)
+    send_to_queue(app, registry.queue_name(device), message, priority)
+
+
+def send_to_queue(app, queue: str, message: dict, priority: int = 0) -> None:
+    """``send_run`` to a queue by its name (a draining node sends back what it took from one)."""
+    app.send_task(RUN_TASK, kwargs=message, queue=queue, priority=priority)
 
 
 def follow(redis, run_id: str, timeout_s: float) -> list[dict]:

@@ -210,8 +210,8 @@ def run(self, run_id: str, code: str, options: dict | None = None, limits: dict 
         # Taken in the moment between the stop signal and Celery's consumer stopping: back to the
         # queue it came from, at its priority, unclaimed, for the next node.
         info = self.request.delivery_info or {}
-        app.send_task(submit.RUN_TASK, kwargs=submit.run_message(run_id, code, options, limits or {}, grade),
-                      queue=info.get("routing_key") or settings.QUEUE, priority=info.get("priority") or 0)
+        submit.send_to_queue(app, info.get("routing_key") or settings.QUEUE,
+                             submit.run_message(run_id, code, options, limits or {}, grade), info.get("priority") or 0)
         log.info("run %s taken while draining; queued again for another node", run_id)
         return
     executor.execute(run_id, code, options or {}, limits or {}, grade)

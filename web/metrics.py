@@ -71,7 +71,6 @@ def directory_lock(path: str):
         os.close(fd)
 
 
-
 def _files_of_dead_processes(path: str) -> dict[int, list[str]]:
     dead: dict[int, list[str]] = {}
     for name in glob.glob(os.path.join(path, "*.db")):

@@ -126,12 +126,17 @@ def traceback_depth(exc: BaseException, cap: int = 10_000_000) -> int:
     return depth
 
 
-def deep_recursion(exc: BaseException, depth: int) -> str | None:
+def deep_recursion(exc: BaseException, depth: int | None = None) -> str | None:
     """Out of memory for frames, CPython raises MemoryError, or (3.12, when pushing a frame
-    fails) SystemError "error return without exception set", which reads like a crash."""
+    fails) SystemError "error return without exception set", which reads like a crash.
+    ``depth``: the traceback's, when it is already known (its frames may be gone)."""
     out_of_memory = isinstance(exc, MemoryError) or (
         isinstance(exc, SystemError) and "without exception set" in str(exc))
-    if out_of_memory and depth >= DEEP_RECURSION_FRAMES:
+    if not out_of_memory:
+        return None
+    if depth is None:
+        depth = traceback_depth(exc)
+    if depth >= DEEP_RECURSION_FRAMES:
         return (f"The recursion went {depth:,} calls deep and used up the run's memory: every "
                 f"Python call keeps a frame until it returns. Write it as a loop (in JAX code, "
                 f"jax.lax.fori_loop or jax.lax.scan), or recurse less deeply.")
@@ -142,7 +147,7 @@ def environment_explanation(exc: BaseException) -> str | None:
     """The sentence for an error that comes from the sandbox rather than the code."""
     import socket
 
-    if text := deep_recursion(exc, traceback_depth(exc)):
+    if text := deep_recursion(exc):
         return text
 
     if isinstance(exc, EOFError) and "reading a line" in str(exc):

@@ -400,7 +400,6 @@ class Cgroups:
         return removed
 
 
-
 def _write_optional(path: Path, value: str) -> None:
     try:
         _write(path, value)
