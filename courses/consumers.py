@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from channels.db import database_sync_to_async
+from web.db import socket_db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
@@ -46,7 +46,7 @@ def _bearer(scope) -> str | None:
     return None
 
 
-@database_sync_to_async
+@socket_db
 def _instructor_of(course_id, scope):
     """(user, course id, token or None) when the connecting person teaches the course; None
     otherwise."""
@@ -62,20 +62,20 @@ def _instructor_of(course_id, scope):
     return membership.user, membership.course_id, token
 
 
-@database_sync_to_async
+@socket_db
 def _snapshot(course_id: int):
     from .models import Course
 
     return snapshot(Course.objects.get(pk=course_id))
 
 
-@database_sync_to_async
+@socket_db
 def _token_alive(token_id) -> bool:
     token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
     return token is not None and token.user.is_active and not token.is_expired()
 
 
-@database_sync_to_async
+@socket_db
 def _check_snapshot_rate(who: str) -> str | None:
     try:
         check_snapshot_rate(who)

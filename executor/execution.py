@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 
@@ -30,6 +31,10 @@ log = logging.getLogger("executor")
 RECORD_EVERY_S = 0.5
 CLAIM_TTL_S = 7 * 24 * 3600
 
+
+# Code that names any of these will start JAX's backend: it takes a warm runner first. Any
+# other (plain Python, NumPy) takes a cold one and leaves the warm ones for code that needs them.
+USES_JAX = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax)\b")
 
 # How long a run waits for a Redis that went away (a restart) before it is given up as lost.
 REDIS_PATIENCE_S = 15.0
@@ -143,7 +148,8 @@ class Executor:
         self.busy = 0
         self.idle_since = time.monotonic()
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
-                               idle=self.idle if settings.WARM_WHEN_IDLE else None)
+                               idle=self.idle if settings.WARM_WHEN_IDLE else None,
+                               busy=lambda: self.busy > 0)
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
@@ -329,7 +335,7 @@ class Executor:
             grading = GradedRun(checks=grade["checks"], acquire=self.pool.acquire, release=self.pool.release,
                                 launcher=self.launcher, limits=limits)
         try:
-            runner = self.pool.acquire()
+            runner = self.pool.acquire(warm=grading is not None or bool(USES_JAX.search(code)))
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             finished = protocol.finished_fields(ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0)

@@ -32,11 +32,16 @@ WARM_NICE = 19
 
 class RunnerPool:
     def __init__(self, launcher: Launcher, *, size: int, concurrency: int,
-                 idle: Callable[[], bool] | None = None):
+                 idle: Callable[[], bool] | None = None, busy: Callable[[], bool] | None = None):
         self.launcher = launcher
         self.size = size
         # When this says the node is idle, waiting runners are warmed (None: never).
         self.idle = idle
+        # While this says a run is in progress, a runner it took is replaced only if fewer than
+        # ``concurrency`` wait (None: at once). Starting one is a fork of the template and its
+        # confinement, tens of milliseconds of CPU that a run on a small node competed with
+        # (and the next run still finds a warm runner).
+        self.busy = busy
         self.concurrency = concurrency
         self.warm_times_ms: deque[float] = deque(maxlen=100)
         # Only root can give a runner its priority back after a warm-up at nice 19.
@@ -76,11 +81,13 @@ class RunnerPool:
 
     # Use ---------------------------------------------------------------------------------------
 
-    def acquire(self) -> Runner:
-        """A ready runner: a warm one if there is one, else one started now (cold)."""
+    def acquire(self, warm: bool = True) -> Runner:
+        """A ready runner, else one started now (cold). ``warm``: the run will use JAX, so a
+        runner whose backend is started is taken first; else a cold one is, and the warm ones
+        are kept for the runs that need them."""
         while True:
             with self._lock:
-                runner = self._best_ready()
+                runner = self._best_ready(warm)
             self._wake.set()
             self.changed.set()
             if runner is None:
@@ -111,9 +118,10 @@ class RunnerPool:
 
     # Internals ---------------------------------------------------------------------------------
 
-    def _best_ready(self) -> Runner | None:
-        """Under the lock: take the oldest warm runner, else the oldest cold one, else the oldest."""
-        for warmth in ("warm", "cold", "warming"):
+    def _best_ready(self, warm: bool = True) -> Runner | None:
+        """Under the lock: take the oldest warm runner (the oldest cold one when not ``warm``),
+        else the oldest of the other, else the oldest still warming."""
+        for warmth in ("warm", "cold", "warming") if warm else ("cold", "warm", "warming"):
             for runner in self._ready:
                 if runner.warmth == warmth:
                     self._ready.remove(runner)
@@ -188,6 +196,14 @@ class RunnerPool:
             log.debug("runner in slot %s warmed up in %.0f ms", runner.slot, self.warm_times_ms[-1])
             self.changed.set()
 
+    def _defer_refill(self) -> bool:
+        """Whether to start the missing runners only once the runs in progress have ended."""
+        if self.busy is None:
+            return False
+        with self._lock:
+            enough = len(self._ready) >= self.concurrency
+        return enough and self.busy()
+
     def _take_slot(self) -> int:
         with self._lock:
             if not self._free_slots:
@@ -229,6 +245,10 @@ class RunnerPool:
                 self._discard(r)
             if missing <= 0 and self._warm_one():
                 self._wake.wait(0.02)
+                self._wake.clear()
+                continue
+            if missing > 0 and self._defer_refill():
+                self._wake.wait(0.05)  # a run's end wakes this
                 self._wake.clear()
                 continue
             if missing > 0:

@@ -18,7 +18,7 @@ import uuid
 from urllib.parse import parse_qs
 
 import redis.exceptions
-from channels.db import database_sync_to_async
+from web.db import socket_db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
@@ -38,12 +38,12 @@ RETRY_MAX_S = 5.0
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
 
-@database_sync_to_async
+@socket_db
 def _load_run(run_id, user):
     return access_run_for_user(run_id, user)
 
 
-@database_sync_to_async
+@socket_db
 def _stored_events(run_id, after: int, before: int | None = None) -> list[dict]:
     from .models import RunEvent
 
@@ -78,6 +78,8 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
                 if task is not None:
                     task.cancel()
             hub = getattr(self, "hub", None)
+            if hub is not None and getattr(self, "waiter", None) is not None:
+                hub.leave(self.waiter)
             for socket_id in self.socket_ids:
                 if hub is not None:
                     await hub.free_slot(socket_id)
@@ -121,11 +123,13 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
         for message in encode_messages(body):
             await self.send(text_data=message)
 
-    async def stream(self, run_id: str, after: int) -> None:
+    async def stream(self, run_id: str, after: int, waiter=None) -> None:
+        """Catch up from ``after``, then follow; with ``waiter`` (a new run's, registered with
+        the hub before the run was queued) there is nothing to catch up: it has every event."""
         self.last = after
         try:
-            if not await self.catch_up(run_id):
-                await self.follow(run_id)
+            if waiter is not None or not await self.catch_up(run_id):
+                await self.follow(run_id, waiter)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the client reconnects from where it was
@@ -187,8 +191,10 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
                     if await self.deliver(run_id, entries):
                         return True
                     continue
-                done = await client.get(ev.done_key(run_id))
-                exists = await client.exists(key)
+                pipe = client.pipeline(transaction=False)
+                pipe.get(ev.done_key(run_id))
+                pipe.exists(key)
+                done, exists = await pipe.execute()
             except REDIS_DOWN:
                 # Redis is away: wait for it, as the page does for us.
                 await asyncio.sleep(delay)
@@ -204,8 +210,8 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
                     return True
             return False
 
-    async def follow(self, run_id: str) -> None:
-        self.waiter = self.hub.wait(ev.log_key(run_id), self.last)
+    async def follow(self, run_id: str, waiter=None) -> None:
+        self.waiter = waiter or self.hub.wait(ev.log_key(run_id), self.last)
         try:
             while True:
                 entries = await self.waiter.queue.get()
@@ -216,12 +222,12 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
 
 
 
-@database_sync_to_async
-def _start_run(payload, client: str, user) -> tuple[str, dict]:
+@socket_db
+def _start_run(payload, client: str, user, run_id: uuid.UUID) -> tuple[str, dict]:
     from .actions.runs import check_start_run
     from .serializers import run_summary
 
-    run = check_start_run(payload, client=client, owner=user)
+    run = check_start_run(payload, client=client, owner=user, run_id=run_id)
     return str(run.id), run_summary(run)
 
 
@@ -294,21 +300,30 @@ class NewRunConsumer(RunConsumer):
             await self.refuse(429, f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})")
             return
         payload = {k: v for k, v in message.items() if k != "op"}
+        # The run's stream is waited for before the run exists: the hub's read takes it in while
+        # the run is admitted and stored, so the executor's first events reach the page at once
+        # (waiting after the start cost a wake of the hub's read and a catch-up, 3-4 ms).
+        new_id = uuid.uuid4()
+        waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
         try:
-            run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"))
-        except ActionError as exc:
+            run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"),
+                                               new_id)
+        except BaseException as exc:
+            self.hub.leave(waiter)
+            self.waiter = None
             await self.hub.free_slot(self.socket_id)
-            await self.refuse(exc.status, exc.message, **exc.data)
-            return
-        except REDIS_DOWN:
-            await self.hub.free_slot(self.socket_id)
-            await self.refuse(503, "the playground's queue is unreachable for a moment; try again in a few seconds")
+            if isinstance(exc, ActionError):
+                await self.refuse(exc.status, exc.message, **exc.data)
+            elif isinstance(exc, REDIS_DOWN):
+                await self.refuse(503, "the playground's queue is unreachable for a moment; try again in a few seconds")
+            else:
+                raise
             return
         self.run_id = run_id
         await self.hub.free_slot(self.waiting_id)  # a socket that carries a run now
         logs.set_run(run_id)
         await self.send(text_data=protocol.dumps({"type": "started_run", "run": summary}))
-        self.streamer = asyncio.create_task(self.stream(run_id, 0))
+        self.streamer = asyncio.create_task(self.stream(run_id, 0, waiter))
 
     async def refuse(self, status: int, error: str, **data) -> None:
         answer = protocol.dumps({**data, "type": "refused", "status": status, "error": error[:REFUSAL_MAX_CHARS]})

@@ -56,6 +56,14 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.usefixtures("_recording_settled"))
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """The test database, with the connection that in-process websocket consumers keep open
+    (web/db.py) closed before it is dropped."""
+    yield
+    close_async_database_connections()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _flush_tables_in_lock_order():
     """Between tests the database is flushed with one TRUNCATE of every table, which locks them

@@ -31,7 +31,9 @@ SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 # Starting ----------------------------------------------------------------------------------------
 
-def check_start_run(payload, *, client: str, owner=None) -> Run:
+def check_start_run(payload, *, client: str, owner=None, run_id: uuid.UUID | None = None) -> Run:
+    """``run_id``: the new run's id, when the caller needs it before the run exists (a run
+    socket waits for its stream while the run is admitted); a new one by default."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
@@ -43,7 +45,7 @@ def check_start_run(payload, *, client: str, owner=None) -> Run:
         # Checked before admission: a run admitted and queued must not fail on it afterwards.
         raise ActionError("'snippet' must be a snippet's slug")
     who = quotas.client_key(client, owner)
-    run_id = uuid.uuid4()
+    run_id = run_id or uuid.uuid4()
     priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id))
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,

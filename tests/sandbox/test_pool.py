@@ -170,3 +170,36 @@ def test_a_run_that_takes_a_runner_still_warming_waits_for_it_and_is_not_disturb
     assert "warmed" not in {e["type"] for e in result.events}
     assert "[playground]" not in result.stderr
     assert len(result.of("compiled")) == 1
+
+
+def test_code_without_jax_takes_a_cold_runner_and_leaves_the_warm_ones(idle_pool):
+    wait_warmth(idle_pool, warm=2)
+    plain = idle_pool.acquire(warm=False)
+    jax_run = idle_pool.acquire(warm=True)
+    try:
+        assert (plain.warmth, jax_run.warmth) == ("cold", "warm")
+    finally:
+        idle_pool.release(plain)
+        idle_pool.release(jax_run)
+
+
+def test_while_a_run_is_in_progress_a_taken_runner_is_replaced_only_when_too_few_wait(launcher):
+    busy = {"now": False}
+    pool = RunnerPool(launcher, size=3, concurrency=2, busy=lambda: busy["now"])
+    pool.start()
+    try:
+        wait_warm(pool, 3)
+        busy["now"] = True
+        first = pool.acquire()  # two still wait, as many as the node has slots: not replaced yet
+        time.sleep(1.5)  # a refill takes well under this here (bench.runners: refill)
+        assert pool.idle_count() == 2
+        second = pool.acquire()  # one waits, fewer than the slots: replaced at once
+        wait_warm(pool, 2)
+        assert pool.idle_count() == 2
+        busy["now"] = False  # the runs ended: the pool fills
+        pool.release(first)
+        pool.release(second)
+        pool.wake()
+        wait_warm(pool, 3)
+    finally:
+        pool.stop()

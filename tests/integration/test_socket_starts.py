@@ -1,0 +1,94 @@
+"""Runs started on a run socket, in process: the socket waits for the run's stream before the
+run exists, and leaves nothing waiting behind whatever the start's outcome; its database calls
+keep one connection open between them (web/db.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from channels.testing import WebsocketCommunicator
+
+from web.asgi import application
+from web.db import socket_db
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = [(b"origin", b"http://127.0.0.1")]
+
+
+async def _hub_waiters() -> dict:
+    from playground.streams import get_hub
+
+    return {key: len(group) for key, group in get_hub().waiters.items()}
+
+
+async def _refused_then_run(code: str) -> tuple[dict, dict, list[dict], dict, dict]:
+    comm = WebsocketCommunicator(application, "/ws/runs/new/", headers=ORIGIN)
+    connected, _ = await comm.connect()
+    assert connected
+    try:
+        await comm.send_to(text_data=json.dumps({"op": "start", "code": 5}))
+        refused = json.loads(await comm.receive_from(30))
+        after_refusal = await _hub_waiters()
+        await comm.send_to(text_data=json.dumps({"op": "start", "code": code}))
+        started = json.loads(await comm.receive_from(30))
+        events = []
+        while not events or events[-1]["type"] != "finished":
+            events.append(json.loads(await comm.receive_from(60)))
+        closed = await comm.receive_output(5)
+        assert closed["type"] == "websocket.close"
+        await asyncio.sleep(0.05)
+        return refused, after_refusal, events, started, await _hub_waiters()
+    finally:
+        await comm.disconnect()
+
+
+def test_a_start_waits_for_its_stream_first_and_leaves_nothing_waiting(live_stack):
+    refused, after_refusal, events, started, after_run = asyncio.run(_refused_then_run("print('hi')\n"))
+    assert (refused["type"], refused["status"]) == ("refused", 400), refused
+    assert after_refusal == {}  # the refused start's wait was left
+    assert started["type"] == "started_run"
+    # Every event from seq 1, in order, none twice: the wait taken before the run existed saw
+    # "queued" too, with nothing to catch up.
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert [events[0]["type"], events[1]["type"], events[-1]["status"]] == ["queued", "started", "succeeded"]
+    assert "".join(e["text"] for e in events if e["type"] == "stdout") == "hi\n"
+    assert after_run == {}
+
+
+@socket_db
+def _connection_id() -> int:
+    from django.db import connection
+
+    connection.ensure_connection()
+    return id(connection.connection)
+
+
+@socket_db
+def _leave_a_transaction_open() -> None:
+    from django.db import transaction
+
+    transaction.set_autocommit(False)  # a call that began a transaction and never ended it
+
+
+@socket_db
+def _count_runs() -> int:
+    from playground.models import Run
+
+    return Run.objects.count()
+
+
+async def _calls() -> tuple[int, int, int, int]:
+    first, second = await _connection_id(), await _connection_id()
+    await _leave_a_transaction_open()
+    count = await _count_runs()
+    return first, second, await _connection_id(), count
+
+
+def test_socket_calls_keep_one_connection_and_not_one_left_in_a_transaction():
+    first, second, after_left, count = asyncio.run(_calls())
+    assert first == second  # kept between calls, not closed and opened again
+    assert after_left != first  # that one was closed (its transaction with it); the next opened another
+    assert count == 0
