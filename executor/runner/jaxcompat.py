@@ -217,6 +217,18 @@ def set_cpu_devices(count: int) -> None:
         pass
 
 
+def preload_lowering() -> None:
+    """Import what JAX imports lazily at its first lowering, the MHLO dialect's bindings (10-20
+    ms of a runner's first operation otherwise); in the template, where it starts no thread and
+    every runner shares it. Older JAX imports them with jax itself."""
+    try:
+        from jax._src.lib.mlir import dialects
+    except ImportError:
+        return
+    for name in ("builtin", "chlo", "mhlo"):
+        getattr(dialects, name, None)
+
+
 def is_jaxpr(value) -> bool:
     core = sys.modules.get("jax._src.core")
     return core is not None and isinstance(value, core.Jaxpr)

@@ -365,6 +365,7 @@ def main(argv: list[str]) -> None:
 
     if args.cpu_devices:
         jaxcompat.set_cpu_devices(args.cpu_devices)
+    jaxcompat.preload_lowering()
     from . import main as _main  # noqa: F401 - loaded here so that every run shares it
 
     hooks.prepare_process()
