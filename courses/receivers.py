@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from executor import events as ev
-from playground.models import Run
+from playground.actions.runs import run_facts
 from playground.signals import run_status_changed
 
 from . import grading as gradings
@@ -16,12 +16,11 @@ from .models import CourseRun, Grading
 
 
 @receiver(run_status_changed, dispatch_uid="courses.run_status_changed")
-def on_run_status_changed(sender, run_id: str, status: str, **kwargs) -> None:
-    # Most runs are no course's: one small query says so (two joined lookups were most of the
+def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = None, **kwargs) -> None:
+    # Most runs are no course's: the run's facts say so (two joined lookups were most of the
     # recorder's work for a print(1)).
-    grading_id, course_run_id = next(iter(Run.objects.filter(id=run_id).values_list("grading", "course_run")),
-                                     (None, None))
-    if grading_id is None and course_run_id is None:
+    run = run or run_facts(run_id) or {}
+    if run.get("grading") is None and run.get("course_run") is None:
         return
     grading = Grading.objects.select_related("run", "submission__assignment").filter(run_id=run_id).first()
     if grading is not None:

@@ -18,7 +18,7 @@ from kombu.exceptions import OperationalError
 
 from . import events as ev
 from . import logs, registry, settings, shares
-from .submit import GRADE_TASK, RECORD_TASK
+from .submit import GRADE_TASK, RECORD_TASK, task_reprs
 from .pool import RunnerPool
 from .runner import protocol
 from .sandbox import get_launcher
@@ -111,7 +111,8 @@ class RunRelay:
             batch = self.pending
             try:
                 patiently("sending events to the recorder", lambda: self.executor.app.send_task(
-                    RECORD_TASK, args=[self.run_id, batch], queue=settings.RECORD_QUEUE), patience_s)
+                    RECORD_TASK, args=[self.run_id, batch], queue=settings.RECORD_QUEUE,
+                    **task_reprs(self.run_id)), patience_s)
                 self.pending = []
             except (redis.exceptions.RedisError, OperationalError) as exc:
                 log.warning("run %s: %d events wait for the recorder (%s)", self.run_id, len(batch), exc)
@@ -409,7 +410,7 @@ class Executor:
         run end finds its submission graded (or about to be) rather than still grading."""
         try:
             patiently("sending a grade to the recorder", lambda: self.app.send_task(
-                GRADE_TASK, args=[run_id, result], queue=settings.RECORD_QUEUE), REDIS_PATIENCE_S)
+                GRADE_TASK, args=[run_id, result], queue=settings.RECORD_QUEUE, **task_reprs(run_id)), REDIS_PATIENCE_S)
         except (redis.exceptions.RedisError, OperationalError):
             log.exception("run %s: its grade could not be sent; the recorder grades it from the run's end", run_id)
 

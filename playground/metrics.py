@@ -55,20 +55,22 @@ def observe_recorded(events: list) -> None:
 
 
 @receiver(run_status_changed, dispatch_uid="playground.metrics")
-def on_run_status_changed(sender, run_id: str, status: str, **kwargs) -> None:
+def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = None, **kwargs) -> None:
     try:
-        _count_status(run_id, status)
+        _count_status(run_id, status, run)
     except Exception:  # a count must not keep the other listeners (the courses') from hearing
         log.exception("counting run %s's status for /metrics failed", run_id)
 
 
-def _count_status(run_id: str, status: str) -> None:
+def _count_status(run_id: str, status: str, run: dict | None) -> None:
     if status not in ev.TERMINAL_STATUSES:
         return  # only ends are counted here
-    row = Run.objects.filter(id=run_id).values_list("device", "runtime", "created_at", "finished_at").first()
-    if row is None:
+    from .actions.runs import run_facts
+
+    run = run or run_facts(run_id)
+    if run is None:
         return
-    device, runtime, created_at, finished_at = row
+    device, runtime, created_at, finished_at = run["device"], run["runtime"], run["created_at"], run["finished_at"]
     kind = registry.parse_device(device)[0]
     RUNS_ENDED.labels(kind, runtime, status).inc()
     if finished_at is not None:

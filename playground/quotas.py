@@ -231,10 +231,10 @@ _budget_key = shares.budget_key
 
 
 @receiver(run_status_changed, dispatch_uid="playground.quotas.release")
-def _on_run_status_changed(sender, run_id: str, status: str, **kwargs) -> None:
+def _on_run_status_changed(sender, run_id: str, status: str, run: dict | None = None, **kwargs) -> None:
     if status not in ev.TERMINAL_STATUSES:
         return
-    from .models import Run
+    from .actions.runs import run_facts
 
-    run = Run.objects.filter(id=run_id).values("wall_ms", "device").first() or {}
+    run = run or run_facts(run_id) or {}
     release(run_id, wall_ms=run.get("wall_ms"), device=run.get("device"))

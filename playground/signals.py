@@ -6,8 +6,10 @@ snippets' saved runs).
                                         key it counts against
     run_cancelling(run, who)            sent by check_cancel_run before it cancels: a receiver
                                         refuses by raising ActionError (which the caller sees)
-    run_status_changed(run_id, status)  sent by the recorder once the stored status moved
-                                        (running, then the terminal one), after its commit
+    run_status_changed(run_id, status, run)  sent by the recorder once the stored status moved
+                                        (running, then the terminal one), after its commit;
+                                        ``run``: its stored facts (actions.runs.run_facts),
+                                        or None (a listener called by hand reads them)
 """
 
 from django.dispatch import Signal

@@ -1,0 +1,31 @@
+"""What a run's task message says of itself outside its body: Celery's headers travel to its
+events and monitors (flower), so they name the run, never its code or its hidden checks."""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+from executor import submit
+
+
+def test_a_run_message_names_its_run_and_carries_its_code_and_checks_only_in_its_body(redis_client):
+    from web.celery import app
+
+    run_id = str(uuid.uuid4())
+    checks = "assert answer == 42  # the hidden check"
+    queue = f"exec.cpu.nobody-{uuid.uuid4().hex[:8]}"
+    message = submit.run_message(run_id, "answer = 42\n", {}, {"wall_s": 5}, {"checks": checks})
+    submit.send_to_queue(app, queue, message)
+    try:
+        raw = redis_client.lrange(queue, 0, -1)
+        assert len(raw) == 1
+        envelope = json.loads(raw[0])
+        headers = envelope["headers"]
+        assert (headers["argsrepr"], headers["kwargsrepr"]) == ("", f"run {run_id}")
+        assert checks not in json.dumps(headers) and "answer = 42" not in json.dumps(headers)
+        body = json.loads(base64.b64decode(envelope["body"]))
+        assert body[1] == message  # the executor gets all it needs
+    finally:
+        redis_client.delete(queue)
