@@ -175,7 +175,7 @@ class Executor:
 
     # How long the node must have run nothing before its waiting runners warm up: between two
     # runs of a queue it is idle for a few milliseconds, which must not count.
-    IDLE_GRACE_S = 0.1
+    IDLE_GRACE_S = 0.05
 
     def idle(self) -> bool:
         """No run in progress for IDLE_GRACE_S, and none waiting in this node's queues (a burst

@@ -119,9 +119,11 @@ class RunnerPool:
     # Internals ---------------------------------------------------------------------------------
 
     def _best_ready(self, warm: bool = True) -> Runner | None:
-        """Under the lock: take the oldest warm runner (the oldest cold one when not ``warm``),
-        else the oldest of the other, else the oldest still warming."""
-        for warmth in ("warm", "cold", "warming") if warm else ("cold", "warm", "warming"):
+        """Under the lock: for a run that will use JAX (``warm``), the oldest warm runner, else
+        the oldest still warming (what is left of its warm-up is less than a cold one's start,
+        and the run gets its priority back), else the oldest cold one; for any other run, the
+        oldest cold one, else a warm one, else one warming (which would make it wait)."""
+        for warmth in ("warm", "warming", "cold") if warm else ("cold", "warm", "warming"):
             for runner in self._ready:
                 if runner.warmth == warmth:
                     self._ready.remove(runner)
@@ -129,7 +131,9 @@ class RunnerPool:
         return None
 
     def _warm_one(self) -> bool:
-        """While the node is idle, ask one waiting cold runner to warm up; note those that have.
+        """While the node is idle, ask one more waiting cold runner to warm up (as many warm or
+        warming at once as the node has slots: at nice 19 they take only idle cores, and one at
+        a time left runs that came in quick succession with cold ones); note those that have.
         True while one is warming (the refill loop then looks again soon)."""
         with self._lock:
             # Read under the lock: a runner taken by acquire() is no longer here, and its event
@@ -137,11 +141,10 @@ class RunnerPool:
             for runner in self._ready:
                 if runner.warmth == "warming":
                     self._read_warmed(runner)
-            if any(r.warmth == "warming" for r in self._ready):
-                return True
+            warming = any(r.warmth == "warming" for r in self._ready)
             runner = self._to_warm()
             if runner is None or not self.idle():
-                return False
+                return warming
             self._set_nice(runner, WARM_NICE)
             try:
                 # Before any request: acquire() takes runners from here under this same lock.
@@ -154,9 +157,9 @@ class RunnerPool:
             return True
 
     def _to_warm(self) -> Runner | None:
-        """Under the lock: the runner to warm next, if fewer are warm than the node has slots.
+        """Under the lock: the runner to warm next, if fewer are warm or warming than the node has slots.
         (A runner started on its own, not forked, started its backend before "ready".)"""
-        if self.idle is None or sum(1 for r in self._ready if r.warmth == "warm") >= self.concurrency:
+        if self.idle is None or sum(1 for r in self._ready if r.warmth in ("warm", "warming")) >= self.concurrency:
             return None
         return next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
 

@@ -203,3 +203,21 @@ def test_while_a_run_is_in_progress_a_taken_runner_is_replaced_only_when_too_few
         wait_warm(pool, 3)
     finally:
         pool.stop()
+
+
+def test_a_jax_run_takes_a_runner_still_warming_before_a_cold_one_and_other_code_the_cold_one(idle_pool):
+    idle_pool.idle_flag["now"] = False
+    wait_warm(idle_pool, 3)
+    with idle_pool._lock:
+        warming = idle_pool._ready[1]
+        warming.proc.stdin.write(b'{"op": "warm"}\n')
+        warming.proc.stdin.flush()
+        warming.warmth = "warming"
+    plain = idle_pool.acquire(warm=False)
+    jax_run = idle_pool.acquire(warm=True)
+    try:
+        assert plain.warmth == "cold"
+        assert jax_run is warming
+    finally:
+        idle_pool.release(plain)
+        idle_pool.release(jax_run)
