@@ -258,6 +258,7 @@ class NewRunConsumer(RunConsumer):
         self.hub = get_hub()
         self.run_id = None
         self.refused = False
+        self.starts_refused = 0
         self.client = scope_client_key(self.scope, self.scope.get("user"))
         await self.accept()
         if not await self.hub.take_slot(self.client, self.waiting_id, pool="new",
@@ -302,15 +303,21 @@ class NewRunConsumer(RunConsumer):
         payload = {k: v for k, v in message.items() if k != "op"}
         # The run's stream is waited for before the run exists: the hub's read takes it in while
         # the run is admitted and stored, so the executor's first events reach the page at once
-        # (waiting after the start cost a wake of the hub's read and a catch-up, 3-4 ms).
+        # (waiting after the start cost a wake of the hub's read and a catch-up, 3-4 ms). Not on
+        # a socket whose start was refused before: each wait wakes the process's one read, and
+        # a client sending refused starts in a loop must not make it read for every one.
         new_id = uuid.uuid4()
-        waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
+        waiter = None
+        if not self.starts_refused:
+            waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
         try:
             run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"),
                                                new_id)
         except BaseException as exc:
-            self.hub.leave(waiter)
-            self.waiter = None
+            if waiter is not None:
+                self.hub.leave(waiter)
+                self.waiter = None
+            self.starts_refused += 1
             await self.hub.free_slot(self.socket_id)
             if isinstance(exc, ActionError):
                 await self.refuse(exc.status, exc.message, **exc.data)
