@@ -240,7 +240,8 @@ class NewRunConsumer(RunConsumer):
         server → {"type": "started_run", "run": {id, status, device, runtime, ws, note?}}
                  then the run's events from seq 1, as on /ws/runs/<id>/, and closes after finished
         server → {"type": "refused", "status", "error", ...}   nothing was started: the socket
-                 stays open for another start (429, 503 and 400 as the POST answers them)
+                 stays open for another start (429, 503 and 400 as the POST answers them), and
+                 is closed (4429) after REFUSALS_MAX refusals
 
     The same admission as the POST (``check_start_run``), counted against the same client (the
     account signed in on the page, else the address). Waiting, the socket takes a slot among the
@@ -258,7 +259,7 @@ class NewRunConsumer(RunConsumer):
         self.hub = get_hub()
         self.run_id = None
         self.refused = False
-        self.starts_refused = 0
+        self.refusals = 0
         self.client = scope_client_key(self.scope, self.scope.get("user"))
         await self.accept()
         if not await self.hub.take_slot(self.client, self.waiting_id, pool="new",
@@ -308,7 +309,7 @@ class NewRunConsumer(RunConsumer):
         # a client sending refused starts in a loop must not make it read for every one.
         new_id = uuid.uuid4()
         waiter = None
-        if not self.starts_refused:
+        if not self.refusals:
             waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
         try:
             run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"),
@@ -317,7 +318,6 @@ class NewRunConsumer(RunConsumer):
             if waiter is not None:
                 self.hub.leave(waiter)
                 self.waiter = None
-            self.starts_refused += 1
             await self.hub.free_slot(self.socket_id)
             if isinstance(exc, ActionError):
                 await self.refuse(exc.status, exc.message, **exc.data)
@@ -333,11 +333,21 @@ class NewRunConsumer(RunConsumer):
         self.streamer = asyncio.create_task(self.stream(run_id, 0, waiter))
 
     async def refuse(self, status: int, error: str, **data) -> None:
+        """Answer a start that started nothing; the socket stays for another, up to
+        REFUSALS_MAX of them (a page tries again a few times at most; a client sending refused
+        starts in a loop kept the web process's CPU busy for everyone), then it is closed."""
         answer = protocol.dumps({**data, "type": "refused", "status": status, "error": error[:REFUSAL_MAX_CHARS]})
         if len(answer) > REFUSAL_MAX_CHARS * 2:  # what the refusal adds is never a flood either
             answer = protocol.dumps({"type": "refused", "status": status, "error": error[:REFUSAL_MAX_CHARS]})
         await self.send(text_data=answer)
+        self.refusals += 1
+        if self.refusals >= REFUSALS_MAX:
+            self.refused = True  # whatever else it sends is not read
+            await self.close(code=protocol.CLOSE_CODES["too_many"],
+                             reason=f"{REFUSALS_MAX} starts refused on this socket; open another")
 
 
 # A refusal's message, at most (it may quote what was sent).
 REFUSAL_MAX_CHARS = 2000
+# Refused starts a run socket answers before it is closed.
+REFUSALS_MAX = 8

@@ -120,3 +120,33 @@ def test_socket_calls_keep_one_connection_and_not_one_left_in_a_transaction():
     assert first == second  # kept between calls, not closed and opened again
     assert after_left != first  # that one was closed (its transaction with it); the next opened another
     assert count == 0
+
+
+async def _refused_in_a_loop() -> tuple[list[dict], dict]:
+    from playground.consumers import REFUSALS_MAX
+
+    comm = WebsocketCommunicator(application, "/ws/runs/new/", headers=ORIGIN)
+    connected, _ = await comm.connect()
+    assert connected
+    answers = []
+    try:
+        for _ in range(REFUSALS_MAX + 3):
+            await comm.send_to(text_data="{not json")
+        for _ in range(REFUSALS_MAX):
+            answers.append(json.loads(await comm.receive_from(10)))
+        closed = await comm.receive_output(10)
+        assert await comm.receive_nothing(0.3)  # nothing more was read, nothing more answered
+        return answers, closed
+    finally:
+        await comm.disconnect()
+
+
+def test_a_socket_refused_again_and_again_is_closed(live_stack):
+    from playground.consumers import REFUSALS_MAX
+
+    answers, closed = asyncio.run(_refused_in_a_loop())
+    assert [(a["type"], a["status"]) for a in answers] == [("refused", 400)] * REFUSALS_MAX
+    assert closed == {"type": "websocket.close", "code": 4429,
+                      "reason": f"{REFUSALS_MAX} starts refused on this socket; open another"}
+    events, _ = asyncio.run(_run("print('still fine')\n"))  # a new socket starts as ever
+    assert_whole_run(events, "still fine\n")
