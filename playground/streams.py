@@ -164,7 +164,7 @@ class Hub:
         keys, ids = [self.wake_key], [self.wake_id]
         start: dict[str, int] = {}
         for key, group in self.waiters.items():
-            start[key] = last = min(w.last for w in group) if len(group) > 1 else next(iter(group)).last
+            start[key] = last = min(w.last for w in group)
             keys.append(key)
             ids.append(f"0-{last}")
         # As xread() sends it, without building its dict and argument list a second time.
