@@ -12,12 +12,14 @@ import os
 import re
 import threading
 import time
+from pathlib import Path
 
 import redis.exceptions
 from kombu.exceptions import OperationalError
 
 from . import events as ev
-from . import logs, registry, settings, shares
+from . import compilecache, logs, registry, settings, shares
+from .compilecache import CompileCache
 from .submit import GRADE_TASK, RECORD_TASK, task_reprs
 from .pool import RunnerPool
 from .runner import protocol
@@ -161,12 +163,25 @@ class Executor:
         self._heartbeat: threading.Thread | None = None
         # Told to stop (drain): it finishes the runs it has and offers no free slot meanwhile.
         self.draining = False
+        self.compile_cache: CompileCache | None = None
+        if settings.COMPILE_CACHE:
+            root = Path(settings.COMPILE_CACHE_DIR) if settings.COMPILE_CACHE_DIR else \
+                compilecache.default_root(self.launcher.sandboxed)
+            folder = compilecache.folder_for(root, settings.RUNTIME.id, settings.KIND, settings.SPECIFIC,
+                                             settings.CPU_DEVICES, os.environ.get("XLA_FLAGS", ""))
+            try:
+                self.compile_cache = CompileCache(folder, settings.COMPILE_CACHE_MAX_MB * 1024**2).open()
+                self.launcher.use_compile_cache(str(folder))
+            except OSError as exc:
+                log.warning("no compile cache (%s): every run compiles what it uses", exc)
 
     # Lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
         self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
+        if self.compile_cache is not None:
+            threading.Thread(target=self._compile_loop, name="compile-cache", daemon=True).start()
         if not self.pool.size:
             # Learn what this node runs (platform, devices) from one runner, once.
             runner = self.pool.acquire()
@@ -335,6 +350,12 @@ class Executor:
             # The checks get a runner of their own (runner/checker.py), taken while the code runs.
             grading = GradedRun(checks=grade["checks"], acquire=self.pool.acquire, release=self.pool.release,
                                 launcher=self.launcher, limits=limits)
+        compiled: list = []  # what the run had to compile, for the compile cache
+
+        def on_message(type_: str, fields: dict) -> None:
+            if type_ == "compiled_modules" and grading is None:
+                compiled.extend(fields["modules"])
+
         try:
             runner = self.pool.acquire(warm=grading is not None or bool(USES_JAX.search(code)))
         except Exception as exc:  # the run must still end
@@ -380,6 +401,7 @@ class Executor:
                 should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                 tick=tick,
                 grading=grading,
+                on_message=on_message,
             )
         except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)
@@ -395,6 +417,46 @@ class Executor:
             self._give_share_back(run_id, finished)
         finally:
             self.pool.release(runner)
+        if compiled and self.compile_cache is not None:
+            self.compile_cache.submit(compiled)
+
+    def _compile_loop(self) -> None:
+        """While the node is idle, the modules runs reported are compiled, one per fresh runner
+        (executor/compilecache.py)."""
+        cache = self.compile_cache
+        limits = self.launcher.limits.clamp({"wall_s": compilecache.JOB_WALL_S})
+        while not self._stop.is_set():
+            job = cache.next_job(timeout=1.0)
+            if job is None:
+                continue
+            if self.draining or not self.idle():
+                self._stop.wait(0.05)
+                continue
+            cache.done(job, self._compile_job(job["request"], limits))
+
+    def _compile_job(self, module: dict, limits) -> list[dict]:
+        """One module compiled by a runner that never ran a snippet: its ``compiled_entry``."""
+        entries: list[dict] = []
+
+        def on_message(type_: str, fields: dict) -> None:
+            if type_ == "compiled_entry":
+                entries.append(fields)
+
+        try:
+            runner = self.pool.acquire(warm=True, background=True)
+        except Exception as exc:  # noqa: BLE001 - the module stays uncached
+            log.warning("compile cache: no runner for a compile job (%s)", exc)
+            return entries
+        try:
+            finished = supervise(runner, self.launcher, {"compile_modules": [module]}, limits,
+                                 lambda *_a, **_k: None, on_message=on_message)
+            if finished.get("status") != ev.SUCCEEDED:
+                log.info("compile cache: a compile job ended %s: %s", finished["status"], finished.get("message"))
+        except Exception:
+            log.exception("compile cache: a compile job failed")
+        finally:
+            self.pool.release(runner)
+        return entries
 
     def _give_share_back(self, run_id: str, finished: dict) -> None:
         """The person's share of the executors is theirs again now that the run has ended, not

@@ -81,19 +81,25 @@ class RunnerPool:
 
     # Use ---------------------------------------------------------------------------------------
 
-    def acquire(self, warm: bool = True) -> Runner:
+    def acquire(self, warm: bool = True, background: bool = False) -> Runner:
         """A ready runner, else one started now (cold). ``warm``: the run will use JAX, so a
         runner whose backend is started is taken first; else a cold one is, and the warm ones
-        are kept for the runs that need them."""
+        are kept for the runs that need them. ``background``: for the node's own work (a
+        compile job), which runs at nice 19."""
         while True:
             with self._lock:
                 runner = self._best_ready(warm)
             self._wake.set()
             self.changed.set()
             if runner is None:
-                return self._spawn()
+                runner = self._spawn()
+                if background:
+                    self._set_nice(runner, 19, every_thread=True)
+                return runner
             if runner.alive():
-                if runner.warmth != "cold":
+                if background:
+                    self._set_nice(runner, 19, every_thread=True)
+                elif runner.warmth != "cold":
                     self._set_nice(runner, os.getpriority(os.PRIO_PROCESS, 0), every_thread=True)
                 return runner
             log.warning("warm runner in slot %s died while idle; replacing it", runner.slot)

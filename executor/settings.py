@@ -75,6 +75,15 @@ POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 4, minimum=0)
 # then does not wait for. CPU nodes only by default: an accelerator's backend takes its device
 # memory when it starts, which a waiting runner must not hold while another runs.
 WARM_WHEN_IDLE = env_bool("EXECUTOR_WARM_WHEN_IDLE", KIND == "cpu")
+# The node's compile cache (executor/compilecache.py): an executable XLA compiled for a module a
+# run lowered is loaded by later runs instead of compiled again. Entries are made only by the
+# executor (a module a run reported, compiled in a fresh runner while the node is idle), never by
+# a run. CPU nodes only by default: a compile job on an accelerator would start its backend.
+COMPILE_CACHE = env_bool("EXECUTOR_COMPILE_CACHE", KIND == "cpu")
+# Where its entries live on the host (a folder per runtime and device set, listable by nobody but
+# the executor), and how much they may weigh before the oldest go.
+COMPILE_CACHE_DIR = env_str("EXECUTOR_COMPILE_CACHE_DIR", "")
+COMPILE_CACHE_MAX_MB = env_int("EXECUTOR_COMPILE_CACHE_MAX_MB", 256, minimum=1)
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.

@@ -136,6 +136,8 @@ def wait_ready(runner: Runner, timeout: float) -> dict:
 
 # Messages of a graded run on the student's event pipe (or, the checker's, forged there).
 GRADED_RUN_MESSAGES = frozenset({"student_done", "answer"}) | protocol.CHECKER_ONLY
+# The compile cache's messages (executor/compilecache.py): for the executor, never the run's log.
+COMPILE_MESSAGES = frozenset({"compiled_modules", "compiled_entry"})
 
 
 class _Kill(Exception):
@@ -154,15 +156,17 @@ def supervise(
     tick: Callable[[], None] = lambda: None,
     tick_every_s: float = 0.2,
     grading: GradedRun | None = None,
+    on_message: Callable[[str, dict], None] | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
     ``emit(type, **fields)`` is called for each event, in order, from this thread. With
     ``grading``, the run is graded: once the student's code ended, its runner answers the
     checker's questions (executor/graded_run.py), and ``grading.finish(finished)`` is its result.
+    ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES).
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
-                       tick_every_s=tick_every_s, grading=grading).run(request)
+                       tick_every_s=tick_every_s, grading=grading, on_message=on_message).run(request)
 
 
 class Supervision:
@@ -179,8 +183,9 @@ class Supervision:
 
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
                  should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
-                 grading: GradedRun | None = None):
+                 grading: GradedRun | None = None, on_message: Callable[[str, dict], None] | None = None):
         self.grading = grading
+        self.on_message = on_message
         self.deadline = 0.0
         self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
@@ -312,6 +317,10 @@ class Supervision:
                 pass  # the pool asked for a warm-up that ended after the run began: not the run's
             elif type_ in GRADED_RUN_MESSAGES:
                 self.on_graded_message(type_, message)
+            elif type_ in COMPILE_MESSAGES:
+                fields = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
+                if fields is not None and self.on_message is not None and not self.checking:
+                    self.on_message(type_, fields)
             elif self.checking:
                 pass  # what the code compiled or displayed while the checks called it is not the run's
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:

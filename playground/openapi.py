@@ -125,6 +125,10 @@ def schemas() -> dict:
             "runtime": RUNTIME,
             "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
                         "snippet shared unrun keeps its first run as its saved output"},
+            "options": {"type": "object", "additionalProperties": False, "properties": {
+                "compile_cache": {"type": "boolean", "default": True,
+                                  "description": "false: XLA compiles everything afresh, rather than loading what "
+                                                 "the node compiled for an earlier run (to measure compile times)"}}},
         }},
         "RunSummary": {"type": "object", "required": ["id", "status", "device", "runtime", "ws"], "properties": {
             "runtime": RUNTIME,

@@ -9,9 +9,12 @@ CPU executor worker, as subprocesses against the machine's Redis and the test da
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
 import signal
+import tempfile
 import time
 
 import pytest
@@ -139,6 +142,15 @@ def redis_client():
     return client
 
 
+@functools.cache
+def compile_cache_root() -> str:
+    """The suite's own compile caches (executor/compilecache.py), gone when it ends: a run's
+    compilations are not loaded from another suite's, or the host's."""
+    root = tempfile.mkdtemp(prefix="jaxplay-compile-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
 def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
     """The environment of a test stack's processes: the test database, ``redis_url``."""
     from django.conf import settings
@@ -159,6 +171,7 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "EXECUTOR_SANDBOX": sandbox_backend(),
         "EXECUTOR_ALLOW_UNSANDBOXED": "1" if sandbox_backend() == "none" else "0",
         "EXECUTOR_POOL_SIZE": "2",
+        "EXECUTOR_COMPILE_CACHE_DIR": compile_cache_root(),
         # The editor's analysers start only for the tests of the editor (each imports jax).
         "ANALYSER_PROCESSES": "0",
         "PYTHONUNBUFFERED": "1",

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 
-from . import common, jaxcompat, origin, recompile, texts
+from . import common, compilecache, jaxcompat, origin, recompile, texts
 
 _tls = threading.local()
 _installed = False
@@ -155,6 +155,7 @@ def _capturing_compile(orig_compile):
                             and not kwargs.get("device_assignment")):
             return orig_compile(self, compiler_options, **kwargs)
         before = getattr(_tls, "backend_compiles", 0)
+        loaded_before = compilecache.loaded()
         # A long compile says so while it lasts: the page shows what is being compiled rather
         # than a run that seems to do nothing (XLA can take seconds, or never finish).
         notice = _CompileNotice(info)
@@ -173,7 +174,7 @@ def _capturing_compile(orig_compile):
             return executable
         notice.cancel()  # its "compiled" event follows
         try:
-            _emit(self, info, executable, compile_s)
+            _emit(self, info, executable, compile_s, cached=compilecache.loaded() > loaded_before)
         # Reported as the event's capture_error, not swallowed; the user's call goes on.
         except Exception as exc:  # noqa: BLE001
             common.send("compiled", name=info.get("name"), capture_error=f"{type(exc).__name__}: {exc}")
@@ -273,7 +274,7 @@ class _CompileNotice:
                 self._send(done=True)
 
 
-def _emit(computation, info: dict, executable, compile_s: float) -> None:
+def _emit(computation, info: dict, executable, compile_s: float, cached: bool = False) -> None:
     stats.user_compiles += 1
     stats.user_compile_s += compile_s
     stats.last_user = info["name"]
@@ -307,6 +308,8 @@ def _emit(computation, info: dict, executable, compile_s: float) -> None:
         "recompile": recompiled,
         "warning": warning,
     }
+    if cached:  # loaded from the node's compile cache: compile_ms is the load
+        fields["cached"] = True
     fields.update(texts.cost(xla_exe))
     fields.update(texts.texts(jaxpr, computation, executable))
     common.send("compiled", **fields)

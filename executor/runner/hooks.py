@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import capture, common, display, explain, fonts, notebook
+from . import capture, common, compilecache, display, explain, fonts, notebook
 
 LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
              "matplotlib", "rich")
@@ -38,15 +38,16 @@ def libraries() -> dict[str, str]:
     return out
 
 
-def prepare(channel, font_cache: str | None = None) -> None:
+def prepare(channel, font_cache: str | None = None, compile_cache: str | None = None) -> None:
     prepare_process()
-    prepare_run(channel, font_cache)
+    prepare_run(channel, font_cache, compile_cache)
 
 
 def prepare_process() -> None:
     """What every run shares and a template can do once before forking: the capture hooks and
     the ``jaxplay`` module. Starts no thread and no backend."""
     _state["capture"] = capture.install()
+    compilecache.install()  # inert until prepare_run names the node's cache
     from . import checklib, jaxplay
 
     sys.modules["jaxplay"] = jaxplay
@@ -54,10 +55,11 @@ def prepare_process() -> None:
     jaxplay.grading = checklib
 
 
-def prepare_run(channel, font_cache: str | None = None) -> None:
-    """What belongs to one run's process: its event channel, matplotlib's settings and its copy
-    of the font list (in the run's own /tmp)."""
+def prepare_run(channel, font_cache: str | None = None, compile_cache: str | None = None) -> None:
+    """What belongs to one run's process: its event channel, matplotlib's settings, its copy
+    of the font list (in the run's own /tmp) and the node's compile cache (read-only)."""
     common.set_channel(channel)
+    compilecache.use(compile_cache)
     package = __name__.rpartition(".")[0]
     os.environ["MPLBACKEND"] = f"module://{package}.mpl_backend"
     # matplotlib wants a writable config/cache directory; the sandbox's HOME is /tmp.
@@ -73,6 +75,8 @@ def configure(options: dict | None) -> None:
     if options.get("capture") is False:
         capture.uninstall()
         _state["capture"] = False
+    if options.get("compile_cache") is False:  # every compilation XLA's own, measured as such
+        compilecache.use(None)
 
 
 def run(source: str, namespace: dict) -> None:

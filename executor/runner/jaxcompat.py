@@ -312,3 +312,66 @@ def cost_value(compiled, key: str) -> float | None:
         cost = cost[0] if cost else {}
     value = (cost or {}).get(key)
     return float(value) if isinstance(value, (int, float)) else None
+
+
+class CompilePoint:
+    """Where XLA compiles a lowered module (``compiler.compile_or_get_cached``, looked up by
+    pxla at call time) and what the node's compile cache (runner/compilecache.py) needs around
+    it: a module's bytes, an executable serialized and loaded again, and a module compiled from
+    its bytes alone. JAX 0.6 and later pass the executable's devices (``executable_devices``);
+    0.4 does not. Raises ImportError or AttributeError where this JAX has them elsewhere."""
+
+    def __init__(self):
+        import inspect
+
+        from jax._src import compiler
+        from jax._src.interpreters import mlir
+
+        self._compiler, self._mlir = compiler, mlir
+        self.original = compiler.compile_or_get_cached
+        self.parameters = list(inspect.signature(self.original).parameters)
+        if self.parameters[:5] != ["backend", "computation", "devices", "compile_options", "host_callbacks"]:
+            raise AttributeError(f"compile_or_get_cached({', '.join(self.parameters)})")
+        self.with_devices = "executable_devices" in self.parameters
+        self.compile_and_load = getattr(compiler, "backend_compile_and_load", None) or compiler.backend_compile
+
+    def replace(self, compile_or_get_cached) -> None:
+        self._compiler.compile_or_get_cached = compile_or_get_cached
+
+    def module_bytes(self, computation) -> bytes:
+        return self._mlir.module_to_bytecode(computation)
+
+    def arguments(self, args: tuple, kwargs: dict) -> dict:
+        bound = dict(zip(self.parameters, args))
+        bound.update(kwargs)
+        return bound
+
+    def load(self, backend, serialized: bytes, executable_devices, compile_options):
+        if self.with_devices:
+            return backend.deserialize_executable(serialized, executable_devices, compile_options)
+        return backend.deserialize_executable(serialized, compile_options)
+
+    def compile_bytes(self, module: bytes, options: bytes, device_ids: list[int], shape: list[int]) -> bytes:
+        """The module (as ``module_bytes`` gave it) compiled as the run that sent it would have
+        compiled it, serialized."""
+        import jax
+        import numpy as np
+        from jax._src.lib import xla_client as xc
+        from jax._src.lib.mlir import ir
+
+        backend = jax.devices()[0].client
+        by_id = {d.id: d for d in backend.devices()}
+        devices = np.array([by_id[i] for i in device_ids], dtype=object).reshape(shape)
+        compile_options = xc.CompileOptions.ParseFromString(options)
+        with self._mlir.make_ir_context():
+            computation = ir.Module.parse(module)
+            args = [backend, computation]
+            if self.with_devices:
+                args.append(xc.DeviceList(tuple(devices.flat)))
+            args += [compile_options, []]  # no host callbacks: such modules are never cached
+            executable = self.compile_and_load(*args)
+        return executable.serialize()
+
+
+def compile_point() -> CompilePoint:
+    return CompilePoint()

@@ -271,6 +271,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--seccomp", action="store_true", help="confine the snippet's syscalls")
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU seconds for the snippet")
     parser.add_argument("--font-cache", help="the worker's matplotlib font list (a file)")
+    parser.add_argument("--compile-cache", help="the node's compile cache (a folder, read-only)")
     args = parser.parse_args(argv)
 
     _die_with_parent()
@@ -278,7 +279,7 @@ def main(argv: list[str]) -> None:
     os.set_inheritable(args.event_fd, False)
     t0 = time.perf_counter()
     info = warm_up(args.cpu_devices or None)
-    hooks.prepare(channel, font_cache=args.font_cache)  # capture, jaxplay, figures
+    hooks.prepare(channel, font_cache=args.font_cache, compile_cache=args.compile_cache)  # capture, figures
     info["libraries"] = hooks.libraries()
     _confine(args)
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
@@ -313,6 +314,12 @@ def serve(channel: EventChannel, stdin) -> None:
 
         hooks.configure({"capture": False})
         serve_checks(request, channel, stdin)
+    if "compile_modules" in request:  # a compile job (executor/compilecache.py): no snippet here
+        from . import compilecache
+
+        hooks.configure({"capture": False})
+        compilecache.compile_modules(request["compile_modules"], channel)
+        common.leave(channel.fd, 0)
     if request.get("analyse") is True:
         from .analyst import serve_analyses
 
@@ -333,6 +340,9 @@ def serve(channel: EventChannel, stdin) -> None:
 
         # Read as Python: a %timeit line is no syntax error here, and keeps its line.
         channel.send("shapes", **collect(namespace, transform(source)[0]))
+        from . import compilecache
+
+        compilecache.report(channel)  # what this run compiled, for the executor to cache
     if graded:
         from .answers import serve_questions
 

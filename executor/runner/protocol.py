@@ -80,7 +80,7 @@ EVENTS: dict[str, Event] = {
          "memory": DICT, "compiles": INT, "recompile": DICT, "warning": STR,
          "jaxpr": STR, "stablehlo": STR, "hlo": STR,
          "jaxpr_lines": LIST, "stablehlo_lines": LIST, "hlo_lines": LIST,
-         "truncated": STR_LIST, "capture_error": STR},
+         "truncated": STR_LIST, "capture_error": STR, "cached": BOOL},
         required=("name",), from_runner=True,
     ),
     "timing": Event(
@@ -144,6 +144,12 @@ RUNNER_MESSAGES: dict[str, Event] = {
                     "function compiled; null when that failed.", {"warm_ms": NUM}),
     "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
                   required=("status",)),
+    # The node's compile cache (executor/compilecache.py).
+    "compiled_modules": Event("At a run's end: the modules it had to compile (base64 bytes, compile options, "
+                              "devices), for the executor to have compiled by a fresh runner.",
+                              {"modules": LIST}, required=("modules",)),
+    "compiled_entry": Event("A compile job's one module, compiled and serialized (base64), or why not.",
+                            {"key": STR, "executable": STR, "error": STR}),
     # A graded run's student side (runner/answers.py), once the student's code has ended.
     "student_done": Event("The student's code ended; from now on the runner answers questions.",
                           {"status": STR}, required=("status",)),

@@ -200,9 +200,9 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -
     from . import hooks, main, seccomp
 
     channel = main.EventChannel(3)
-    hooks.prepare_run(channel, font_cache=ready_info.get("font_cache"))
+    hooks.prepare_run(channel, font_cache=ready_info.get("font_cache"), compile_cache=ready_info.get("compile_cache"))
     seccomp.install()
-    info = {k: v for k, v in ready_info.items() if k != "font_cache"}
+    info = {k: v for k, v in ready_info.items() if k not in ("font_cache", "compile_cache")}
     channel.send("ready", warmup_ms=round((time.perf_counter() - t_fork) * 1000, 1), forked=True, **info)
     main.serve(channel, os.fdopen(0, "rb", buffering=0, closefd=False))
 
@@ -379,6 +379,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--font-cache")
+    parser.add_argument("--compile-cache")
     args = parser.parse_args(argv)
     control = socket.socket(fileno=args.control_fd)
     os.set_inheritable(args.control_fd, False)
@@ -405,6 +406,8 @@ def main(argv: list[str]) -> None:
     info["libraries"] = hooks.libraries()
     if args.font_cache:
         info["font_cache"] = args.font_cache
+    if args.compile_cache:
+        info["compile_cache"] = args.compile_cache
     info["huge_bytes"] = collapse_heap()  # last: what the imports and the probe allocated
     seccomp.install(allow=seccomp.TEMPLATE_ALLOWS)
     if (threads := thread_count()) != 1:

@@ -94,6 +94,14 @@ class Launcher:
     # Where runners find the worker's prepared matplotlib font list (see runner/fonts.py), as a
     # path they can read; None when there is none.
     font_cache: str | None = None
+    # The node's compile cache (executor/compilecache.py): the host's folder, and its path as
+    # runners see it (read-only); None when there is none.
+    compile_cache_host: str | None = None
+    compile_cache: str | None = None
+
+    def use_compile_cache(self, host_folder: str) -> None:
+        """Before the first runner starts: runners read compiled executables from there."""
+        self.compile_cache_host = self.compile_cache = host_folder
 
     def check(self) -> None:
         """Raise RuntimeError with a fix if this backend cannot run on this host."""
@@ -155,6 +163,8 @@ class Launcher:
             args += ["--cpu-devices", str(self.cpu_devices)]
         if self.font_cache:
             args += ["--font-cache", self.font_cache]
+        if self.compile_cache:
+            args += ["--compile-cache", self.compile_cache]
         return args
 
 

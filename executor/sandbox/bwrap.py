@@ -62,6 +62,7 @@ FONT_CACHE_DIR = Path("/run/jax-playground/matplotlib")
 WORKDIR = "/opt/playground"
 VENV_DEST = f"{WORKDIR}/venv"
 FONT_CACHE_DEST = f"{WORKDIR}/matplotlib"
+COMPILE_CACHE_DEST = f"{WORKDIR}/compile-cache"
 UID_BASE = 60000
 # The runner lowers RLIMIT_CPU to (what warm-up used + cpu_s) once it is warm; until then it
 # may use this much more. Measured: warm-up takes ~2 CPU seconds here; a GPU backend's more.
@@ -102,6 +103,9 @@ class BwrapLauncher(Launcher):
         self.cgroups = Cgroups(cgroup_parent)
         self._warned_prlimit = False
 
+    def use_compile_cache(self, host_folder: str) -> None:
+        self.compile_cache_host, self.compile_cache = host_folder, COMPILE_CACHE_DEST
+
     # -- the sandbox's layout ---------------------------------------------------------------
 
     @functools.cached_property
@@ -121,6 +125,8 @@ class BwrapLauncher(Launcher):
         binds.append((str(RUNNER_PARENT / "runner"), f"{WORKDIR}/runner"))
         if self.font_cache:  # the one file, so that other versions' lists stay out
             binds.append((str(FONT_CACHE_DIR / os.path.basename(self.font_cache)), self.font_cache))
+        if self.compile_cache_host:  # read-only, and not listable (0711): entries are read by name
+            binds.append((self.compile_cache_host, COMPILE_CACHE_DEST))
         # At their own place; staged like the rest, since bwrap (no longer root) may not be
         # allowed to walk to them.
         binds += [(path, path) for path in self.ro_binds]

@@ -343,6 +343,8 @@ class ForkLauncher(BwrapLauncher):
             argv += ["--cpu-devices", str(self.cpu_devices)]
         if self.font_cache:
             argv += ["--font-cache", self.font_cache]
+        if self.compile_cache:
+            argv += ["--compile-cache", self.compile_cache]
         return argv
 
     def template_rlimits(self) -> list[tuple[str, int, int]]:

@@ -31,6 +31,23 @@ SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 # Starting ----------------------------------------------------------------------------------------
 
+# What a run may ask of its runner: {"compile_cache": false} compiles everything afresh.
+RUN_OPTIONS = {"compile_cache": bool}
+
+
+def check_options(options) -> dict:
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ActionError("'options' must be an object: " + ", ".join(RUN_OPTIONS))
+    for name, value in options.items():
+        if name not in RUN_OPTIONS:
+            raise ActionError(f"unknown option {str(name)[:40]!r}: the options are " + ", ".join(RUN_OPTIONS))
+        if not isinstance(value, RUN_OPTIONS[name]):
+            raise ActionError(f"option {name!r} must be true or false")
+    return dict(options)
+
+
 def check_start_run(payload, *, client: str, owner=None, run_id: uuid.UUID | None = None) -> Run:
     """``run_id``: the new run's id, when the caller needs it before the run exists (a run
     socket waits for its stream while the run is admitted); a new one by default."""
@@ -44,12 +61,13 @@ def check_start_run(payload, *, client: str, owner=None, run_id: uuid.UUID | Non
     if snippet is not None and not (isinstance(snippet, str) and SLUG.fullmatch(snippet)):
         # Checked before admission: a run admitted and queued must not fail on it afterwards.
         raise ActionError("'snippet' must be a snippet's slug")
+    options = check_options(payload.get("options"))
     who = quotas.client_key(client, owner)
     run_id = run_id or uuid.uuid4()
     priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id))
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
-                           run_id=run_id, priority=priority, runtime=runtime)
+                           run_id=run_id, priority=priority, runtime=runtime, options=options)
     except BaseException:
         quotas.release(str(run_id))
         raise

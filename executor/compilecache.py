@@ -1,0 +1,207 @@
+"""The node's compile cache: executables XLA compiled for modules that runs lowered, which later
+runs load instead of compiling again (runner/compilecache.py is the runner's side). A class of
+thirty running the same starter code compiles it once; a person running their snippet again
+compiles only what they changed.
+
+A run never writes here. At its end it reports the modules it had to compile (their bytes, at
+most a few of them); the executor names each entry itself (``entry_key``: a SHA-256 of the
+module's bytes, compile options and devices) and, while the node is idle, has it compiled by a
+fresh runner (one that never ran a snippet, sandboxed like a run, at nice 19), one module per
+runner: so a module that could subvert the compiler could only ever spoil its own entry, which
+is what any run lowering that same module would have compiled anyway. Runners read the folder
+read-only, by name: it cannot be listed from a sandbox (mode 0711), so a run can load an entry
+only for a module it lowered itself.
+
+What remains shared is the timing: a run can tell, from a compilation that was quick, that some
+run on this node compiled exactly the same module before (its every shape, constant and name).
+``EXECUTOR_COMPILE_CACHE=0`` turns the cache off; a run can ask for fresh compilations with
+``{"options": {"compile_cache": false}}`` (measuring XLA itself, say).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict, deque
+from pathlib import Path
+
+from .runner.compilecache import MAX_MODULE_BYTES, MAX_REPORTED, entry_key
+
+log = logging.getLogger(__name__)
+
+# Modules waiting to be compiled; past this, the oldest are forgotten.
+MAX_PENDING = 256
+# A module whose compile job failed is not tried again for this long.
+RETRY_AFTER_S = 3600.0
+# A compile job's wall clock (XLA on one small module takes well under a second).
+JOB_WALL_S = 60.0
+ENTRY_MAX_BYTES = 64 * 1024**2
+
+
+def default_root(sandboxed: bool) -> Path:
+    if sandboxed:
+        return Path("/run/jax-playground/compile")
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"jax-playground-compile-{os.getuid()}"
+
+
+def folder_for(root: Path, *parts: object) -> Path:
+    """One folder per runtime, device kind and device count: an entry is for one of each."""
+    tag = hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+    return root / tag
+
+
+class CompileCache:
+    def __init__(self, folder: Path, max_bytes: int):
+        self.folder = Path(folder)
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._entries: OrderedDict[str, int] = OrderedDict()  # key -> bytes, oldest first
+        self._pending: deque[dict] = deque()
+        self._pending_keys: set[str] = set()
+        self._failed: dict[str, float] = {}
+        self.stored = self.failed = 0
+
+    def open(self) -> CompileCache:
+        """Create the folder (listable by its owner alone) and index what an earlier worker of
+        this node left there."""
+        self.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        self.folder.mkdir(exist_ok=True, mode=0o711)
+        os.chmod(self.folder, 0o711)
+        found = []
+        for entry in os.scandir(self.folder):
+            if entry.is_file(follow_symlinks=False) and len(entry.name) == 64:
+                stat = entry.stat(follow_symlinks=False)
+                found.append((stat.st_mtime, entry.name, stat.st_size))
+            elif entry.name.endswith(".part"):
+                os.unlink(entry.path)
+        for _mtime, name, size in sorted(found):
+            self._entries[name] = size
+        self._evict()
+        return self
+
+    # -- what runs report --------------------------------------------------------------------
+
+    def submit(self, modules: object) -> int:
+        """A run's report (``compiled_modules``): each well-formed module not yet cached or
+        waiting is queued for a compile job. Returns how many were queued."""
+        if not isinstance(modules, list):
+            return 0
+        queued = 0
+        now = time.monotonic()
+        for item in modules[:MAX_REPORTED]:
+            job = _job(item)
+            if job is None:
+                continue
+            key = job["key"]
+            with self._lock:
+                if key in self._entries or key in self._pending_keys or now < self._failed.get(key, 0.0):
+                    continue
+                if len(self._pending) >= MAX_PENDING:
+                    self._pending_keys.discard(self._pending.popleft()["key"])
+                self._pending.append(job)
+                self._pending_keys.add(key)
+                queued += 1
+        if queued:
+            self._ready.set()
+        return queued
+
+    def next_job(self, timeout: float) -> dict | None:
+        """The oldest module waiting (None after ``timeout`` with none). Still counted as
+        waiting until ``done``."""
+        if not self._ready.wait(timeout):
+            return None
+        with self._lock:
+            if not self._pending:
+                self._ready.clear()
+                return None
+            return self._pending[0]
+
+    def done(self, job: dict, entries: list[dict]) -> bool:
+        """A compile job's result: the entry for its module, stored under the key computed
+        here, whatever the runner said. True when stored."""
+        key = job["key"]
+        with self._lock:
+            if self._pending and self._pending[0] is job:
+                self._pending.popleft()
+            self._pending_keys.discard(key)
+            if not self._pending:
+                self._ready.clear()
+        data = None
+        for entry in entries:
+            if entry.get("key") == key and isinstance(entry.get("executable"), str):
+                try:
+                    data = base64.b64decode(entry["executable"], validate=True)
+                except (binascii.Error, ValueError):
+                    data = None
+                break
+        if not data or len(data) > ENTRY_MAX_BYTES:
+            with self._lock:
+                self._failed[key] = time.monotonic() + RETRY_AFTER_S
+                self.failed += 1
+            return False
+        self.store(key, data)
+        return True
+
+    # -- the folder --------------------------------------------------------------------------
+
+    def store(self, key: str, data: bytes) -> None:
+        part = self.folder / f"{key}.{os.getpid()}.{threading.get_ident()}.part"
+        with open(part, "wb") as f:
+            f.write(data)
+        os.chmod(part, 0o644)
+        os.replace(part, self.folder / key)  # a reader sees all of it or nothing
+        with self._lock:
+            self._entries[key] = len(data)
+            self._entries.move_to_end(key)
+            self.stored += 1
+        self._evict()
+
+    def _evict(self) -> None:
+        with self._lock:
+            total = sum(self._entries.values())
+            gone = []
+            while total > self.max_bytes and self._entries:
+                key, size = self._entries.popitem(last=False)
+                total -= size
+                gone.append(key)
+        for key in gone:
+            try:
+                os.unlink(self.folder / key)
+            except FileNotFoundError:
+                pass
+
+    def stats(self) -> dict:
+        with self._lock:
+            return {"entries": len(self._entries), "bytes": sum(self._entries.values()),
+                    "waiting": len(self._pending), "stored": self.stored, "failed": self.failed}
+
+
+def _job(item: object) -> dict | None:
+    """A reported module as a compile job (its key computed here), or None if it is not one."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        module = base64.b64decode(item["module"], validate=True)
+        options = base64.b64decode(item["options"], validate=True)
+        devices, shape = item["devices"], item["shape"]
+    except (KeyError, TypeError, binascii.Error, ValueError):
+        return None
+    if not (0 < len(module) <= MAX_MODULE_BYTES and len(options) <= MAX_MODULE_BYTES):
+        return None
+    if not (isinstance(devices, list) and isinstance(shape, list) and 0 < len(devices) <= 4096 and len(shape) <= 8
+            and all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31 for d in devices)
+            and all(isinstance(n, int) and not isinstance(n, bool) and 0 < n <= 4096 for n in shape)):
+        return None
+    product = 1
+    for n in shape:
+        product *= n
+    if product != len(devices):
+        return None
+    return {"key": entry_key(module, options, devices, shape),
+            "request": {"module": item["module"], "options": item["options"], "devices": devices, "shape": shape}}
