@@ -92,6 +92,7 @@ export interface CompiledFields {
   hlo_lines?: unknown[] | null;
   truncated?: string[] | null;
   capture_error?: string | null;
+  cached?: boolean | null;
 }
 
 /** A measurement: %timeit, %time, jaxplay.bench, or a jaxplay.compare table (rows). */

@@ -11,6 +11,10 @@ import { bytes, count, duration, flops as formatFlops, num, str } from "../forma
 import type { Pane } from "./pane";
 import { colorize, DiffViewer, TextViewer, type Language } from "./viewers";
 
+/** A compilation the node had compiled for an earlier run, loaded rather than compiled. */
+const CACHED_TITLE = "Loaded from this node's compile cache: an earlier run compiled exactly this module, " +
+  "and the time shown is the load. Run with {\"options\": {\"compile_cache\": false}} to compile afresh.";
+
 type TextKind = "jaxpr" | "stablehlo" | "hlo";
 
 const KINDS: { kind: TextKind; label: string; language: Language }[] = [
@@ -226,6 +230,11 @@ export class CompiledPane implements Pane {
     if (via && via !== "jit") head.append(el("span", "chip", via));
     const devices = num(ev.num_devices);
     if (devices !== null && devices > 1) head.append(el("span", "chip", `${devices} devices`));
+    if (ev.cached === true) {
+      const chip = el("span", "chip", "cached");
+      chip.title = CACHED_TITLE;
+      head.append(chip);
+    }
     const compileMs = num(ev.compile_ms);
     if (compileMs !== null) head.append(el("span", "row-time", duration(compileMs)));
     row.append(head);
@@ -598,7 +607,7 @@ function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLEle
   const times: [string, unknown, string][] = [
     ["trace", ev.trace_ms, "Python tracing to a jaxpr"],
     ["lower", ev.lower_ms, "jaxpr to StableHLO"],
-    ["compile", ev.compile_ms, "XLA compilation to machine code"],
+    ev.cached === true ? ["load", ev.compile_ms, CACHED_TITLE] : ["compile", ev.compile_ms, "XLA compilation to machine code"],
   ];
   for (const [label, value, title] of times) {
     const ms = num(value);

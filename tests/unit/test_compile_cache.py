@@ -1,0 +1,101 @@
+"""The executor's side of the compile cache (executor/compilecache.py), on a folder of its own:
+what a run's report may queue, that an entry is stored only under the key the executor computes,
+the folder's modes, and eviction."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+
+import pytest
+
+from executor.compilecache import MAX_PENDING, CompileCache, folder_for
+from executor.runner.compilecache import MAX_REPORTED, MAX_MODULE_BYTES, entry_key
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def module(n: int, **extra) -> dict:
+    return {"module": b64(f"module {n}".encode()), "options": b64(b"opts"), "devices": [0], "shape": [1], **extra}
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return CompileCache(folder_for(tmp_path, "jax-0.12", "cpu", "", 8, ""), max_bytes=1000).open()
+
+
+def test_the_folder_is_readable_by_name_only(cache):
+    assert stat.S_IMODE(cache.folder.stat().st_mode) == 0o711
+    [job] = [cache.next_job(0) for _ in range(cache.submit([module(1)]))]
+    cache.done(job, [{"key": job["key"], "executable": b64(b"exe")}])
+    entry = cache.folder / job["key"]
+    assert entry.read_bytes() == b"exe" and stat.S_IMODE(entry.stat().st_mode) == 0o644
+
+
+def test_an_entry_is_stored_under_the_key_computed_here_whatever_the_runner_says(cache):
+    cache.submit([module(1)])
+    job = cache.next_job(0)
+    assert job["key"] == entry_key(b"module 1", b"opts", [0], [1])
+    other = entry_key(b"module 2", b"opts", [0], [1])
+    # A runner answering for another module's key: nothing is stored, under either key.
+    assert cache.done(job, [{"key": other, "executable": b64(b"planted")}]) is False
+    assert not (cache.folder / other).exists() and not (cache.folder / job["key"]).exists()
+    # And a failed module is not queued again at once.
+    assert cache.submit([module(1)]) == 0
+    assert cache.stats()["failed"] == 1
+
+
+@pytest.mark.parametrize("bad", [
+    "not a list",
+    [{"module": "%%%", "options": "", "devices": [0], "shape": [1]}],  # not base64
+    [module(1, devices=[0, 1], shape=[3])],  # the devices do not fill the shape
+    [module(1, devices=[-1])],
+    [module(1, devices=[True])],
+    [module(1, shape=[1, 0])],
+    [module(1, devices="0")],
+    [{"module": b64(b"x" * (MAX_MODULE_BYTES + 1)), "options": "", "devices": [0], "shape": [1]}],
+    [{"module": "", "options": "", "devices": [0], "shape": [1]}],
+    [{"options": "", "devices": [0], "shape": [1]}],
+    [None, 3, "x"],
+])
+def test_a_malformed_report_queues_nothing(cache, bad):
+    assert cache.submit(bad) == 0
+    assert cache.next_job(0) is None
+
+
+def test_a_report_queues_each_module_once_and_at_most_what_a_run_may_report(cache):
+    assert cache.submit([module(i) for i in range(MAX_REPORTED + 5)]) == MAX_REPORTED
+    assert cache.submit([module(0), module(1)]) == 0  # already waiting
+    assert cache.stats()["waiting"] == MAX_REPORTED
+    job = cache.next_job(0)
+    cache.done(job, [{"key": job["key"], "executable": b64(b"e")}])
+    assert cache.submit([module(0)]) == 0  # already cached
+
+
+def test_the_queue_forgets_its_oldest_past_its_bound(cache):
+    for start in range(0, MAX_PENDING + MAX_REPORTED, MAX_REPORTED):
+        cache.submit([module(i) for i in range(start, start + MAX_REPORTED)])
+    assert cache.stats()["waiting"] == MAX_PENDING
+    assert cache.next_job(0)["key"] != entry_key(b"module 0", b"opts", [0], [1])
+
+
+def test_the_oldest_entries_go_past_the_size_limit_and_a_new_worker_finds_the_rest(cache, tmp_path):
+    keys = []
+    for i in range(5):
+        cache.submit([module(i)])
+        job = cache.next_job(0)
+        cache.done(job, [{"key": job["key"], "executable": b64(bytes(300))}])
+        keys.append(job["key"])
+    assert sorted(os.listdir(cache.folder)) == sorted(keys[-3:])  # 900 of 1000 bytes
+    (cache.folder / "leftover.part").write_bytes(b"half")
+    again = CompileCache(cache.folder, max_bytes=1000).open()
+    assert again.stats()["entries"] == 3 and not (cache.folder / "leftover.part").exists()
+
+
+def test_an_entry_key_keeps_its_parts_apart():
+    assert entry_key(b"ab", b"c", [0], [1]) != entry_key(b"a", b"bc", [0], [1])
+    assert entry_key(b"a", b"b", [0, 1], [2]) != entry_key(b"a", b"b", [1, 0], [2])
+    assert entry_key(b"a", b"b", [0, 1], [2]) != entry_key(b"a", b"b", [0, 1], [1, 2])
