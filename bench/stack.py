@@ -350,6 +350,8 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             # The editor's analysers only where a benchmark measures them (bench.analyse).
             "ANALYSER_PROCESSES": "0",
             "EXECUTOR_SANDBOX": os.environ.get("EXECUTOR_SANDBOX", "fork"),
+            # A compile cache of its own, empty: nothing compiled by an earlier benchmark is loaded.
+            "EXECUTOR_COMPILE_CACHE_DIR": str(Path(tmp) / "compile-cache"),
             "EXECUTOR_ALLOW_UNSANDBOXED": os.environ.get("EXECUTOR_ALLOW_UNSANDBOXED", "0"),
             **{k: str(v) for k, v in extra_env.items()},
         }

@@ -164,6 +164,10 @@ class Executor:
         # Told to stop (drain): it finishes the runs it has and offers no free slot meanwhile.
         self.draining = False
         self.compile_cache: CompileCache | None = None
+
+    # Lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
         if settings.COMPILE_CACHE:
             root = Path(settings.COMPILE_CACHE_DIR) if settings.COMPILE_CACHE_DIR else \
                 compilecache.default_root(self.launcher.sandboxed)
@@ -174,10 +178,6 @@ class Executor:
                 self.launcher.use_compile_cache(str(folder))
             except OSError as exc:
                 log.warning("no compile cache (%s): every run compiles what it uses", exc)
-
-    # Lifecycle ---------------------------------------------------------------------------------
-
-    def start(self) -> None:
         self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
         if self.compile_cache is not None:
