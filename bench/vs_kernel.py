@@ -12,11 +12,15 @@ on its own stack (daphne, its own Redis, the recorder, one CPU executor with 2 s
   from sending the code to the run's `finished` on that socket;
 - **POST**: as a script does, from `POST /api/runs` to `finished` on the run's own websocket.
 
-Each small `jit` defines a new jitted function, so both compile it every time; the kernel's CPU
-backend started with its first sample, the playground's in a runner the idle node warmed (or, in
-a burst, in the run's own runner). Then, on the same stack, a burst (`--burst` `print(1)` at once)
-and a class (`--class-size` small `jit` at once), each started as pages start them (every
-socket opened first) and as scripts do (`--ways`); with each burst, the CPU time
+Each small `jit` defines a new jitted function, so the kernel compiles it every time; the
+playground loads what its node compiled for the earlier samples (its compile cache), as the
+kernel keeps its eager operations compiled. The "edited jit" has a constant of its own each
+sample, so both compile the function anew. The kernel's CPU backend started with its first
+sample, the playground's in a runner the idle node warmed (or, in a burst, in the run's own
+runner). Then, on the same stack, a burst (`--burst` `print(1)` at once), a class
+(`--class-size` small `jit` at once: the code the samples ran) and a new class (`--class-size`
+copies of a `jit` no run compiled before), each started as pages start them (every socket opened
+first) and as scripts do (`--ways`); with each burst, the CPU time
 every process of the stack spent per run (web, recorder, the executor with its template and
 runners, Redis). Medians and ratios are printed, and written as JSON with `--json`.
 """
@@ -36,6 +40,9 @@ from bench.stack import RedisServer, own_stack
 PRINT = "print(1)\n"
 # The issue's small jit: compiled anew each time, on 8×8, printed.
 JIT = "import jax, jax.numpy as jnp\nf = jax.jit(lambda x: jnp.sin(x) @ x.T + 1)\nprint(f(jnp.ones((8, 8))).sum())\n"
+# The same with a constant of its own each time: the function edited between runs, new to the
+# node's compile cache and to the kernel's (only its eager operations were compiled before).
+EDITED = JIT.replace("+ 1)", "+ {n})")
 
 
 class Kernel:
@@ -137,8 +144,8 @@ def main() -> int:
     args = parser.parse_args()
     ways = [w for w in args.ways.split(",") if w in ("page", "POST")]
     kernel = Kernel()
-    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", *ways)
-                                                 for s in ("print(1)", "small jit")}
+    labels = ("print(1)", "small jit", "edited jit")
+    times: dict[tuple[str, str], list[float]] = {(w, s): [] for w in ("kernel", *ways) for s in labels}
     bursts: dict[str, dict] = {}
     import tempfile
 
@@ -152,8 +159,9 @@ def main() -> int:
                     for way in ways:
                         asyncio.run(socket_run(stack.url, code) if way == "page" else one_run(stack.url, code))
                     kernel.run(code)
-                for _ in range(args.samples):
-                    for label, code in (("print(1)", PRINT), ("small jit", JIT)):
+                for i in range(args.samples):
+                    codes = (PRINT, JIT, EDITED.format(n=i + 2))
+                    for label, code in zip(labels, codes, strict=True):
                         took, printed = kernel.run(code)
                         assert printed.strip(), printed
                         times[("kernel", label)].append(took)
@@ -166,13 +174,15 @@ def main() -> int:
                 for way in ways:
                     bursts[f"burst {way}"] = measured_burst(stack, redis, args.burst, PRINT, way == "page")
                     bursts[f"class {way}"] = measured_burst(stack, redis, args.class_size, JIT, way == "page")
+                    new = EDITED.format(n=1000 + len(bursts))  # compiled by no run before
+                    bursts[f"new class {way}"] = measured_burst(stack, redis, args.class_size, new, way == "page")
         finally:
             kernel.stop()
             redis.stop()
     out = {f"{where} {label}": summary(values) for (where, label), values in times.items()}
     print(f"{'':12} {'warm kernel':>12} " + " ".join(f"{'playground (' + w + ')':>20} {'ratio':>6}" for w in ways)
           + f"   (medians of {args.samples}, interleaved)")
-    for label in ("print(1)", "small jit"):
+    for label in labels:
         k = out[f"kernel {label}"]["median"]
         cells = []
         for way in ways:
@@ -182,6 +192,7 @@ def main() -> int:
         print(f"{label:12} {k:9.1f} ms " + " ".join(cells))
     for name, b in bursts.items():
         what = f"{args.burst} print(1)" if name.startswith("burst") else f"{args.class_size} small jit"
+        what += " (new)" if name.startswith("new") else ""
         cpu = ", ".join(f"{k} {v:.1f}" for k, v in b["cpu_ms_per_run"].items())
         print(f"{name:12} {what} at once: {b['runs_per_s']:.1f} runs/s, the last after {b['elapsed_s']:.2f} s, "
               f"{b['statuses']}; CPU ms per run: {cpu}")
