@@ -59,7 +59,7 @@ import math
 import statistics
 import time
 
-from . import common, display, jaxcompat, notebook
+from . import common, compilecache, display, jaxcompat, notebook
 
 __all__ = ["jaxprs", "bench", "compare", "show", "PEAKS", "BenchResult", "Comparison", "Jaxprs"]
 
@@ -172,7 +172,8 @@ class BenchResult(display.Shown):
                  f"{self.repeats} runs × {self.loops} loop{'s' if self.loops != 1 else ''})"]
         extra = []
         if self.compile is not None:
-            extra.append(f"compile {common.format_time(self.compile)} apart")
+            loaded = " (loaded from the node's compile cache)" if getattr(self, "compile_cached", False) else ""
+            extra.append(f"compile {common.format_time(self.compile)} apart{loaded}")
         if self.gflops is not None:
             extra.append(f"{self.gflops:.3g} GFLOP/s")
         if self.gbs is not None:
@@ -248,13 +249,16 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
     args = _copy_donated(args, donate) if donate else args
 
     trace_s = compile_s = None
+    compile_cached = False
     cost: dict = {}
     if hasattr(f, "lower") and hasattr(f, "_fun"):
         t0 = timer()
         lowered = f.lower(*args, **kwargs)
         t1 = timer()
+        loaded = compilecache.loaded()
         compiled = lowered.compile()
         t2 = timer()
+        compile_cached = compilecache.loaded() > loaded  # the node's compile cache: a load, not XLA
         trace_s, compile_s = t1 - t0, t2 - t1
         try:
             analysis = compiled.cost_analysis()
@@ -335,7 +339,7 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
         kind="bench", label=label, repeats=repeats, loops=number, warmup=warmup,
         median=median, mean=mean, std=std, min=min(timings), max=max(timings), iqr=iqr,
         timings=timings, first_call=first_call, trace=trace_s, compile=compile_s,
-        flops=flops, bytes_accessed=bytes_accessed, gflops=gflops, gbs=gbs,
+        compile_cached=compile_cached, flops=flops, bytes_accessed=bytes_accessed, gflops=gflops, gbs=gbs,
         platform=platform, device_kind=device_kind, dtype=dtype, peak=peak_fields,
         peak_name=peak_name, peak_dtype=peak_dtype,
         bandwidth_share=bandwidth_share, flops_share=flops_share, donated=bool(donate),

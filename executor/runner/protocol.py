@@ -89,7 +89,8 @@ EVENTS: dict[str, Event] = {
          "warmup": INT, **_TIMES, "runs_ms": LIST, "blocked": BOOL, "dispatch_only": BOOL,
          "notes": STR_LIST, "note": STR, "flops": NUM, "bytes_accessed": NUM, "gflops": NUM, "gbs": NUM,
          "platform": STR, "device_kind": STR, "dtype": STR, "peak": DICT, "bandwidth_share": NUM,
-         "flops_share": NUM, "donated": BOOL, "cost_from": STR, "baseline": STR, "rows": LIST},
+         "flops_share": NUM, "donated": BOOL, "cost_from": STR, "baseline": STR, "rows": LIST,
+         "compile_cached": BOOL},
         from_runner=True,
     ),
     "display": Event(

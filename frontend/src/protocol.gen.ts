@@ -135,6 +135,7 @@ export interface TimingFields {
   cost_from?: string | null;
   baseline?: string | null;
   rows?: unknown[] | null;
+  compile_cached?: boolean | null;
 }
 
 /** A rich value: a figure (PNG), jaxprs side by side, an array's summary. */

@@ -109,7 +109,12 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
     ]);
   }
   const compile = num(r.compile_ms);
-  if (compile !== null) details.push(["compile", duration(compile), "Compiled before timing, and not counted"]);
+  if (compile !== null) {
+    details.push(r.compile_cached === true
+      ? ["load", duration(compile), "Loaded from this node's compile cache before timing (an earlier run compiled " +
+        "exactly this module), and not counted"]
+      : ["compile", duration(compile), "Compiled before timing, and not counted"]);
+  }
   const gflops = num(r.gflops);
   if (gflops !== null) details.push(["GFLOP/s", rate(gflops)]);
   const gbs = num(r.gbs);
