@@ -50,9 +50,28 @@ def default_root(sandboxed: bool) -> Path:
 
 
 def folder_for(root: Path, *parts: object) -> Path:
-    """One folder per runtime, device kind and device count: an entry is for one of each."""
-    tag = hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()[:16]
+    """One folder per runtime, device kind and device count, and per kind of host CPU: an
+    entry is machine code for one of each (a folder shared between hosts keeps them apart)."""
+    tag = hashlib.sha256("\0".join(map(str, (*parts, host_cpu()))).encode()).hexdigest()[:16]
     return root / tag
+
+
+def host_cpu() -> str:
+    """The host's CPU as XLA compiles for it: its architecture, model and feature flags."""
+    import platform
+
+    facts = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                name = line.partition(":")[0].strip()
+                if name in ("model name", "flags", "Features", "CPU part") and line not in facts:
+                    facts.append(line.strip())
+                if line.strip() == "":
+                    break  # the first processor's block says it
+    except OSError:
+        pass
+    return "\n".join(facts)
 
 
 class CompileCache:

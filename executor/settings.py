@@ -83,7 +83,7 @@ COMPILE_CACHE = env_bool("EXECUTOR_COMPILE_CACHE", KIND == "cpu")
 # Where its entries live on the host (a folder per runtime and device set, listable by nobody but
 # the executor), and how much they may weigh before the oldest go.
 COMPILE_CACHE_DIR = env_str("EXECUTOR_COMPILE_CACHE_DIR", "")
-COMPILE_CACHE_MAX_MB = env_int("EXECUTOR_COMPILE_CACHE_MAX_MB", 256, minimum=1)
+COMPILE_CACHE_MAX_MB = env_int("EXECUTOR_COMPILE_CACHE_MAX_MB", 128, minimum=1)
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.

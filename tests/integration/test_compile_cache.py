@@ -107,3 +107,15 @@ def test_a_false_report_spoils_nothing(live_stack):
     for folder in folders:
         assert not (folder / entry_key(b"not a module", b"", [0], [1])).exists()
         assert stat.S_IMODE(folder.stat().st_mode) == 0o711
+
+
+def test_a_bench_says_its_compilation_was_loaded(live_stack):
+    code = ("import jax, jax.numpy as jnp, jaxplay\n"
+            f"f = jax.jit(lambda x: jnp.cos(x) @ x + {uuid.uuid4().int % 10**6 + 0.125})\n"
+            "jaxplay.bench(f, jnp.ones((16, 16)), repeats=3)\n")
+    first = run(live_stack, code)
+    [timing] = [e for e in first["events"] if e["type"] == "timing"]
+    assert timing["compile_cached"] is False and "loaded from" not in timing["text"]
+    again = until_loaded(live_stack, code)
+    [timing] = [e for e in again["events"] if e["type"] == "timing"]
+    assert timing["compile_cached"] is True and "(loaded from the node's compile cache)" in timing["text"]
