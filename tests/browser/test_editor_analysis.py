@@ -56,6 +56,35 @@ def hover_at(page: Page, line: int, column: int) -> None:
     page.mouse.move(x, y, steps=4)
 
 
+def hover_shows(page: Page, line: int, column: int, text: str):
+    """The hover at that place, once it shows ``text``. A person whose hover did not come moves
+    the mouse away and back; so does this, once, after 8 s, saying on stderr what the editor's
+    requests were answered meanwhile (the hover's own answer is in the stack's log)."""
+    answers: list[str] = []
+
+    def on_response(response) -> None:
+        if "/api/analyse" in response.url:
+            answers.append(f"{response.status} {(response.request.post_data or '')[:60]!r}")
+
+    page.on("response", on_response)
+    try:
+        hover_at(page, line, column)
+        shown = page.locator(".monaco-hover:not(.hidden)").filter(has_text=text)
+        try:
+            expect(shown).to_be_visible(timeout=8_000)
+        except AssertionError:
+            import sys
+
+            print(f"hover {text!r} not shown after 8 s; the analyser's answers meanwhile: {answers}; "
+                  f"hovers in the page: {page.locator('.monaco-hover').count()}", file=sys.stderr)
+            page.mouse.move(1, 1)
+            hover_at(page, line, column)
+            expect(shown).to_be_visible(timeout=10_000)
+    finally:
+        page.remove_listener("response", on_response)
+    return shown
+
+
 def exercise(page: Page, width: int, where: str) -> None:
     set_code(page, HEAD)
     type_at_end(page, "jnp.ein")
@@ -83,9 +112,7 @@ def exercise(page: Page, width: int, where: str) -> None:
 
     # Docs on hover, with the API page linked.
     set_code(page, HEAD + "y = jnp.einsum('i,i', x, x)\n")
-    hover_at(page, 4, 10)
-    hover = page.locator(".monaco-hover:not(.hidden)").filter(has_text="Einstein summation")
-    expect(hover).to_be_visible(timeout=15_000)
+    hover = hover_shows(page, 4, 10, "Einstein summation")
     link = hover.locator("a", has_text="docs.jax.dev")
     expect(link).to_have_attribute("href", "https://docs.jax.dev/en/latest/_autosummary/jax.numpy.einsum.html")
     assert_accessible(page, f"hover open, {where} at {width}px")
