@@ -464,8 +464,10 @@ def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
 def do_start_course_run(assignment: Assignment, user, code: str, *, run_id: uuid.UUID | None = None,
                         priority: int = 0) -> Run:
     with transaction.atomic():
+        # What a student's run compiles is not offered to the node's compile cache (it still loads
+        # from it): an entry's name can be tested for, and a student's modules hold their answers.
         run = do_start_run(code, assignment.device, owner=user, limits=assignment.limits, run_id=run_id,
-                           priority=priority, runtime=assignment.runtime)
+                           priority=priority, runtime=assignment.runtime, options={"private_compiles": True})
         course_run = CourseRun.objects.create(run=run, assignment=assignment, student=user)
         broadcast_on_commit(assignment.course_id, lambda: run_item(run, course_run.student_id, assignment.pk))
     return run

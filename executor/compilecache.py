@@ -38,8 +38,9 @@ log = logging.getLogger(__name__)
 MAX_PENDING = 256
 # A module whose compile job failed is not tried again for this long.
 RETRY_AFTER_S = 3600.0
-# A compile job's wall clock (XLA on one small module takes well under a second).
-JOB_WALL_S = 60.0
+# A compile job's wall clock: XLA takes well under a second on the modules runs compile; a
+# module made to compile for minutes is given up (and not tried again for RETRY_AFTER_S).
+JOB_WALL_S = 10.0
 ENTRY_MAX_BYTES = 64 * 1024**2
 
 

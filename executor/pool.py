@@ -94,11 +94,11 @@ class RunnerPool:
             if runner is None:
                 runner = self._spawn()
                 if background:
-                    self._set_nice(runner, 19, every_thread=True)
+                    self._background(runner)
                 return runner
             if runner.alive():
                 if background:
-                    self._set_nice(runner, 19, every_thread=True)
+                    self._background(runner)
                 elif runner.warmth != "cold":
                     self._set_nice(runner, os.getpriority(os.PRIO_PROCESS, 0), every_thread=True)
                 return runner
@@ -168,6 +168,10 @@ class RunnerPool:
         if self.idle is None or sum(1 for r in self._ready if r.warmth in ("warm", "warming")) >= self.concurrency:
             return None
         return next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
+
+    def _background(self, runner: Runner) -> None:
+        self._set_nice(runner, 19, every_thread=True)
+        self.launcher.background(runner.proc)
 
     def _set_nice(self, runner: Runner, value: int, every_thread: bool = False) -> None:
         """The runner's main thread (what it starts inherits it), or every thread it has."""

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from . import events as ev
 from .graded_run import GradedRun, write_all
 from .runner import protocol
+from .runner.compilecache import MAX_REPORTED
 from .sandbox import Launcher, Limits, human_bytes
 
 READ_CHUNK = 64 * 1024
@@ -318,6 +319,8 @@ class Supervision:
             elif type_ in GRADED_RUN_MESSAGES:
                 self.on_graded_message(type_, message)
             elif type_ in COMPILE_MESSAGES:
+                if isinstance(message.get("modules"), list):  # no more than a run may report
+                    message["modules"] = message["modules"][:MAX_REPORTED]
                 fields = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if fields is not None and self.on_message is not None and not self.checking:
                     self.on_message(type_, fields)

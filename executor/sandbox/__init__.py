@@ -129,6 +129,9 @@ class Launcher:
         result has gone out."""
         self.cleanup(proc)
 
+    def background(self, proc: subprocess.Popen) -> None:
+        """A runner taken for the node's own work (a compile job): it yields the CPU to runs."""
+
     def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
         """Lower a warm runner's limits to a run's own (stricter) ones before it gets the code."""
 

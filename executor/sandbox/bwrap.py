@@ -103,6 +103,14 @@ class BwrapLauncher(Launcher):
         self.cgroups = Cgroups(cgroup_parent)
         self._warned_prlimit = False
 
+    def background(self, proc: subprocess.Popen) -> None:
+        cgroup: RunCgroup | None = getattr(proc, "sandbox_cgroup", None)
+        if cgroup is not None:
+            try:
+                cgroup.yield_cpu()
+            except OSError as exc:
+                log.debug("a background runner keeps its CPU weight: %s", exc)
+
     def use_compile_cache(self, host_folder: str) -> None:
         self.compile_cache_host, self.compile_cache = host_folder, COMPILE_CACHE_DEST
 

@@ -213,6 +213,15 @@ class RunCgroup:
         name = "memory.peak" if self.v2 else "memory.max_usage_in_bytes"  # memory.peak: 5.19+
         return _keyed_single(d / name, default=None)
 
+    def yield_cpu(self) -> None:
+        """The least CPU weight there is: the kernel shares CPU between cgroups before any
+        nice value counts, so a background job at nice 19 would otherwise still take a run's
+        share. Where the cpu controller is not delegated, nothing changes."""
+        if self.v2:
+            _write_optional(self.dirs[""] / "cpu.weight", "1")
+        elif "cpu" in self.dirs:
+            _write_optional(self.dirs["cpu"] / "cpu.shares", "2")
+
     def lower_limits(self, *, memory_bytes: int, pids: int) -> None:
         """Lower the caps of a live cgroup (never raise them)."""
         memory_bytes = min(memory_bytes, self.memory_bytes)
