@@ -12,8 +12,10 @@ is what any run lowering that same module would have compiled anyway. Runners re
 read-only, by name: it cannot be listed from a sandbox (mode 0711), so a run can load an entry
 only for a module it lowered itself.
 
-What remains shared is the timing: a run can tell, from a compilation that was quick, that some
-run on this node compiled exactly the same module before (its every shape, constant and name).
+What remains shared is whether a module was compiled here: a run can test for an entry's name
+(a hash of a module it builds) directly, fast enough to guess one unknown constant in code it
+otherwise knows exactly. So a student's assignment runs (``options.private_compiles``) and graded
+runs load entries but add none.
 ``EXECUTOR_COMPILE_CACHE=0`` turns the cache off; a run can ask for fresh compilations with
 ``{"options": {"compile_cache": false}}`` (measuring XLA itself, say).
 """
