@@ -46,6 +46,25 @@ JOB_WALL_S = 10.0
 ENTRY_MAX_BYTES = 64 * 1024**2
 
 
+def for_node(launcher) -> CompileCache | None:
+    """This node's cache, its folder given to the launcher for its runners (None when off, or
+    when the folder cannot be made)."""
+    from . import settings
+
+    if not settings.COMPILE_CACHE:
+        return None
+    root = Path(settings.COMPILE_CACHE_DIR) if settings.COMPILE_CACHE_DIR else default_root(launcher.sandboxed)
+    folder = folder_for(root, settings.RUNTIME.id, settings.KIND, settings.SPECIFIC, settings.CPU_DEVICES,
+                        os.environ.get("XLA_FLAGS", ""))
+    try:
+        cache = CompileCache(folder, settings.COMPILE_CACHE_MAX_MB * 1024**2).open()
+    except OSError as exc:
+        log.warning("no compile cache (%s): every run compiles what it uses", exc)
+        return None
+    launcher.use_compile_cache(str(folder))
+    return cache
+
+
 def default_root(sandboxed: bool) -> Path:
     if sandboxed:
         return Path("/run/jax-playground/compile")

@@ -12,7 +12,6 @@ import os
 import re
 import threading
 import time
-from pathlib import Path
 
 import redis.exceptions
 from kombu.exceptions import OperationalError
@@ -168,16 +167,7 @@ class Executor:
     # Lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if settings.COMPILE_CACHE:
-            root = Path(settings.COMPILE_CACHE_DIR) if settings.COMPILE_CACHE_DIR else \
-                compilecache.default_root(self.launcher.sandboxed)
-            folder = compilecache.folder_for(root, settings.RUNTIME.id, settings.KIND, settings.SPECIFIC,
-                                             settings.CPU_DEVICES, os.environ.get("XLA_FLAGS", ""))
-            try:
-                self.compile_cache = CompileCache(folder, settings.COMPILE_CACHE_MAX_MB * 1024**2).open()
-                self.launcher.use_compile_cache(str(folder))
-            except OSError as exc:
-                log.warning("no compile cache (%s): every run compiles what it uses", exc)
+        self.compile_cache = compilecache.for_node(self.launcher)
         self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
         if self.compile_cache is not None:
@@ -445,7 +435,7 @@ class Executor:
 
         try:
             runner = self.pool.acquire(warm=True, background=True)
-        except Exception as exc:  # noqa: BLE001 - the module stays uncached
+        except Exception as exc:  # noqa: BLE001 - as for a run: a launcher fails in its own ways; the module stays uncached
             log.warning("compile cache: no runner for a compile job (%s)", exc)
             return entries
         try:

@@ -11,8 +11,8 @@ it computes itself (executor/compilecache.py). So an entry is always what XLA ma
 the module its name hashes: a hostile run can have its own modules compiled, never plant an
 executable under another module's name.
 
-A hit is timed like a compilation (JAX's duration event still fires, for the load), and counted:
-``stats()`` says how many modules were loaded and how many compiled.
+A hit is timed like a compilation (JAX's duration event still fires, for the load), and counted
+(``loaded``): capture and ``jaxplay.bench`` say which compilations were loads.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ import threading
 # What one run reports for compiling: no more modules than this, none larger than this.
 MAX_REPORTED = 8
 MAX_MODULE_BYTES = 128 * 1024
-ENTRY_NAME_LENGTH = 64
 
-_state: dict = {"dir": None, "point": None, "hits": 0, "misses": 0, "reported": [], "seen": set()}
+_state: dict = {"dir": None, "point": None, "hits": 0, "reported": [], "seen": set()}
 _lock = threading.Lock()
 
 
@@ -63,7 +62,7 @@ def install() -> bool:
             options = bound["compile_options"].SerializeAsString()
             devices = bound["devices"]
             ids, shape = [int(d.id) for d in devices.flat], [int(n) for n in devices.shape]
-        except Exception:  # noqa: BLE001 - a module this cannot name is compiled as ever
+        except Exception:  # noqa: BLE001 - JAX's internals (the module's serializer) raise anything; compile as ever
             return original(*args, **kwargs)
         key = entry_key(module, options, ids, shape)
         serialized = _read(folder, key)
@@ -71,7 +70,7 @@ def install() -> bool:
             try:
                 executable = point.load(bound["backend"], serialized, bound.get("executable_devices"),
                                         bound["compile_options"])
-            except Exception:  # noqa: BLE001 - an entry this JAX cannot load: compile instead
+            except Exception:  # noqa: BLE001 - XLA refuses an entry with its own errors; the run compiles instead
                 executable = None
             if executable is not None:
                 with _lock:
@@ -79,7 +78,6 @@ def install() -> bool:
                 return executable
         executable = original(*args, **kwargs)
         with _lock:
-            _state["misses"] += 1
             if (len(module) <= MAX_MODULE_BYTES and len(_state["reported"]) < MAX_REPORTED
                     and key not in _state["seen"]):
                 _state["seen"].add(key)
@@ -110,11 +108,6 @@ def loaded() -> int:
     return _state["hits"]
 
 
-def stats() -> dict:
-    with _lock:
-        return {"loaded": _state["hits"], "compiled": _state["misses"]}
-
-
 def report(channel) -> None:
     """At the run's end: the modules it compiled, for the executor to have compiled cleanly."""
     with _lock:
@@ -139,5 +132,5 @@ def compile_modules(modules: list, channel) -> None:
             serialized = point.compile_bytes(module, options, item["devices"], item["shape"])
             channel.send("compiled_entry", key=entry_key(module, options, item["devices"], item["shape"]),
                          executable=base64.b64encode(serialized).decode())
-        except Exception as exc:  # noqa: BLE001 - that module stays uncached
+        except Exception as exc:  # noqa: BLE001 - a reported module may fail MLIR's parser or XLA anyhow; it stays uncached
             channel.send("compiled_entry", key=None, error=f"{type(exc).__name__}: {exc}"[:300])
