@@ -8,14 +8,16 @@ most a few of them); the executor names each entry itself (``entry_key``: a SHA-
 module's bytes, compile options and devices) and, while the node is idle, has it compiled by a
 fresh runner (one that never ran a snippet, sandboxed like a run, at nice 19), one module per
 runner: so a module that could subvert the compiler could only ever spoil its own entry, which
-is what any run lowering that same module would have compiled anyway. Runners read the folder
-read-only, by name: it cannot be listed from a sandbox (mode 0711), so a run can load an entry
-only for a module it lowered itself.
+is what any run lowering that same module would have compiled anyway.
 
-What remains shared is whether a module was compiled here: a run can test for an entry's name
-(a hash of a module it builds) directly, fast enough to guess one unknown constant in code it
-otherwise knows exactly. So a student's assignment runs (``options.private_compiles``) and graded
-runs load entries but add none.
+Runners read the folder read-only, by name, and cannot list it (mode 0711). An entry's name is
+not its key but an HMAC of it under a secret of the node's, kept beside the folder where no
+sandbox sees it (``<folder>.key``): a runner about to compile asks its supervisor
+(``lookups``), which answers with the name when the entry is here. So a run can load an entry
+only for a module it lowered itself, and whether a module was compiled here (someone's code,
+known but for one constant, say) can be asked at most MISSES_PER_RUN times a run that find
+nothing, and not at all by opening files. A student's assignment runs
+(``options.private_compiles``) and graded runs load entries but add none.
 ``EXECUTOR_COMPILE_CACHE=0`` turns the cache off; a run can ask for fresh compilations with
 ``{"options": {"compile_cache": false}}`` (measuring XLA itself, say).
 """
@@ -25,10 +27,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import logging
 import os
+import re
+import secrets
 import threading
 import time
+from collections.abc import Callable
 from collections import OrderedDict, deque
 from pathlib import Path
 
@@ -44,6 +50,13 @@ RETRY_AFTER_S = 3600.0
 # module made to compile for minutes is given up (and not tried again for RETRY_AFTER_S).
 JOB_WALL_S = 10.0
 ENTRY_MAX_BYTES = 64 * 1024**2
+# A run is told at most this many times that what it asked for is not here, and answered at
+# most LOOKUPS_PER_RUN times in all; then it is told it gets no more answers, and compiles
+# everything itself. Ordinary snippets ask a few dozen times; guessing at someone's code takes
+# a question a guess.
+MISSES_PER_RUN = 64
+LOOKUPS_PER_RUN = 4096
+KEY = re.compile(r"[0-9a-f]{64}")
 
 
 def for_node(launcher) -> CompileCache | None:
@@ -106,17 +119,22 @@ class CompileCache:
         self._pending: deque[dict] = deque()
         self._pending_keys: set[str] = set()
         self._failed: dict[str, float] = {}
-        self.stored = self.failed = 0
+        self._secret = b""
+        self.stored = self.failed = self.hits = self.misses = 0
 
     def open(self) -> CompileCache:
         """Create the folder (listable by its owner alone) and index what an earlier worker of
-        this node left there."""
+        this node left there, if its entries were named with the node's secret (a new secret:
+        nothing kept is named by it)."""
         self.folder.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        self._secret, made = node_secret(self.folder.parent / f"{self.folder.name}.key")
         self.folder.mkdir(exist_ok=True, mode=0o711)
         os.chmod(self.folder, 0o711)
         found = []
         for entry in os.scandir(self.folder):
-            if entry.is_file(follow_symlinks=False) and len(entry.name) == 64:
+            if made and entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+            elif entry.is_file(follow_symlinks=False) and KEY.fullmatch(entry.name):
                 stat = entry.stat(follow_symlinks=False)
                 found.append((stat.st_mtime, entry.name, stat.st_size))
             elif entry.name.endswith(".part"):
@@ -125,6 +143,37 @@ class CompileCache:
             self._entries[name] = size
         self._evict()
         return self
+
+    def name(self, key: str) -> str:
+        """An entry's file name: the HMAC of its key under the node's secret."""
+        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()
+
+    # -- what runs ask -----------------------------------------------------------------------
+
+    def lookups(self) -> Callable[[str], dict]:
+        """One run's answers to its runner's ``compile_lookup``: ``{"name"}`` of the entry for a
+        key when it is here, ``{"name": None}`` when not, and from the MISSES_PER_RUN-th miss
+        (or the LOOKUPS_PER_RUN-th question, or a malformed key) ``"spent": True`` with no name,
+        ever again."""
+        asked = missed = 0
+        spent = False
+
+        def lookup(key: str) -> dict:
+            nonlocal asked, missed, spent
+            asked += 1
+            spent = spent or asked > LOOKUPS_PER_RUN or not (isinstance(key, str) and KEY.fullmatch(key))
+            if spent:
+                return {"name": None, "spent": True}
+            name = self.name(key)
+            if os.path.isfile(self.folder / name):
+                self.hits += 1
+                return {"name": name}
+            self.misses += 1
+            missed += 1
+            spent = missed >= MISSES_PER_RUN
+            return {"name": None, "spent": True} if spent else {"name": None}
+
+        return lookup
 
     # -- what runs report --------------------------------------------------------------------
 
@@ -141,7 +190,7 @@ class CompileCache:
                 continue
             key = job["key"]
             with self._lock:
-                if key in self._entries or key in self._pending_keys or now < self._failed.get(key, 0.0):
+                if self.name(key) in self._entries or key in self._pending_keys or now < self._failed.get(key, 0.0):
                     continue
                 if len(self._pending) >= MAX_PENDING:
                     self._pending_keys.discard(self._pending.popleft()["key"])
@@ -186,20 +235,20 @@ class CompileCache:
                 self._failed[key] = time.monotonic() + RETRY_AFTER_S
                 self.failed += 1
             return False
-        self.store(key, data)
+        self.store(self.name(key), data)
         return True
 
     # -- the folder --------------------------------------------------------------------------
 
-    def store(self, key: str, data: bytes) -> None:
-        part = self.folder / f"{key}.{os.getpid()}.{threading.get_ident()}.part"
+    def store(self, name: str, data: bytes) -> None:
+        part = self.folder / f"{name}.{os.getpid()}.{threading.get_ident()}.part"
         with open(part, "wb") as f:
             f.write(data)
         os.chmod(part, 0o644)
-        os.replace(part, self.folder / key)  # a reader sees all of it or nothing
+        os.replace(part, self.folder / name)  # a reader sees all of it or nothing
         with self._lock:
-            self._entries[key] = len(data)
-            self._entries.move_to_end(key)
+            self._entries[name] = len(data)
+            self._entries.move_to_end(name)
             self.stored += 1
         self._evict()
 
@@ -220,7 +269,35 @@ class CompileCache:
     def stats(self) -> dict:
         with self._lock:
             return {"entries": len(self._entries), "bytes": sum(self._entries.values()),
-                    "waiting": len(self._pending), "stored": self.stored, "failed": self.failed}
+                    "waiting": len(self._pending), "stored": self.stored, "failed": self.failed,
+                    "hits": self.hits, "misses": self.misses}
+
+
+def node_secret(path: Path) -> tuple[bytes, bool]:
+    """The secret entries are named with (32 random bytes, readable by the executor's user
+    alone, kept where no sandbox sees it), made if there is none; and whether it was made now.
+    Executors sharing the folder share it: the first one's is kept."""
+    try:
+        secret = path.read_bytes()
+        if len(secret) == 32:
+            return secret, False
+        os.unlink(path)  # cut short: a new one, and the folder's entries go with the old
+    except FileNotFoundError:
+        pass
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.part")
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, secrets.token_bytes(32))
+    finally:
+        os.close(fd)
+    try:
+        os.link(part, path)  # whole, and only if no other executor was first
+        made = True
+    except FileExistsError:
+        made = False
+    finally:
+        os.unlink(part)
+    return path.read_bytes(), made
 
 
 def _job(item: object) -> dict | None:

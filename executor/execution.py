@@ -393,6 +393,7 @@ class Executor:
                 tick=tick,
                 grading=grading,
                 on_message=on_message,
+                lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
             )
         except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)

@@ -139,6 +139,9 @@ def wait_ready(runner: Runner, timeout: float) -> dict:
 GRADED_RUN_MESSAGES = frozenset({"student_done", "answer"}) | protocol.CHECKER_ONLY
 # The compile cache's messages (executor/compilecache.py): for the executor, never the run's log.
 COMPILE_MESSAGES = frozenset({"compiled_modules", "compiled_entry"})
+# How long an answer to a compile lookup may wait for room in the runner's stdin: a runner that
+# asks and does not read is answered no more.
+LOOKUP_WRITE_S = 0.5
 
 
 class _Kill(Exception):
@@ -158,16 +161,19 @@ def supervise(
     tick_every_s: float = 0.2,
     grading: GradedRun | None = None,
     on_message: Callable[[str, dict], None] | None = None,
+    lookup: Callable[[str], dict] | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
     ``emit(type, **fields)`` is called for each event, in order, from this thread. With
     ``grading``, the run is graded: once the student's code ended, its runner answers the
     checker's questions (executor/graded_run.py), and ``grading.finish(finished)`` is its result.
-    ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES).
+    ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES), and
+    ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups).
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
-                       tick_every_s=tick_every_s, grading=grading, on_message=on_message).run(request)
+                       tick_every_s=tick_every_s, grading=grading, on_message=on_message,
+                       lookup=lookup).run(request)
 
 
 class Supervision:
@@ -184,9 +190,12 @@ class Supervision:
 
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
                  should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
-                 grading: GradedRun | None = None, on_message: Callable[[str, dict], None] | None = None):
+                 grading: GradedRun | None = None, on_message: Callable[[str, dict], None] | None = None,
+                 lookup: Callable[[str], dict] | None = None):
         self.grading = grading
         self.on_message = on_message
+        self.lookup = lookup
+        self.lookups_over = False
         self.deadline = 0.0
         self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
@@ -316,6 +325,8 @@ class Supervision:
                     self.runner_exit = exit_["status"]
             elif type_ == "warmed":
                 pass  # the pool asked for a warm-up that ended after the run began: not the run's
+            elif type_ == "compile_lookup":
+                self.answer_lookup(message, problems)
             elif type_ in GRADED_RUN_MESSAGES:
                 self.on_graded_message(type_, message)
             elif type_ in COMPILE_MESSAGES:
@@ -333,6 +344,24 @@ class Supervision:
         elif message is not None:
             problems.add("an event that is not a JSON object (dropped)")
         self.note_problems(before)
+
+    def answer_lookup(self, message: dict, problems: protocol.Problems) -> None:
+        """A runner about to compile asks for the compile cache's entry of a key
+        (runner/compilecache.py): the answer, a line on its stdin, names the entry or says there
+        is none, or that this run is answered no more. Nothing is answered while the checks ask
+        their questions on that stdin (the runner asks no more by then)."""
+        fields = protocol.rebuild("compile_lookup", message, problems, spec=protocol.RUNNER_MESSAGES)
+        if (fields is None or self.lookups_over or self.checking
+                or self.proc.stdin is None or self.proc.stdin.closed):
+            return
+        key = fields["key"]
+        reply = self.lookup(key) if self.lookup is not None else {"name": None, "spent": True}
+        self.lookups_over = bool(reply.get("spent"))  # said once; whatever it asks after, unanswered
+        line = (json.dumps({"key": key, **reply}) + "\n").encode()
+        if not write_all(self.proc.stdin.fileno(), line, time.monotonic() + LOOKUP_WRITE_S):
+            self.lookups_over = True  # it does not read its answers: it gets no more
+        if self.lookups_over and self.grading is None:
+            self.close_student()  # and its stdin ends, so that nothing waits for an answer
 
     @property
     def checking(self) -> bool:
@@ -456,7 +485,7 @@ class Supervision:
                 # can stop before it rather than be killed at it.
                 graded = {"graded": True} if self.grading is not None else {}
                 proc.stdin.write((json.dumps({**request, **graded, "wall_s": limits.wall_s}) + "\n").encode())
-                if self.grading is None:
+                if self.grading is None and self.lookup is None:
                     proc.stdin.close()
                 else:
                     proc.stdin.flush()

@@ -1,9 +1,13 @@
 """The node's compile cache, as a runner sees it: executables that XLA compiled for modules an
 earlier run lowered, loaded instead of compiled again.
 
-A run never writes an entry. Its runner reads the cache's folder (bound read-only in the
-sandbox), each entry named by ``entry_key``: a SHA-256 of the module's bytes, its compile
-options and its devices, which anyone can compute and nobody can choose. A module the run had
+A run never writes an entry, and cannot find one by itself. Each module it is about to compile
+has a key (``entry_key``: a SHA-256 of the module's bytes, its compile options and its devices,
+which anyone can compute and nobody can choose); the runner asks its supervisor for the entry's
+name (``compile_lookup`` on the event pipe, the answer a line on its stdin) and reads that file
+from the cache's folder, bound read-only in the sandbox. Names are an HMAC of the key under a
+secret the sandbox never sees, and the executor answers a run only so many misses: whether
+some module was compiled here cannot be tested for by the thousand. A module the run had
 to compile is reported at its end (``compiled_modules``, at most MAX_REPORTED of at most
 MAX_MODULE_BYTES each); the executor then has a fresh runner, one that never ran a snippet,
 compile it from those bytes alone (``compile_modules``) and stores what it returns under the key
@@ -19,15 +23,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 import threading
+
+from . import common
 
 # What one run reports for compiling: no more modules than this, none larger than this.
 MAX_REPORTED = 8
 MAX_MODULE_BYTES = 128 * 1024
 
-_state: dict = {"dir": None, "point": None, "hits": 0, "reported": [], "seen": set()}
+_state: dict = {"dir": None, "point": None, "hits": 0, "reported": [], "seen": set(), "answers": None}
 _lock = threading.Lock()
+_asking = threading.Lock()
 
 
 def entry_key(module: bytes, options: bytes, device_ids: list[int], shape: list[int]) -> str:
@@ -65,7 +73,8 @@ def install() -> bool:
         except Exception:  # noqa: BLE001 - JAX's internals (the module's serializer) raise anything; compile as ever
             return original(*args, **kwargs)
         key = entry_key(module, options, ids, shape)
-        serialized = _read(folder, key)
+        name = _ask(key)
+        serialized = _read(folder, name) if name else None
         if serialized is not None:
             try:
                 executable = point.load(bound["backend"], serialized, bound.get("executable_devices"),
@@ -95,9 +104,39 @@ def use(folder: str | None) -> None:
     _state["dir"] = folder if folder and _state["point"] is not None and os.path.isdir(folder) else None
 
 
-def _read(folder: str, key: str) -> bytes | None:
+def listen(stdin) -> None:
+    """Where the supervisor's answers to ``compile_lookup`` arrive (the runner's stdin, after its
+    request); None: ask no more, so every compilation is XLA's own. Only a snippet's run asks: a
+    checker, an analyst or a graded run answering its checks have nobody answering."""
+    with _asking:
+        _state["answers"] = stdin
+
+
+def _ask(key: str) -> str | None:
+    """The entry's name for ``key`` if the node has it (None: compile). One question at a time:
+    compilations on other threads wait for the answer, which is a line on stdin."""
+    with _asking:
+        answers = _state["answers"]
+        channel = common.outbox.channel
+        if answers is None or channel is None:
+            return None
+        channel.send("compile_lookup", key=key)  # not the run's event budget: the executor counts these
+        try:
+            line = answers.readline(512)
+            reply = json.loads(line) if line else None
+        except (OSError, ValueError):
+            reply = None
+        if not isinstance(reply, dict) or reply.get("spent"):
+            _state["answers"] = None  # closed, garbled, or no more answers for this run
+        if not isinstance(reply, dict) or reply.get("key") != key:
+            return None
+        name = reply.get("name")
+        return name if isinstance(name, str) and len(name) == 64 and name.isalnum() else None
+
+
+def _read(folder: str, name: str) -> bytes | None:
     try:
-        with open(os.path.join(folder, key), "rb") as f:
+        with open(os.path.join(folder, name), "rb") as f:
             return f.read()
     except OSError:
         return None

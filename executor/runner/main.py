@@ -20,7 +20,7 @@ import time
 import traceback
 from collections import deque
 
-from . import hooks, jaxcompat
+from . import compilecache, hooks, jaxcompat
 from . import common
 from .common import flush_user_streams
 
@@ -315,8 +315,6 @@ def serve(channel: EventChannel, stdin) -> None:
         hooks.configure({"capture": False})
         serve_checks(request, channel, stdin)
     if "compile_modules" in request:  # a compile job (executor/compilecache.py): no snippet here
-        from . import compilecache
-
         hooks.configure({"capture": False})
         compilecache.compile_modules(request["compile_modules"], channel)
         common.leave(channel.fd, 0)
@@ -328,6 +326,7 @@ def serve(channel: EventChannel, stdin) -> None:
         common.leave(channel.fd, 0)
     graded = request.get("graded") is True
     hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
+    compilecache.listen(stdin)  # the supervisor names the node's compile cache's entries
 
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     source = request.pop("code")
@@ -340,12 +339,11 @@ def serve(channel: EventChannel, stdin) -> None:
 
         # Read as Python: a %timeit line is no syntax error here, and keeps its line.
         channel.send("shapes", **collect(namespace, transform(source)[0]))
-        from . import compilecache
-
         compilecache.report(channel)  # what this run compiled, for the executor to cache
     if graded:
         from .answers import serve_questions
 
+        compilecache.listen(None)  # stdin carries the checks' questions now
         serve_questions(namespace, status, channel, stdin)
     channel.send("exit", status=status)
     common.leave(channel.fd, 0 if status == "succeeded" else 1)

@@ -149,6 +149,8 @@ RUNNER_MESSAGES: dict[str, Event] = {
     "compiled_modules": Event("At a run's end: the modules it had to compile (base64 bytes, compile options, "
                               "devices), for the executor to have compiled by a fresh runner.",
                               {"modules": LIST}, required=("modules",)),
+    "compile_lookup": Event("A runner about to compile asks its supervisor for the entry of this key (answered "
+                            "on its stdin: the entry's name, or none).", {"key": STR}, required=("key",)),
     "compiled_entry": Event("A compile job's one module, compiled and serialized (base64), or why not.",
                             {"key": STR, "executable": STR, "error": STR}),
     # A graded run's student side (runner/answers.py), once the student's code has ended.

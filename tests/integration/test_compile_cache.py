@@ -1,7 +1,8 @@
 """The node's compile cache through the real stack: a run loads what an earlier run compiled
 (the executor had it compiled again by a fresh runner), says so on each compilation it loaded,
-and gets the same results; a run can neither write the cache nor list it, and a module it
-reports falsely spoils nothing. Each snippet carries a constant of its own, so that what it
+and gets the same results; a run can neither write the cache nor list it, can find an entry
+only by asking its supervisor, who answers so many misses and no more, and a module it reports
+falsely spoils nothing. Each snippet carries a constant of its own, so that what it
 compiles is new to the suite's cache."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from executor.runner.compilecache import entry_key
+from executor.runner.compilecache import MAX_REPORTED, entry_key
 from tests.conftest import compile_cache_root
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -80,6 +81,48 @@ def test_a_run_can_neither_write_nor_list_the_cache(live_stack):
         "try:\n    open(d + '/' + 'a' * 64, 'wb').write(b'x')\n    print('wrote')\n"
         "except OSError as e:\n    print('write', type(e).__name__)\n"))
     assert stdout(probe) == "exists True\nlist PermissionError\nwrite OSError\n", stdout(probe)
+
+
+ASK = (
+    "import os, json\n"
+    "def ask(key):\n"
+    "    os.write(3, (json.dumps({'type': 'compile_lookup', 'key': key}) + '\\n').encode())\n"
+    "    line = b''\n"
+    "    while not line.endswith(b'\\n'):\n"
+    "        line += os.read(0, 1)\n"
+    "    return json.loads(line)\n"
+)
+
+
+def test_a_run_is_answered_so_many_misses_and_then_compiles_everything_itself(live_stack):
+    """A snippet asks its supervisor itself, as a hostile one would to test for someone's code:
+    each guess a miss, until the run's misses are spent. From then on nothing is named, not even
+    what is cached, so its own compilation is XLA's."""
+    from executor.compilecache import MISSES_PER_RUN
+
+    code = SNIPPET.format(c=uuid.uuid4().int % 10**6 + 0.375)
+    run(live_stack, code)
+    until_loaded(live_stack, code)
+    probe = run(live_stack, code + ASK + (
+        "answers = []\n"
+        "while not (answers and answers[-1].get('spent')) and len(answers) < 500:\n"
+        "    answers.append(ask('%064x' % len(answers)))\n"
+        "print(len(answers), [a.get('name') for a in answers].count(None))\n"
+        "os.write(3, b'{\"type\": \"compile_lookup\", \"key\": \"' + b'0' * 64 + b'\"}\\n')\n"
+        "print('then', os.read(0, 100))\n"
+        "jax.clear_caches()\n"
+        "print(f(jnp.ones((8, 8))).sum())\n"))
+    assert probe["status"] == "succeeded", probe
+    lines = stdout(probe).splitlines()
+    # The code's own compilation was loaded; the snippet's guesses were all misses, the last of
+    # them saying so (the run's eager operations may have missed before, at most a report's
+    # worth: what the first run reported is being compiled); then its stdin ended, and the same
+    # compilation was XLA's.
+    asked, missed = map(int, lines[1].split())
+    assert asked == missed and MISSES_PER_RUN - MAX_REPORTED <= asked <= MISSES_PER_RUN, lines
+    assert lines[2] == "then b''", lines
+    assert [c.get("cached") for c in compiled(probe)] == [True, None], compiled(probe)
+    assert lines[0] == lines[3]
 
 
 def test_a_false_report_spoils_nothing(live_stack):

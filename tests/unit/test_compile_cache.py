@@ -1,6 +1,7 @@
 """The executor's side of the compile cache (executor/compilecache.py), on a folder of its own:
-what a run's report may queue, that an entry is stored only under the key the executor computes,
-the folder's modes, and eviction."""
+what a run's report may queue, that an entry is stored only under the key the executor computes
+and named by the node's secret, what a run is answered when it asks, the folder's modes, and
+eviction."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import stat
 
 import pytest
 
-from executor.compilecache import MAX_PENDING, CompileCache, folder_for
+from executor.compilecache import LOOKUPS_PER_RUN, MAX_PENDING, MISSES_PER_RUN, CompileCache, folder_for
 from executor.runner.compilecache import MAX_REPORTED, MAX_MODULE_BYTES, entry_key
 
 
@@ -31,8 +32,54 @@ def test_the_folder_is_readable_by_name_only(cache):
     assert stat.S_IMODE(cache.folder.stat().st_mode) == 0o711
     [job] = [cache.next_job(0) for _ in range(cache.submit([module(1)]))]
     cache.done(job, [{"key": job["key"], "executable": b64(b"exe")}])
-    entry = cache.folder / job["key"]
+    entry = cache.folder / cache.name(job["key"])
     assert entry.read_bytes() == b"exe" and stat.S_IMODE(entry.stat().st_mode) == 0o644
+    assert not (cache.folder / job["key"]).exists()  # the key a run can compute is not the name
+    secret = cache.folder.parent / f"{cache.folder.name}.key"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and len(secret.read_bytes()) == 32
+
+
+def stored(cache, n: int) -> str:
+    cache.submit([module(n)])
+    job = cache.next_job(0)
+    cache.done(job, [{"key": job["key"], "executable": b64(b"exe")}])
+    return job["key"]
+
+
+def test_a_run_is_told_an_entrys_name_and_only_so_many_misses(cache):
+    key = stored(cache, 1)
+    lookup = cache.lookups()
+    assert lookup(key) == {"name": cache.name(key)}
+    answers = [lookup(entry_key(f"guess {i}".encode(), b"", [0], [1])) for i in range(MISSES_PER_RUN)]
+    assert answers[:-1] == [{"name": None}] * (MISSES_PER_RUN - 1)
+    assert answers[-1] == {"name": None, "spent": True}
+    # Spent: not even what is here is named any more, so the answers say nothing.
+    assert lookup(key) == {"name": None, "spent": True}
+    # Another run asks afresh.
+    assert cache.lookups()(key) == {"name": cache.name(key)}
+    assert cache.stats()["hits"] == 2 and cache.stats()["misses"] == MISSES_PER_RUN
+
+
+def test_hits_too_are_answered_only_so_many_times_and_a_malformed_key_ends_the_answers(cache):
+    key = stored(cache, 1)
+    lookup = cache.lookups()
+    assert all(lookup(key)["name"] for _ in range(LOOKUPS_PER_RUN))
+    assert lookup(key) == {"name": None, "spent": True}
+    for bad in ("../" + key[3:], key.upper(), key[:-1], 7, None):
+        fresh = cache.lookups()
+        assert fresh(bad) == {"name": None, "spent": True}
+        assert fresh(key) == {"name": None, "spent": True}
+
+
+def test_a_new_secret_clears_what_the_old_one_named(cache):
+    key = stored(cache, 1)
+    again = CompileCache(cache.folder, max_bytes=1000).open()
+    assert again.name(key) == cache.name(key) and again.stats()["entries"] == 1  # the node's secret is kept
+    (cache.folder.parent / f"{cache.folder.name}.key").unlink()
+    (cache.folder / key).write_bytes(b"named by the bare key, as before")
+    fresh = CompileCache(cache.folder, max_bytes=1000).open()
+    assert fresh.name(key) != cache.name(key)
+    assert os.listdir(cache.folder) == [] and fresh.lookups()(key) == {"name": None}
 
 
 def test_an_entry_is_stored_under_the_key_computed_here_whatever_the_runner_says(cache):
@@ -42,7 +89,7 @@ def test_an_entry_is_stored_under_the_key_computed_here_whatever_the_runner_says
     other = entry_key(b"module 2", b"opts", [0], [1])
     # A runner answering for another module's key: nothing is stored, under either key.
     assert cache.done(job, [{"key": other, "executable": b64(b"planted")}]) is False
-    assert not (cache.folder / other).exists() and not (cache.folder / job["key"]).exists()
+    assert os.listdir(cache.folder) == []
     # And a failed module is not queued again at once.
     assert cache.submit([module(1)]) == 0
     assert cache.stats()["failed"] == 1
@@ -89,7 +136,7 @@ def test_the_oldest_entries_go_past_the_size_limit_and_a_new_worker_finds_the_re
         job = cache.next_job(0)
         cache.done(job, [{"key": job["key"], "executable": b64(bytes(300))}])
         keys.append(job["key"])
-    assert sorted(os.listdir(cache.folder)) == sorted(keys[-3:])  # 900 of 1000 bytes
+    assert sorted(os.listdir(cache.folder)) == sorted(map(cache.name, keys[-3:]))  # 900 of 1000 bytes
     (cache.folder / "leftover.part").write_bytes(b"half")
     again = CompileCache(cache.folder, max_bytes=1000).open()
     assert again.stats()["entries"] == 3 and not (cache.folder / "leftover.part").exists()
