@@ -42,8 +42,12 @@ from .runner.compilecache import MAX_MODULE_BYTES, MAX_REPORTED, entry_key
 
 log = logging.getLogger(__name__)
 
-# Modules waiting to be compiled; past this, the oldest are forgotten.
+# Modules waiting to be compiled; past this, the oldest of whoever has the most waiting are
+# forgotten. One person has at most MAX_PENDING_EACH waiting (their oldest forgotten), and the
+# queue takes each person's oldest in turn: a person reporting modules made to compile slowly
+# delays anyone else's by at most one compile job.
 MAX_PENDING = 256
+MAX_PENDING_EACH = 2 * MAX_REPORTED
 # A module whose compile job failed is not tried again for this long.
 RETRY_AFTER_S = 3600.0
 # A compile job's wall clock: XLA takes well under a second on the modules runs compile; a
@@ -116,7 +120,7 @@ class CompileCache:
         self._lock = threading.Lock()
         self._ready = threading.Event()
         self._entries: OrderedDict[str, int] = OrderedDict()  # key -> bytes, oldest first
-        self._pending: deque[dict] = deque()
+        self._queues: OrderedDict[str, deque[dict]] = OrderedDict()  # reporter -> jobs, next first
         self._pending_keys: set[str] = set()
         self._failed: dict[str, float] = {}
         self._secret = b""
@@ -177,9 +181,10 @@ class CompileCache:
 
     # -- what runs report --------------------------------------------------------------------
 
-    def submit(self, modules: object) -> int:
+    def submit(self, modules: object, reporter: str = "") -> int:
         """A run's report (``compiled_modules``): each well-formed module not yet cached or
-        waiting is queued for a compile job. Returns how many were queued."""
+        waiting is queued for a compile job, in ``reporter``'s turn (whose run it was). Returns
+        how many were queued."""
         if not isinstance(modules, list):
             return 0
         queued = 0
@@ -192,35 +197,59 @@ class CompileCache:
             with self._lock:
                 if self.name(key) in self._entries or key in self._pending_keys or now < self._failed.get(key, 0.0):
                     continue
-                if len(self._pending) >= MAX_PENDING:
-                    self._pending_keys.discard(self._pending.popleft()["key"])
-                self._pending.append(job)
+                queue = self._queues.setdefault(reporter, deque())
+                if len(queue) >= MAX_PENDING_EACH:
+                    self._forget_oldest(reporter)
+                elif self._waiting() >= MAX_PENDING:
+                    self._forget_oldest(max(self._queues, key=lambda r: len(self._queues[r])))
+                queue.append({**job, "reporter": reporter})
                 self._pending_keys.add(key)
                 queued += 1
         if queued:
             self._ready.set()
         return queued
 
+    def _waiting(self) -> int:
+        return sum(map(len, self._queues.values()))
+
+    def _forget_oldest(self, reporter: str) -> None:
+        """The oldest of one reporter's jobs, unless it is the one being compiled (then the
+        next); under the lock."""
+        queue = self._queues[reporter]
+        current = next(iter(self._queues.values()))[0]
+        for job in queue:
+            if job is not current:
+                queue.remove(job)
+                self._pending_keys.discard(job["key"])
+                break
+        if not queue:
+            del self._queues[reporter]
+
     def next_job(self, timeout: float) -> dict | None:
-        """The oldest module waiting (None after ``timeout`` with none). Still counted as
-        waiting until ``done``."""
+        """The next module waiting, the oldest of the reporter whose turn it is (None after
+        ``timeout`` with none). Still counted as waiting until ``done``."""
         if not self._ready.wait(timeout):
             return None
         with self._lock:
-            if not self._pending:
+            if not self._queues:
                 self._ready.clear()
                 return None
-            return self._pending[0]
+            return next(iter(self._queues.values()))[0]
 
     def done(self, job: dict, entries: list[dict]) -> bool:
         """A compile job's result: the entry for its module, stored under the key computed
         here, whatever the runner said. True when stored."""
         key = job["key"]
         with self._lock:
-            if self._pending and self._pending[0] is job:
-                self._pending.popleft()
+            reporter = job.get("reporter", "")
+            queue = self._queues.get(reporter)
+            if queue and queue[0] is job:
+                queue.popleft()
+                del self._queues[reporter]
+                if queue:
+                    self._queues[reporter] = queue  # the others' turn first
             self._pending_keys.discard(key)
-            if not self._pending:
+            if not self._queues:
                 self._ready.clear()
         data = None
         for entry in entries:
@@ -269,7 +298,7 @@ class CompileCache:
     def stats(self) -> dict:
         with self._lock:
             return {"entries": len(self._entries), "bytes": sum(self._entries.values()),
-                    "waiting": len(self._pending), "stored": self.stored, "failed": self.failed,
+                    "waiting": self._waiting(), "stored": self.stored, "failed": self.failed,
                     "hits": self.hits, "misses": self.misses}
 
 

@@ -406,11 +406,11 @@ class Executor:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
-            self._give_share_back(run_id, finished)
+            client = self._give_share_back(run_id, finished)
         finally:
             self.pool.release(runner)
         if compiled and self.compile_cache is not None:
-            self.compile_cache.submit(compiled)
+            self.compile_cache.submit(compiled, reporter=client or run_id)
 
     def _compile_loop(self) -> None:
         """While the node is idle, the modules runs reported are compiled, one per fresh runner
@@ -450,14 +450,16 @@ class Executor:
             self.pool.release(runner)
         return entries
 
-    def _give_share_back(self, run_id: str, finished: dict) -> None:
+    def _give_share_back(self, run_id: str, finished: dict) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not
         when the recorder stores it (which may trail under a burst); the recorder's release is
-        the backstop, and only one of the two counts."""
+        the backstop, and only one of the two counts. Returns whose run it was, if this call
+        released it (the compile cache takes each person's reports in turn)."""
         try:
-            shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
+            return shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
         except redis.exceptions.RedisError as exc:
             log.warning("run %s: its share is given back when the recorder stores its end (%s)", run_id, exc)
+            return None
 
     def _send_grade(self, run_id: str, result: dict) -> None:
         """The grade goes to the recorder before the run's ``finished``, so that whoever sees the

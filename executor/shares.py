@@ -28,11 +28,12 @@ def budget_key(client: str, kind: str, window: int, now: float) -> str:
 BUDGET_WINDOWS = (3600, 86400)
 
 
-def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None) -> bool:
-    """The run ended: its slot is free and its seconds are counted, once. True if this call did."""
+def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None) -> str | None:
+    """The run ended: its slot is free and its seconds are counted, once. Whose run it was (their
+    client key) if this call did, else None."""
     client = redis.getdel(client_key(run_id))
     if client is None:
-        return False
+        return None
     client = client.decode() if isinstance(client, bytes) else str(client)
     pipe = redis.pipeline()
     pipe.zrem(active_key(client), run_id)
@@ -43,4 +44,4 @@ def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | Non
             pipe.incrbyfloat(key, wall_ms / 1000)
             pipe.expire(key, window + 60)
     pipe.execute()
-    return True
+    return client

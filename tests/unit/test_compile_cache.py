@@ -11,7 +11,8 @@ import stat
 
 import pytest
 
-from executor.compilecache import LOOKUPS_PER_RUN, MAX_PENDING, MISSES_PER_RUN, CompileCache, folder_for
+from executor.compilecache import (
+    LOOKUPS_PER_RUN, MAX_PENDING, MAX_PENDING_EACH, MISSES_PER_RUN, CompileCache, folder_for)
 from executor.runner.compilecache import MAX_REPORTED, MAX_MODULE_BYTES, entry_key
 
 
@@ -122,11 +123,36 @@ def test_a_report_queues_each_module_once_and_at_most_what_a_run_may_report(cach
     assert cache.submit([module(0)]) == 0  # already cached
 
 
-def test_the_queue_forgets_its_oldest_past_its_bound(cache):
-    for start in range(0, MAX_PENDING + MAX_REPORTED, MAX_REPORTED):
-        cache.submit([module(i) for i in range(start, start + MAX_REPORTED)])
+def test_each_reporter_has_its_turn_and_at_most_its_share_waiting(cache):
+    """One person's eight modules do not hold back another's one: the queue takes each
+    reporter's oldest in turn. A reporter past their share loses their own oldest."""
+    cache.submit([module(i) for i in range(MAX_REPORTED)], reporter="a")
+    cache.submit([module(100)], reporter="b")
+    order = []
+    while (job := cache.next_job(0)) is not None:
+        order.append((job["reporter"], job["key"]))
+        cache.done(job, [{"key": job["key"], "executable": b64(b"e")}])
+    assert [r for r, _ in order[:3]] == ["a", "b", "a"] and len(order) == MAX_REPORTED + 1
+    for start in range(200, 200 + 3 * MAX_REPORTED, MAX_REPORTED):
+        cache.submit([module(i) for i in range(start, start + MAX_REPORTED)], reporter="a")
+    assert cache.stats()["waiting"] == MAX_PENDING_EACH
+    # The first module waits (it may be compiling now); the next oldest went.
+    assert cache.next_job(0)["key"] == entry_key(b"module 200", b"opts", [0], [1])
+    assert cache.submit([module(201)], reporter="a") == 1  # forgotten, so it may be queued again
+
+
+def test_the_queue_forgets_the_oldest_of_whoever_has_most_waiting_past_its_bound(cache):
+    reporters = [f"r{n}" for n in range(MAX_PENDING // MAX_REPORTED)]
+    for n, reporter in enumerate(reporters):
+        cache.submit([module(n * MAX_REPORTED + i) for i in range(MAX_REPORTED)], reporter=reporter)
     assert cache.stats()["waiting"] == MAX_PENDING
-    assert cache.next_job(0)["key"] != entry_key(b"module 0", b"opts", [0], [1])
+    assert cache.submit([module(10**6)], reporter="late") == 1  # someone new still gets a turn
+    assert cache.stats()["waiting"] == MAX_PENDING
+    seen = set()
+    while (job := cache.next_job(0)) is not None:
+        seen.add(job["reporter"])
+        cache.done(job, [])
+    assert "late" in seen and set(reporters) <= seen
 
 
 def test_the_oldest_entries_go_past_the_size_limit_and_a_new_worker_finds_the_rest(cache, tmp_path):
