@@ -119,7 +119,7 @@ class CompileCache:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._ready = threading.Event()
-        self._entries: OrderedDict[str, int] = OrderedDict()  # key -> bytes, oldest first
+        self._entries: OrderedDict[str, int] = OrderedDict()  # name -> bytes, least recently used first
         self._queues: OrderedDict[str, deque[dict]] = OrderedDict()  # reporter -> jobs, next first
         self._pending_keys: set[str] = set()
         self._failed: dict[str, float] = {}
@@ -170,9 +170,13 @@ class CompileCache:
                 return {"name": None, "spent": True}
             name = self.name(key)
             if os.path.isfile(self.folder / name):
-                self.hits += 1
+                with self._lock:
+                    self.hits += 1
+                    if name in self._entries:
+                        self._entries.move_to_end(name)  # used: the last to be evicted
                 return {"name": name}
-            self.misses += 1
+            with self._lock:
+                self.misses += 1
             missed += 1
             spent = missed >= MISSES_PER_RUN
             return {"name": None, "spent": True} if spent else {"name": None}

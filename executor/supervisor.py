@@ -142,6 +142,10 @@ COMPILE_MESSAGES = frozenset({"compiled_modules", "compiled_entry"})
 # How long an answer to a compile lookup may wait for room in the runner's stdin: a runner that
 # asks and does not read is answered no more.
 LOOKUP_WRITE_S = 0.5
+# Lines on the event pipe that are no event (not JSON, not an object, no type, a type the runner
+# may not send, fields that cannot be repaired, lookups past the run's answers): a runner never
+# writes one, so past this many the run is ended rather than have the executor parse its junk.
+MAX_JUNK_LINES = 1000
 
 
 class _Kill(Exception):
@@ -196,6 +200,7 @@ class Supervision:
         self.on_message = on_message
         self.lookup = lookup
         self.lookups_over = False
+        self.junk_lines = 0
         self.deadline = 0.0
         self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
@@ -314,11 +319,13 @@ class Supervision:
         except (ValueError, RecursionError):
             problems.add("a line that is not JSON (dropped)")
             message = None
+            self.junk_lines += 1
         if isinstance(message, dict):
             type_ = message.pop("type", None)
             message.pop("seq", None)
             if not isinstance(type_, str):
                 problems.add("an event whose type is not a string (dropped)")
+                self.junk_lines += 1
             elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
@@ -339,11 +346,18 @@ class Supervision:
                 pass  # what the code compiled or displayed while the checks called it is not the run's
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
+                self.junk_lines += 1
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
                 self.send(type_, draining=draining, **fields)
+            else:
+                self.junk_lines += 1
         elif message is not None:
             problems.add("an event that is not a JSON object (dropped)")
+            self.junk_lines += 1
         self.note_problems(before)
+        if self.junk_lines > MAX_JUNK_LINES and not draining:
+            raise _Kill(ev.LIMIT_EXCEEDED, f"the run wrote over {MAX_JUNK_LINES} lines on its event pipe that are "
+                                           "not events")
 
     def answer_lookup(self, message: dict, problems: protocol.Problems) -> None:
         """A runner about to compile asks for the compile cache's entry of a key
@@ -351,8 +365,10 @@ class Supervision:
         is none, or that this run is answered no more. Nothing is answered while the checks ask
         their questions on that stdin (the runner asks no more by then)."""
         fields = protocol.rebuild("compile_lookup", message, problems, spec=protocol.RUNNER_MESSAGES)
-        if (fields is None or self.lookups_over or self.checking
-                or self.proc.stdin is None or self.proc.stdin.closed):
+        if fields is None or self.lookups_over:
+            self.junk_lines += 1
+            return
+        if self.checking or self.proc.stdin is None or self.proc.stdin.closed:
             return
         key = fields["key"]
         reply = self.lookup(key) if self.lookup is not None else {"name": None, "spent": True}

@@ -401,3 +401,32 @@ def test_it_renders_events_with_missing_fields_and_unknown_kinds(page: Page):
     expect(page.locator("#injected")).to_have_count(0)
     assert page.evaluate("window.hacked") is None
     expect(page.locator("#panel-figures")).to_contain_text("hologram")
+
+
+def test_a_compilation_loaded_from_the_nodes_cache_says_so(page: Page):
+    """Run the same jit again once the node has compiled it: its row in Compiled has the
+    "cached" chip and calls its time the load; the first run's row called it the compile."""
+    import time
+    import uuid
+
+    code = ("import jax, jax.numpy as jnp\n"
+            f"f = jax.jit(lambda x: jnp.cos(x) * x + {uuid.uuid4().int % 10**6 + 0.5})\n"
+            "print(f(jnp.ones(4)).sum())\n")
+    assert run_code(page, code) == "succeeded"
+    select_tab(page, "compiled")
+    row = page.locator("#panel-compiled .compiled-row").first
+    expect(row.locator(".row-time")).to_be_visible()
+    assert row.locator(".chip", has_text="cached").count() == 0
+    assert "compile" in row.locator(".row-time").evaluate("e => getComputedStyle(e, '::before').content")
+    deadline = time.monotonic() + 60  # the node compiles the module once it is idle
+    while True:
+        assert run_code(page, code) == "succeeded"
+        select_tab(page, "compiled")
+        if row.locator(".chip", has_text="cached").count():
+            break
+        assert time.monotonic() < deadline, "the jit was never loaded from the node's compile cache"
+        page.wait_for_timeout(1000)
+    chip = row.locator(".chip", has_text="cached")
+    expect(chip).to_have_attribute("title", re.compile(r"compile cache", re.I))
+    assert "load" in row.locator(".row-time").evaluate("e => getComputedStyle(e, '::before').content")
+    page.locator("#panel-compiled .stat").filter(has_text="load").first.wait_for()

@@ -67,11 +67,15 @@ print("done", flush=True)
 """
 
 
-def test_a_flood_of_malformed_event_lines_is_cheap_and_noted_briefly(run, then_a_normal_run_succeeds):
+def test_a_flood_of_malformed_event_lines_is_noted_briefly_and_ends_the_run(run, then_a_normal_run_succeeds):
+    """A runner never writes a line that is no event: past MAX_JUNK_LINES of them the run ends,
+    rather than have the executor parse 200,000 (CPU the run's cgroup is not charged for)."""
+    from executor.supervisor import MAX_JUNK_LINES
+
     result = run(BAD_LINES, replace(LIMITS, wall_s=30))
 
-    assert result.status == "succeeded", result
-    assert result.stdout == "done\n"
+    assert result.status == "limit_exceeded", result
+    assert f"over {MAX_JUNK_LINES} lines on its event pipe that are not events" in result.events[-1]["message"]
     notes = [line for line in result.stderr.splitlines() if line.startswith("[playground]")]
     assert 1 <= len(notes) <= 5
     assert "type is not a string" in notes[0]

@@ -172,3 +172,21 @@ def test_an_entry_key_keeps_its_parts_apart():
     assert entry_key(b"ab", b"c", [0], [1]) != entry_key(b"a", b"bc", [0], [1])
     assert entry_key(b"a", b"b", [0, 1], [2]) != entry_key(b"a", b"b", [1, 0], [2])
     assert entry_key(b"a", b"b", [0, 1], [2]) != entry_key(b"a", b"b", [0, 1], [1, 2])
+
+
+def test_an_entry_a_run_loads_is_the_last_to_be_evicted(cache):
+    keys = [stored_of_size(cache, i, 300) for i in range(3)]  # 900 of 1000 bytes
+    assert cache.lookups()(keys[0])["name"]  # the oldest, used again
+    stored_of_size(cache, 3, 300)
+    assert sorted(os.listdir(cache.folder)) == sorted(map(cache.name, [keys[0], keys[2], cache_key(3)]))
+
+
+def cache_key(n: int) -> str:
+    return entry_key(f"module {n}".encode(), b"opts", [0], [1])
+
+
+def stored_of_size(cache, n: int, size: int) -> str:
+    cache.submit([module(n)])
+    job = cache.next_job(0)
+    cache.done(job, [{"key": job["key"], "executable": b64(bytes(size))}])
+    return job["key"]

@@ -236,7 +236,10 @@ export class CompiledPane implements Pane {
       head.append(chip);
     }
     const compileMs = num(ev.compile_ms);
-    if (compileMs !== null) head.append(el("span", "row-time", duration(compileMs)));
+    if (compileMs !== null) {
+      // A loaded executable's time is its load from the node's compile cache, not XLA's.
+      head.append(el("span", ev.cached === true ? "row-time loaded" : "row-time", duration(compileMs)));
+    }
     row.append(head);
 
     const recompile = ev.recompile && typeof ev.recompile === "object" ? ev.recompile : null;
