@@ -48,8 +48,10 @@ log = logging.getLogger(__name__)
 # delays anyone else's by at most one compile job.
 MAX_PENDING = 256
 MAX_PENDING_EACH = 2 * MAX_REPORTED
-# A module whose compile job failed is not tried again for this long.
+# A module whose compile job failed is not tried again for this long; one whose job was cut
+# short or never ran (the node busy, no runner), for RETRY_SOON_S.
 RETRY_AFTER_S = 3600.0
+RETRY_SOON_S = 600.0
 # A compile job's wall clock: XLA takes well under a second on the modules runs compile; a
 # module made to compile for minutes is given up (and not tried again for RETRY_AFTER_S).
 JOB_WALL_S = 10.0
@@ -240,9 +242,10 @@ class CompileCache:
                 return None
             return next(iter(self._queues.values()))[0]
 
-    def done(self, job: dict, entries: list[dict]) -> bool:
+    def done(self, job: dict, entries: list[dict], retry_after: float = RETRY_AFTER_S) -> bool:
         """A compile job's result: the entry for its module, stored under the key computed
-        here, whatever the runner said. True when stored."""
+        here, whatever the runner said. True when stored; else the module is not queued again
+        for ``retry_after`` seconds."""
         key = job["key"]
         with self._lock:
             reporter = job.get("reporter", "")
@@ -265,7 +268,7 @@ class CompileCache:
                 break
         if not data or len(data) > ENTRY_MAX_BYTES:
             with self._lock:
-                self._failed[key] = time.monotonic() + RETRY_AFTER_S
+                self._failed[key] = time.monotonic() + retry_after
                 self.failed += 1
             return False
         self.store(self.name(key), data)

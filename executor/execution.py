@@ -424,11 +424,17 @@ class Executor:
             if self.draining or not self.idle():
                 self._stop.wait(0.05)
                 continue
-            cache.done(job, self._compile_job(job["request"], limits))
+            entries, status = self._compile_job(job["request"], limits)
+            # A module XLA refused waits long before it is tried again; one whose job was cut
+            # short (its time spent while the node's runs took the CPU), or found no runner, less.
+            ended = status in (ev.SUCCEEDED, ev.FAILED)
+            cache.done(job, entries, retry_after=compilecache.RETRY_AFTER_S if ended else compilecache.RETRY_SOON_S)
 
-    def _compile_job(self, module: dict, limits) -> list[dict]:
-        """One module compiled by a runner that never ran a snippet: its ``compiled_entry``."""
+    def _compile_job(self, module: dict, limits) -> tuple[list[dict], str | None]:
+        """One module compiled by a runner that never ran a snippet: its ``compiled_entry``, and
+        how the job ended (None: it did not run)."""
         entries: list[dict] = []
+        status = None
 
         def on_message(type_: str, fields: dict) -> None:
             if type_ == "compiled_entry":
@@ -438,17 +444,18 @@ class Executor:
             runner = self.pool.acquire(warm=True, background=True)
         except Exception as exc:  # noqa: BLE001 - as for a run: a launcher fails in its own ways; the module stays uncached
             log.warning("compile cache: no runner for a compile job (%s)", exc)
-            return entries
+            return entries, status
         try:
             finished = supervise(runner, self.launcher, {"compile_modules": [module]}, limits,
                                  lambda *_a, **_k: None, on_message=on_message)
-            if finished.get("status") != ev.SUCCEEDED:
-                log.info("compile cache: a compile job ended %s: %s", finished["status"], finished.get("message"))
+            status = finished.get("status")
+            if status != ev.SUCCEEDED:
+                log.info("compile cache: a compile job ended %s: %s", status, finished.get("message"))
         except Exception:
             log.exception("compile cache: a compile job failed")
         finally:
             self.pool.release(runner)
-        return entries
+        return entries, status
 
     def _give_share_back(self, run_id: str, finished: dict) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not

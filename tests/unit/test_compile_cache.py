@@ -190,3 +190,16 @@ def stored_of_size(cache, n: int, size: int) -> str:
     job = cache.next_job(0)
     cache.done(job, [{"key": job["key"], "executable": b64(bytes(size))}])
     return job["key"]
+
+
+def test_a_module_whose_job_was_cut_short_may_be_queued_again_sooner(cache, monkeypatch):
+    import executor.compilecache as cc
+
+    cache.submit([module(1), module(2)])
+    refused = cache.next_job(0)
+    cache.done(refused, [])  # XLA said no: an hour
+    cut = cache.next_job(0)
+    cache.done(cut, [], retry_after=cc.RETRY_SOON_S)  # timed out
+    now = cc.time.monotonic()
+    monkeypatch.setattr(cc.time, "monotonic", lambda: now + cc.RETRY_SOON_S + 1)
+    assert cache.submit([module(1)]) == 0 and cache.submit([module(2)]) == 1
