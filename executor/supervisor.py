@@ -146,6 +146,9 @@ LOOKUP_WRITE_S = 0.5
 # may not send, fields that cannot be repaired, lookups past the run's answers): a runner never
 # writes one, so past this many the run is ended rather than have the executor parse its junk.
 MAX_JUNK_LINES = 1000
+# Events the code sends while the checks call it are not the run's and are dropped (a compiled
+# function's, say); past this many, or EVENT_BYTES_CAP of them, the run is ended.
+MAX_LINES_WHILE_CHECKING = 10_000
 
 
 class _Kill(Exception):
@@ -201,6 +204,7 @@ class Supervision:
         self.lookup = lookup
         self.lookups_over = False
         self.junk_lines = 0
+        self.dropped_while_checking = [0, 0]  # lines, bytes
         self.deadline = 0.0
         self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
@@ -342,8 +346,13 @@ class Supervision:
                 fields = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if fields is not None and self.on_message is not None and not self.checking:
                     self.on_message(type_, fields)
-            elif self.checking:
-                pass  # what the code compiled or displayed while the checks called it is not the run's
+            elif self.checking:  # what the code compiled or displayed while the checks called it is not the run's
+                dropped = self.dropped_while_checking
+                dropped[0] += 1
+                dropped[1] += len(line)
+                if (dropped[0] > MAX_LINES_WHILE_CHECKING or dropped[1] > EVENT_BYTES_CAP) and not draining:
+                    raise _Kill(ev.LIMIT_EXCEEDED, f"the code sent over {MAX_LINES_WHILE_CHECKING} events or "
+                                                   f"{human_bytes(EVENT_BYTES_CAP)} while the checks called it")
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
                 problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
                 self.junk_lines += 1

@@ -386,6 +386,24 @@ def test_hostile_code_earns_nothing_and_sees_nothing_of_the_checks(grade, attack
         assert len(message) < 100 and "3d0" in message and message.startswith("square raised Input"), message
 
 
+def test_code_that_floods_events_while_the_checks_call_it_is_ended(grade):
+    """What the code sends while the checks call it is dropped, and the executor's time to drop
+    it is not the run's: past MAX_LINES_WHILE_CHECKING lines the run ends."""
+    from executor.supervisor import MAX_LINES_WHILE_CHECKING
+
+    flood = WRONG + (
+        "\nimport os\n"
+        "def square(x):\n"
+        "    line = b'{\"type\": \"stdout\", \"text\": \"x\"}\\n'\n"
+        "    for _ in range(200):\n"
+        "        os.write(3, line * 1000)\n"
+        "    return x * x\n")
+    run, result = grade(flood, wall_s=30)
+    assert run.status == "limit_exceeded", run
+    assert f"over {MAX_LINES_WHILE_CHECKING} events" in run.finished["message"], run.finished
+    assert run.finished["wall_ms"] < 15_000 and result["score"] <= 2.0, result
+
+
 def test_a_function_that_sleeps_past_the_checks_time_fails_and_the_run_ends(grade):
     slow = WRONG + "\nimport time\ndef square(x):\n    time.sleep(600)\n"
     run, result = grade(slow, wall_s=3)
