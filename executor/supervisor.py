@@ -204,7 +204,7 @@ class Supervision:
         self.lookup = lookup
         self.lookups_over = False
         self.junk_lines = 0
-        self.dropped_while_checking = [0, 0]  # lines, bytes
+        self.lines_while_checking = self.bytes_while_checking = 0
         self.deadline = 0.0
         self.stop_requested = False
         self.runner, self.proc, self.launcher, self.limits = runner, runner.proc, launcher, limits
@@ -315,21 +315,26 @@ class Supervision:
                       text=f"[playground] an event from the run was not valid and was repaired or dropped: "
                            f"{'; '.join(new)}\n")
 
+    def drop(self, problem: str | None = None) -> None:
+        """A line that is no event: said once (the first MAX_PROBLEMS kinds), and counted
+        towards MAX_JUNK_LINES."""
+        if problem:
+            self.problems.add(problem)
+        self.junk_lines += 1
+
     def handle_event_line(self, line: bytes, draining: bool = False) -> None:
         problems = self.problems
         before = len(problems.seen)
         try:
             message = json.loads(line)
         except (ValueError, RecursionError):
-            problems.add("a line that is not JSON (dropped)")
+            self.drop("a line that is not JSON (dropped)")
             message = None
-            self.junk_lines += 1
         if isinstance(message, dict):
             type_ = message.pop("type", None)
             message.pop("seq", None)
             if not isinstance(type_, str):
-                problems.add("an event whose type is not a string (dropped)")
-                self.junk_lines += 1
+                self.drop("an event whose type is not a string (dropped)")
             elif type_ == "exit":
                 exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
                 if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
@@ -347,22 +352,20 @@ class Supervision:
                 if fields is not None and self.on_message is not None and not self.checking:
                     self.on_message(type_, fields)
             elif self.checking:  # what the code compiled or displayed while the checks called it is not the run's
-                dropped = self.dropped_while_checking
-                dropped[0] += 1
-                dropped[1] += len(line)
-                if (dropped[0] > MAX_LINES_WHILE_CHECKING or dropped[1] > EVENT_BYTES_CAP) and not draining:
+                self.lines_while_checking += 1
+                self.bytes_while_checking += len(line)
+                if (self.lines_while_checking > MAX_LINES_WHILE_CHECKING
+                        or self.bytes_while_checking > EVENT_BYTES_CAP) and not draining:
                     raise _Kill(ev.LIMIT_EXCEEDED, f"the code sent over {MAX_LINES_WHILE_CHECKING} events or "
                                                    f"{human_bytes(EVENT_BYTES_CAP)} while the checks called it")
             elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
-                problems.add(f"a {str(type_)!r} event, which only the executor sends (dropped)")
-                self.junk_lines += 1
+                self.drop(f"a {str(type_)!r} event, which only the executor sends (dropped)")
             elif (fields := protocol.rebuild(type_, message, problems)) is not None:
                 self.send(type_, draining=draining, **fields)
             else:
-                self.junk_lines += 1
+                self.drop()  # rebuild said why
         elif message is not None:
-            problems.add("an event that is not a JSON object (dropped)")
-            self.junk_lines += 1
+            self.drop("an event that is not a JSON object (dropped)")
         self.note_problems(before)
         if self.junk_lines > MAX_JUNK_LINES and not draining:
             raise _Kill(ev.LIMIT_EXCEEDED, f"the run wrote over {MAX_JUNK_LINES} lines on its event pipe that are "
@@ -375,7 +378,7 @@ class Supervision:
         their questions on that stdin (the runner asks no more by then)."""
         fields = protocol.rebuild("compile_lookup", message, problems, spec=protocol.RUNNER_MESSAGES)
         if fields is None or self.lookups_over:
-            self.junk_lines += 1
+            self.drop()
             return
         if self.checking or self.proc.stdin is None or self.proc.stdin.closed:
             return
