@@ -75,7 +75,7 @@ def _machine_cpu_ms() -> float:
     return (sum(fields) - fields[3] - fields[4]) * 1000 / 100  # all but idle and iowait, in ticks of 10 ms
 
 
-def runner(runs: int) -> list[tuple[str, float]]:
+def runner(runs: int, lean: bool = False) -> list[tuple[str, float]]:
     from executor import supervisor
     from executor.sandbox import Limits, get_launcher
 
@@ -102,7 +102,7 @@ def runner(runs: int) -> list[tuple[str, float]]:
     rows = []
     try:
         for i in range(runs + 2):
-            runner = supervisor.Runner(proc=launcher.start(0), slot=0)
+            runner = supervisor.Runner(proc=launcher.start(0, lean=lean), slot=0)
             supervisor.wait_ready(runner, 120)
             time.sleep(0.05)  # as a runner waits in the pool
             if i == 2:
@@ -130,8 +130,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=27)
     parser.add_argument("--database-url", help="an empty PostgreSQL database (default: SQLite)")
     parser.add_argument("--runner", action="store_true", help="the runner alone, through the fork launcher")
+    parser.add_argument("--lean", action="store_true", help="with --runner: a lean runner (numpy, no jax)")
     args = parser.parse_args()
-    medians = runner(args.runs) if args.runner else page(args.runs, args.database_url)
+    medians = runner(args.runs, args.lean) if args.runner else page(args.runs, args.database_url)
     for name, value in medians:
         print(f"{name:32s} {value:8.1f} ms")
 

@@ -117,15 +117,30 @@ def cpu_by_process(stack, redis: RedisServer) -> dict[str, float]:
     return {name: cpu_s(pid) for name, pid in pids.items()}
 
 
+def settle(stack, redis, quiet_ms: float = 50.0, limit_s: float = 90.0) -> float:
+    """Wait until the stack spends under ``quiet_ms`` of CPU in a second: the pool refilled and
+    warmed, the recorder caught up, and the compile jobs the samples' runs left (the edited
+    ``jit``'s modules, compiled for the node's cache while it is idle) done. Returns the wait."""
+    t0 = time.monotonic()
+    time.sleep(2)
+    while time.monotonic() - t0 < limit_s:
+        before = sum(cpu_by_process(stack, redis).values())
+        time.sleep(1.0)
+        if (sum(cpu_by_process(stack, redis).values()) - before) * 1000 < quiet_ms:
+            break
+    return time.monotonic() - t0
+
+
 def measured_burst(stack, redis, count: int, code: str, sockets: bool) -> dict:
-    """A burst, and the CPU each process spent on it per run (ms)."""
-    time.sleep(2)  # the pool refilled and warmed, the recorder caught up
+    """A burst from a settled stack, and the CPU each process spent on it per run (ms)."""
+    settled_s = settle(stack, redis)
     before = cpu_by_process(stack, redis)
     result = asyncio.run(burst(stack.url, count, code, sockets=sockets))
     time.sleep(3)  # what the runs left to do: the recorder's last batches, the pool's refill
     after = cpu_by_process(stack, redis)
     result["cpu_ms_per_run"] = {name: (after[name] - before[name]) * 1000 / count for name in before}
     result["cpu_ms_per_run"]["all"] = sum(result["cpu_ms_per_run"].values())
+    result["settled_s"] = round(settled_s, 1)
     return result
 
 
@@ -195,7 +210,7 @@ def main() -> int:
         what += " (new)" if name.startswith("new") else ""
         cpu = ", ".join(f"{k} {v:.1f}" for k, v in b["cpu_ms_per_run"].items())
         print(f"{name:12} {what} at once: {b['runs_per_s']:.1f} runs/s, the last after {b['elapsed_s']:.2f} s, "
-              f"{b['statuses']}; CPU ms per run: {cpu}")
+              f"{b['statuses']}; CPU ms per run: {cpu} (after {b['settled_s']:.0f} s settling)")
     out.update(bursts)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 
@@ -20,7 +19,7 @@ from . import events as ev
 from . import compilecache, logs, registry, settings, shares
 from .compilecache import CompileCache
 from .submit import GRADE_TASK, RECORD_TASK, task_reprs
-from .pool import RunnerPool
+from .pool import RunnerPool, runner_for
 from .runner import protocol
 from .sandbox import get_launcher
 from .graded_run import GradedRun
@@ -33,9 +32,6 @@ RECORD_EVERY_S = 0.5
 CLAIM_TTL_S = 7 * 24 * 3600
 
 
-# Code that names any of these will start JAX's backend: it takes a warm runner first. Any
-# other (plain Python, NumPy) takes a cold one and leaves the warm ones for code that needs them.
-USES_JAX = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax)\b")
 
 # How long a run waits for a Redis that went away (a restart) before it is given up as lost.
 REDIS_PATIENCE_S = 15.0
@@ -150,6 +146,7 @@ class Executor:
         self.busy = 0
         self.idle_since = time.monotonic()
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
+                               lean_size=settings.LEAN_POOL_SIZE,
                                idle=self.idle if settings.WARM_WHEN_IDLE else None,
                                busy=lambda: self.busy > 0)
         self._busy_lock = threading.Lock()
@@ -348,7 +345,7 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         try:
-            runner = self.pool.acquire(warm=grading is not None or bool(USES_JAX.search(code)))
+            runner = self.pool.acquire(**runner_for(code, graded=grading is not None))
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             finished = protocol.finished_fields(ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0)

@@ -18,6 +18,7 @@ from . import events as ev
 from . import runtimes
 from .sandbox import Limits, get_launcher
 from .graded_run import GradedRun
+from .pool import runner_for
 from .runner import grades
 from .supervisor import Runner, discard, supervise, wait_ready
 
@@ -110,9 +111,11 @@ def grade_local(code: str, checks: str, *, launcher, limits: Limits | None = Non
 
 
 def run_local(code: str, *, launcher, limits: Limits | None = None, options: dict | None = None,
-              on_event=None, grading: GradedRun | None = None) -> list[dict]:
+              on_event=None, grading: GradedRun | None = None, lean: bool | None = None) -> list[dict]:
     """Start a runner (cold), run ``code`` in it and return every event, ``finished`` last.
-    With ``grading``, the run is graded: ``grading.finish(events[-1])`` is its result."""
+    With ``grading``, the run is graded: ``grading.finish(events[-1])`` is its result. ``lean``:
+    a lean runner (where the launcher has them) or a full one; by default, the one an executor's
+    pool would give the code (pool.runner_for)."""
     limits = limits or launcher.limits
     out: list[dict] = []
 
@@ -122,7 +125,10 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
         if on_event:
             on_event(event)
 
-    runner = Runner(proc=launcher.start(0), slot=0)
+    if lean is None:
+        lean = runner_for(code, graded=grading is not None)["lean"]
+    lean = lean and launcher.lean_runners
+    runner = Runner(proc=launcher.start(0, lean=True) if lean else launcher.start(0), slot=0)
     try:
         info = wait_ready(runner, 120)
         emit(ev.STARTED, worker="local", **info)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections import deque
@@ -26,15 +27,33 @@ from .supervisor import Runner, discard, wait_ready
 log = logging.getLogger(__name__)
 
 WARMUP_TIMEOUT_S = 120.0
+# Code that names any of these will start JAX's backend: it takes a warm runner first. Any
+# other (plain Python, NumPy) takes a cold one and leaves the warm ones for code that needs them.
+USES_JAX = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax)\b")
+# Code that names neither these nor matplotlib (which only the full template has imported) takes a
+# lean runner, forked from a template without jax: its fork and exit cost the node a fraction of a
+# full runner's. Should it import jax after all (by a name built at run time), it imports it then.
+NEEDS_FULL = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax|matplotlib|pyplot|pylab)\b")
+
+
+def runner_for(code: str, graded: bool = False) -> dict[str, bool]:
+    """What ``acquire`` is asked for a run of ``code``: a warm runner for code that uses jax (and
+    for a graded run, whose checks may), a lean one for code that needs nothing of the full
+    template's."""
+    return {"warm": graded or bool(USES_JAX.search(code)), "lean": not graded and not NEEDS_FULL.search(code)}
+
+
 # A warming runner's CPU priority until a run takes it (threads it starts meanwhile inherit it).
 WARM_NICE = 19
 
 
 class RunnerPool:
-    def __init__(self, launcher: Launcher, *, size: int, concurrency: int,
+    def __init__(self, launcher: Launcher, *, size: int, concurrency: int, lean_size: int = 0,
                  idle: Callable[[], bool] | None = None, busy: Callable[[], bool] | None = None):
         self.launcher = launcher
         self.size = size
+        # Lean runners kept ready besides (numpy, no jax), where the launcher has them.
+        self.lean_size = lean_size if getattr(launcher, "lean_runners", False) else 0
         # When this says the node is idle, waiting runners are warmed (None: never).
         self.idle = idle
         # While this says a run is in progress, a runner it took is replaced only if fewer than
@@ -49,7 +68,7 @@ class RunnerPool:
         # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus three
         # per task thread (a graded run's student, its checker and its analyst), out of the pool
         # while they run.
-        self._free_slots = deque(range(size + 3 * concurrency + 1))
+        self._free_slots = deque(range(size + self.lean_size + 3 * concurrency + 1))
         self._ready: deque[Runner] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -67,13 +86,17 @@ class RunnerPool:
     # Lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.size and self._thread is None:
+        if (self.size or self.lean_size) and self._thread is None:
             self._thread = threading.Thread(target=self._refill_loop, name="runner-pool", daemon=True)
             self._thread.start()
 
     def stop(self) -> None:
+        """Discard the waiting runners, once the refill thread has ended: a runner (or a template)
+        it was starting would otherwise outlive the pool and the launcher's close."""
         self._stop.set()
         self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=WARMUP_TIMEOUT_S)
         with self._lock:
             runners, self._ready = list(self._ready), deque()
         for runner in runners:
@@ -81,18 +104,20 @@ class RunnerPool:
 
     # Use ---------------------------------------------------------------------------------------
 
-    def acquire(self, warm: bool = True, background: bool = False) -> Runner:
+    def acquire(self, warm: bool = True, background: bool = False, lean: bool = False) -> Runner:
         """A ready runner, else one started now (cold). ``warm``: the run will use JAX, so a
         runner whose backend is started is taken first; else a cold one is, and the warm ones
-        are kept for the runs that need them. ``background``: for the node's own work (a
-        compile job), which runs at nice 19."""
+        are kept for the runs that need them. ``lean``: the code does not name jax, so a lean
+        runner is taken first (a full one if none waits). ``background``: for the node's own
+        work (a compile job), which runs at nice 19."""
+        lean = lean and not warm and self.lean_size > 0
         while True:
             with self._lock:
-                runner = self._best_ready(warm)
+                runner = self._best_ready(warm, lean)
             self._wake.set()
             self.changed.set()
             if runner is None:
-                runner = self._spawn()
+                runner = self._spawn(lean)
                 if background:
                     self._background(runner)
                 return runner
@@ -124,14 +149,17 @@ class RunnerPool:
 
     # Internals ---------------------------------------------------------------------------------
 
-    def _best_ready(self, warm: bool = True) -> Runner | None:
+    def _best_ready(self, warm: bool = True, lean: bool = False) -> Runner | None:
         """Under the lock: for a run that will use JAX (``warm``), the oldest warm runner, else
         the oldest still warming (what is left of its warm-up is less than a cold one's start,
         and the run gets its priority back), else the oldest cold one; for any other run, the
-        oldest cold one, else a warm one, else one warming (which would make it wait)."""
-        for warmth in ("warm", "warming", "cold") if warm else ("cold", "warm", "warming"):
+        oldest lean one if it may take one, else the oldest cold one, else a warm one, else one
+        warming (which would make it wait). Only such a run takes a lean runner."""
+        order = [(True, "cold")] if lean else []
+        order += [(False, w) for w in (("warm", "warming", "cold") if warm else ("cold", "warm", "warming"))]
+        for want_lean, warmth in order:
             for runner in self._ready:
-                if runner.warmth == warmth:
+                if runner.lean == want_lean and runner.warmth == warmth:
                     self._ready.remove(runner)
                     return runner
         return None
@@ -167,7 +195,7 @@ class RunnerPool:
         (A runner started on its own, not forked, started its backend before "ready".)"""
         if self.idle is None or sum(1 for r in self._ready if r.warmth in ("warm", "warming")) >= self.concurrency:
             return None
-        return next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked")), None)
+        return next((r for r in self._ready if r.warmth == "cold" and r.info.get("forked") and not r.lean), None)
 
     def _background(self, runner: Runner) -> None:
         self._set_nice(runner, 19, every_thread=True)
@@ -209,13 +237,23 @@ class RunnerPool:
             log.debug("runner in slot %s warmed up in %.0f ms", runner.slot, self.warm_times_ms[-1])
             self.changed.set()
 
-    def _defer_refill(self) -> bool:
-        """Whether to start the missing runners only once the runs in progress have ended."""
+    def _defer_refill(self, lean: bool) -> bool:
+        """Whether to start the missing runners (lean or full) only once the runs in progress
+        have ended."""
         if self.busy is None:
             return False
         with self._lock:
-            enough = len(self._ready) >= self.concurrency
+            enough = sum(1 for r in self._ready if r.lean == lean) >= min(self.concurrency, self._wanted(lean))
         return enough and self.busy()
+
+    def _wanted(self, lean: bool) -> int:
+        return self.lean_size if lean else self.size
+
+    def _missing(self) -> list[bool]:
+        """Under the lock: the kinds of runner (lean or not) fewer of which wait than wanted,
+        full ones first."""
+        return [lean for lean in (False, True)
+                if sum(1 for r in self._ready if r.lean == lean) < self._wanted(lean)]
 
     def _take_slot(self) -> int:
         with self._lock:
@@ -223,17 +261,19 @@ class RunnerPool:
                 raise RuntimeError("no free runner slot")
             return self._free_slots.popleft()
 
-    def _spawn(self) -> Runner:
+    def _spawn(self, lean: bool = False) -> Runner:
         slot = self._take_slot()
         try:
-            proc = self.launcher.start(slot)
+            proc = self.launcher.start(slot, lean=True) if lean else self.launcher.start(slot)
         except BaseException:
             with self._lock:
                 self._free_slots.append(slot)
             raise
         runner = Runner(proc=proc, slot=slot)
         try:
-            self.last_info = wait_ready(runner, WARMUP_TIMEOUT_S)
+            info = wait_ready(runner, WARMUP_TIMEOUT_S)
+            if not runner.lean:
+                self.last_info = info
         except BaseException:
             self._discard(runner)
             raise
@@ -252,22 +292,24 @@ class RunnerPool:
                 dead = [r for r in self._ready if not r.alive()]
                 for r in dead:
                     self._ready.remove(r)
-                missing = self.size - len(self._ready)
+                missing = self._missing()
             for r in dead:
                 log.warning("warm runner in slot %s died while idle; replacing it", r.slot)
                 self._discard(r)
-            if missing <= 0 and self._warm_one():
+            if not missing and self._warm_one():
                 self._wake.wait(0.02)
                 self._wake.clear()
                 continue
-            if missing > 0 and self._defer_refill():
+            now = [lean for lean in missing if not self._defer_refill(lean)]
+            if missing and not now:
                 self._wake.wait(0.05)  # a run's end wakes this
                 self._wake.clear()
                 continue
-            if missing > 0:
+            if now:
+                lean = now[0]
                 t0 = time.monotonic()
                 try:
-                    runner = self._spawn()
+                    runner = self._spawn(lean)
                 except Exception as exc:  # keep the worker up; try again shortly
                     log.exception("could not start a runner")
                     self.failures += 1
@@ -276,6 +318,9 @@ class RunnerPool:
                     continue
                 self.failures = 0
                 self.refill_times_ms.append((time.monotonic() - t0) * 1000)
+                if self._stop.is_set():  # stopped meanwhile: stop() no longer looks at _ready
+                    self._discard(runner)
+                    return
                 with self._lock:
                     self._ready.append(runner)
                 self.changed.set()

@@ -70,6 +70,11 @@ CONCURRENCY = env_int("EXECUTOR_CONCURRENCY", 2 if KIND == "cpu" else 1, minimum
 # Warm runners kept ready: forked from the template, each costs about 2.5 MiB of its own (one-shot
 # bwrap runners about 90 MiB). 0 disables the pool (every run starts cold).
 POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 4, minimum=0)
+# Lean runners kept ready besides them (the fork sandbox only): forked from a second template
+# that has numpy but not jax, for code that names neither jax nor matplotlib (pool.py's NEEDS_FULL); a
+# print(1) in one costs the node about half the CPU of one in a full runner. 0: every run takes a
+# full runner.
+LEAN_POOL_SIZE = env_int("EXECUTOR_LEAN_POOL_SIZE", CONCURRENCY, minimum=0)
 # While no run is in progress, waiting runners start their backend and compile a tiny function,
 # one at a time (executor/pool.py): about 0.2 s of CPU and 20 MiB each, which a run using jax
 # then does not wait for. CPU nodes only by default: an accelerator's backend takes its device

@@ -65,6 +65,11 @@ class Runner:
     warm_sent: float = 0.0
 
     @property
+    def lean(self) -> bool:
+        """Forked from the lean template (numpy, no jax): for code that does not use jax."""
+        return self.info.get("lean") is True
+
+    @property
     def event_fd(self) -> int:
         return self.proc.event_fd
 

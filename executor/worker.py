@@ -22,7 +22,7 @@ import redis
 from celery import Celery, signals
 
 from . import logs, registry, runtimes, settings, submit
-from .celeryconf import COMMON
+from .celeryconf import COMMON, share_redis_clients
 from .execution import Executor, build_launcher
 from .sandbox import human_bytes
 
@@ -38,6 +38,7 @@ LAUNCHER = build_launcher()
 # hold the GIL that long before a woken run's thread gets it.
 sys.setswitchinterval(0.001)
 
+share_redis_clients()
 app = Celery("executor", broker=settings.REDIS_URL)
 app.conf.update(COMMON, task_default_queue=settings.QUEUE)
 

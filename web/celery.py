@@ -6,10 +6,11 @@ import os
 from celery import Celery, signals
 
 from executor import logs
-from executor.celeryconf import COMMON
+from executor.celeryconf import COMMON, share_redis_clients
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "web.settings")
 
+share_redis_clients()
 app = Celery("web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(COMMON)

@@ -13,6 +13,8 @@ and ``error_event(exc, event)`` adds a JAX explanation to an error event.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import os
 import sys
 
@@ -21,7 +23,8 @@ from . import capture, common, compilecache, display, explain, fonts, notebook
 LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
              "matplotlib", "rich")
 
-_state = {"capture": False}
+# capture_off: a run's options turned capture off (a lean runner then installs none when jax comes).
+_state = {"capture": False, "capture_off": False}
 
 
 def libraries() -> dict[str, str]:
@@ -43,16 +46,66 @@ def prepare(channel, font_cache: str | None = None, compile_cache: str | None = 
     prepare_run(channel, font_cache, compile_cache)
 
 
-def prepare_process() -> None:
+def prepare_process(defer_jax: bool = False, cpu_devices: int = 0) -> None:
     """What every run shares and a template can do once before forking: the capture hooks and
-    the ``jaxplay`` module. Starts no thread and no backend."""
-    _state["capture"] = capture.install()
-    compilecache.install()  # inert until prepare_run names the node's cache
+    the ``jaxplay`` module. Starts no thread and no backend. ``defer_jax`` (a lean template,
+    which has not imported jax): the hooks, and the simulated CPU devices, are put in place
+    when a run imports jax, as that import ends."""
+    if defer_jax:
+        after_import("jax", lambda: _jax_imported(cpu_devices))
+    else:
+        _install_jax_hooks()
     from . import checklib, jaxplay
 
     sys.modules["jaxplay"] = jaxplay
     sys.modules["jaxplay.grading"] = checklib  # an assignment's check code imports its helpers here
     jaxplay.grading = checklib
+
+
+def _install_jax_hooks() -> None:
+    if not _state["capture_off"]:
+        _state["capture"] = capture.install()
+    compilecache.install()  # inert until prepare_run names the node's cache
+
+
+def _jax_imported(cpu_devices: int) -> None:
+    from . import jaxcompat
+
+    if cpu_devices:
+        jaxcompat.set_cpu_devices(cpu_devices)
+    _install_jax_hooks()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds ``name`` as the other finders do, and calls ``then`` once its module has run."""
+
+    def __init__(self, name: str, then):
+        self.name = name
+        self.then = then
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # once; and find_spec below does not come here again
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            try:
+                self.then()
+            except Exception as exc:  # noqa: BLE001 - the import itself succeeded; only the extras are missing
+                print(f"jaxplay: {self.name} is imported without the playground's hooks: {exc}", file=sys.stderr)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name: str, then) -> None:
+    """``then()`` right after the first import of the top-level module ``name`` has run."""
+    sys.meta_path.insert(0, _AfterImport(name, then))
 
 
 def prepare_run(channel, font_cache: str | None = None, compile_cache: str | None = None) -> None:
@@ -75,6 +128,7 @@ def configure(options: dict | None) -> None:
     if options.get("capture") is False:
         capture.uninstall()
         _state["capture"] = False
+        _state["capture_off"] = True
     if options.get("compile_cache") is False:  # every compilation XLA's own, measured as such
         compilecache.use(None)
 

@@ -326,8 +326,28 @@ class Template:
                         except BlockingIOError:
                             break
                 elif not self.handle():
+                    self.end_children()
                     return
             self.reap()
+
+    def end_children(self, patience_s: float = 2.0) -> None:
+        """The worker has gone (or closed the pool): kill the runners still here and reap every
+        child before exiting. As pid 1 of its namespace the template is also the parent of what
+        their processes left; a child it did not reap would outlive it as a zombie under the
+        host's init, which may never reap it."""
+        for pid in self.children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + patience_s
+        while time.monotonic() < deadline:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return  # none left
+            if pid == 0:
+                time.sleep(0.005)
 
 
 def preload_matplotlib(font_cache: str | None) -> None:
@@ -380,6 +400,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--font-cache")
     parser.add_argument("--compile-cache")
+    parser.add_argument("--lean", metavar="INFO",
+                        help="a lean template: numpy and the runner only, no jax, no matplotlib; INFO is "
+                             "what the full template's probe found (JSON), said in every runner's ready")
     args = parser.parse_args(argv)
     control = socket.socket(fileno=args.control_fd)
     os.set_inheritable(args.control_fd, False)
@@ -389,20 +412,30 @@ def main(argv: list[str]) -> None:
 
     if args.cpu_devices:
         jaxcompat.prepare_cpu_devices(args.cpu_devices)
-    import numpy  # noqa: F401 - loaded here so that every run shares it
+    # numpy, and numpy.random, which numpy loads at first use (8 ms a runner; jax loads it in the
+    # full template), here so that every run shares them.
+    import numpy.random  # noqa: F401
 
-    import jax  # noqa: F401 - loaded here so that every run shares it (after prepare_cpu_devices)
+    if args.lean is None:
+        import jax  # noqa: F401 - loaded here so that every run shares it (after prepare_cpu_devices)
 
     from . import hooks, seccomp
 
-    if args.cpu_devices:
-        jaxcompat.set_cpu_devices(args.cpu_devices)
-    jaxcompat.preload_lowering()
+    if args.lean is None:
+        if args.cpu_devices:
+            jaxcompat.set_cpu_devices(args.cpu_devices)
+        jaxcompat.preload_lowering()
     from . import main as _main  # noqa: F401 - loaded here so that every run shares it
 
-    hooks.prepare_process()
-    preload_matplotlib(args.font_cache)
-    info = probe(args.cpu_devices)
+    if args.lean is None:
+        hooks.prepare_process()
+        preload_matplotlib(args.font_cache)
+        info = probe(args.cpu_devices)
+    else:
+        # A runner of this template that imports jax after all gets what the full one has
+        # (the simulated devices, the capture and compile-cache hooks) as the import ends.
+        hooks.prepare_process(defer_jax=True, cpu_devices=args.cpu_devices)
+        info = {**json.loads(args.lean), "lean": True}
     info["libraries"] = hooks.libraries()
     if args.font_cache:
         info["font_cache"] = args.font_cache

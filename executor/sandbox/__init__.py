@@ -77,6 +77,8 @@ class Launcher:
 
     name = "base"
     sandboxed = False
+    # Whether start(slot, lean=True) gives a lean runner (numpy, no jax: executor/sandbox/fork.py).
+    lean_runners = False
 
     def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = (),
                  ro_binds: tuple[str, ...] = (), venv: str | None = None):

@@ -22,6 +22,7 @@ user, and is started again when it dies; every runner it forked dies with it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import json
 import logging
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 RUNNER_UID_BASE = 1000
 MAX_SLOTS = 256
 TEMPLATE_START_TIMEOUT_S = 120.0
+# What a template's "ready" says of itself, not of the runners' backend: not passed on to a lean one.
+TEMPLATE_OWN = frozenset({"op", "template_ms", "template_rss_kb", "huge_bytes", "libraries", "font_cache",
+                          "compile_cache", "lean"})
 SPAWN_TIMEOUT_S = 30.0
 TEMPLATE_TMP_BYTES = 16 * 1024**2
 CONTROL_MAX = 64 * 1024
@@ -134,8 +138,9 @@ class Template:
     # The templates this process runs (a worker has one; a test session may have several).
     running: weakref.WeakSet[Template] = weakref.WeakSet()
 
-    def __init__(self, launcher: ForkLauncher):
+    def __init__(self, launcher: ForkLauncher, lean_info: dict | None = None):
         self.launcher = launcher
+        self.lean = lean_info is not None
         self.info: dict = {}
         self._ids = itertools.count(1)
         self._spawns: dict[int, _Spawn] = {}
@@ -146,9 +151,9 @@ class Template:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         self.sock = ours
-        self.cgroup = launcher._new_cgroup("template")
+        self.cgroup = launcher._new_cgroup("template-lean" if self.lean else "template")
         try:
-            argv = launcher.template_wrapper_argv(theirs.fileno(), self.cgroup)
+            argv = launcher.template_wrapper_argv(theirs.fileno(), self.cgroup, lean_info)
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
                 pass_fds=(theirs.fileno(),), close_fds=True, start_new_session=True, cwd="/", env={},
@@ -289,11 +294,14 @@ class ForkLauncher(BwrapLauncher):
 
     name = "fork"
     sandboxed = True
+    lean_runners = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._template: Template | None = None
+        # The full template (numpy, jax, matplotlib) and the lean one (numpy only), by lean.
+        self._templates: dict[bool, Template] = {}
         self._template_lock = threading.Lock()
+        self._starter = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="template-starter")
         self.template_starts = 0
 
     # -- the template --------------------------------------------------------------------------
@@ -316,7 +324,7 @@ class ForkLauncher(BwrapLauncher):
     def id_map(self) -> str:
         return f"0 {self.template_uid} 1\n{RUNNER_UID_BASE} {self.uid_base} {MAX_SLOTS}\n"
 
-    def template_argv(self, control_fd: int) -> list[str]:
+    def template_argv(self, control_fd: int, lean_info: dict | None = None) -> list[str]:
         """bwrap, run as root of the template's user namespace (so it keeps its capabilities
         there, for the runners' namespaces), and the template inside it."""
         argv = [
@@ -345,6 +353,8 @@ class ForkLauncher(BwrapLauncher):
             argv += ["--font-cache", self.font_cache]
         if self.compile_cache:
             argv += ["--compile-cache", self.compile_cache]
+        if lean_info is not None:
+            argv += ["--lean", json.dumps(lean_info)]
         return argv
 
     def template_rlimits(self) -> list[tuple[str, int, int]]:
@@ -352,39 +362,50 @@ class ForkLauncher(BwrapLauncher):
         the template lives as long as the worker."""
         return [(name, soft, hard) for name, soft, hard in self.rlimits() if name != "RLIMIT_CPU"]
 
-    def template_wrapper_argv(self, control_fd: int, cgroup) -> list[str]:
-        return self.wrapper_command(self.template_argv(control_fd), cgroup=cgroup, rlimits=self.template_rlimits(),
+    def template_wrapper_argv(self, control_fd: int, cgroup, lean_info: dict | None = None) -> list[str]:
+        return self.wrapper_command(self.template_argv(control_fd, lean_info), cgroup=cgroup,
+                                    rlimits=self.template_rlimits(),
                                     uid=0, userns={"uid_map": self.id_map(), "gid_map": self.id_map()})
 
-    def template(self) -> Template:
-        """The live template, started (again) if there is none."""
+    def template(self, lean: bool = False) -> Template:
+        """The live template, started (again) if there is none. The lean one is started with
+        what the full one's probe found, which its runners say in their "ready" (it has no
+        backend to probe)."""
+        full = None if not lean else self.template()
         with self._template_lock:
-            if self._template is None or not self._template.alive():
-                if self._template is not None:
-                    log.warning("the runner template died; starting a new one")
-                    self._template.stop()
+            current = self._templates.get(lean)
+            if current is None or not current.alive():
+                if current is not None:
+                    log.warning("the %s runner template died; starting a new one", "lean" if lean else "full")
+                    current.stop()
+                    del self._templates[lean]
                 STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)
                 self._check_font_cache()
-                self._template = Template(self)
+                lean_info = None
+                if full is not None:
+                    lean_info = {k: v for k, v in full.info.items() if k not in TEMPLATE_OWN}
+                # Started by one long-lived thread: bwrap's --die-with-parent follows the thread
+                # that started it, and a run's or the pool's thread may end before the template.
+                current = self._templates[lean] = self._starter.submit(Template, self, lean_info).result()
                 self.template_starts += 1
-                log.info("runner template started in %.0f ms (%s resident)",
-                         (time.monotonic() - self._template.started_at) * 1000,
-                         human_bytes(self._template.info.get("template_rss_kb", 0) * 1024))
-            return self._template
+                log.info("%s runner template started in %.0f ms (%s resident)", "lean" if lean else "full",
+                         (time.monotonic() - current.started_at) * 1000,
+                         human_bytes(current.info.get("template_rss_kb", 0) * 1024))
+            return current
 
     def prepare(self) -> None:
         super().prepare()
         self.close()  # a template started before the font list was ready goes without it
         try:
-            self.template()
+            self.template()  # the lean one, when the pool first asks for a lean runner
         except RuntimeError as exc:
             log.warning("the runner template did not start (tried again at the first run): %s", exc)
 
     def close(self) -> None:
         with self._template_lock:
-            if self._template is not None:
-                self._template.stop()
-                self._template = None
+            templates, self._templates = list(self._templates.values()), {}
+        for template in templates:
+            template.stop()
 
     # -- runners -------------------------------------------------------------------------------
 
@@ -397,8 +418,10 @@ class ForkLauncher(BwrapLauncher):
             out.append((name, soft, hard))
         return out
 
-    def start(self, slot: int):
-        template = self.template()
+    def start(self, slot: int, lean: bool = False):
+        """A runner forked from the full template, or (``lean``) from the lean one: a runner for
+        code that does not use jax, whose fork and exit cost a fraction of a full one's."""
+        template = self.template(lean)
         uid = self.uid(slot) - self.uid_base + RUNNER_UID_BASE
         cgroup = self._new_cgroup(slot)
         ours: list[int] = []

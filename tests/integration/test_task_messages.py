@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 
 from executor import submit
@@ -29,3 +30,37 @@ def test_a_run_message_names_its_run_and_carries_its_code_and_checks_only_in_its
         assert body[1] == message  # the executor gets all it needs
     finally:
         redis_client.delete(queue)
+
+
+def test_the_broker_keeps_one_redis_client_per_channel_and_a_new_one_after_reconnecting(redis_client, monkeypatch):
+    import redis
+    from kombu import Connection, Producer
+
+    from executor.celeryconf import share_redis_clients
+
+    share_redis_clients()
+    made = []
+    original = redis.Redis.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.Redis, "__init__", counted)
+    queue = f"broker-test-{uuid.uuid4().hex[:8]}"
+    with Connection(os.environ["TEST_REDIS_URL"]) as connection:
+        channel = connection.channel()
+        producer = Producer(channel)
+        try:
+            producer.publish({"n": 0}, routing_key=queue, serializer="json")
+            first = len(made)
+            for n in range(1, 6):
+                producer.publish({"n": n}, routing_key=queue, serializer="json")
+            assert redis_client.llen(queue) == 6  # each went out
+            assert len(made) == first, f"{len(made) - first} more clients for 5 more messages"
+            channel._pool = None  # as after a reconnection: a new pool, and a client on it
+            producer.publish({"n": 6}, routing_key=queue, serializer="json")
+            assert len(made) == first + 1 and made[-1].connection_pool is channel.pool
+            assert redis_client.llen(queue) == 7
+        finally:
+            redis_client.delete(queue)

@@ -59,13 +59,14 @@ def run(launcher):
     get a launcher of their own: the sandbox's (CPU, memory, pids) are set when it starts."""
     from executor.local import run_local
 
-    def run_(code: str, limits: Limits | None = None) -> Result:
+    def run_(code: str, limits: Limits | None = None, lean: bool | None = None) -> Result:
+        """``lean``: in a lean runner or a full one (default: the one the executor would take)."""
         limits = limits or LIMITS
         if limits == LIMITS:
-            return Result(run_local(code, launcher=launcher, limits=limits))
+            return Result(run_local(code, launcher=launcher, limits=limits, lean=lean))
         other = get_launcher(BACKEND, limits=limits, uid_base=UID_BASE)
         try:
-            return Result(run_local(code, launcher=other, limits=limits))
+            return Result(run_local(code, launcher=other, limits=limits, lean=lean))
         finally:
             other.close()  # a template of its own: not kept alive beside the session's
 

@@ -89,8 +89,8 @@ PROBE = textwrap.dedent("""\
     """)
 
 
-def start(launcher, slot: int) -> Runner:
-    runner = Runner(proc=launcher.start(slot), slot=slot)
+def start(launcher, slot: int, lean: bool = False) -> Runner:
+    runner = Runner(proc=launcher.start(slot, lean=lean), slot=slot)
     wait_ready(runner, 60)
     return runner
 
@@ -105,9 +105,9 @@ def host_status(pid: int) -> dict[str, str]:
     return {k: v.strip() for k, v in (line.split(":", 1) for line in lines if ":" in line)}
 
 
-def template_pid(launcher) -> int:
+def template_pid(launcher, lean: bool = False) -> int:
     """The template's host pid: the Python in the template's cgroup (the other is bwrap)."""
-    for pid in launcher.template().cgroup.pids():
+    for pid in launcher.template(lean).cgroup.pids():
         if os.path.basename(os.readlink(f"/proc/{pid}/exe")).startswith("python"):
             return pid
     raise AssertionError("no template process")
@@ -214,9 +214,88 @@ def test_a_template_that_dies_is_replaced_and_its_runners_die_with_it(launcher):
     finally:
         discard(idle, launcher)
     starts = launcher.template_starts
-    result = RunResult(run_local("print('after')", launcher=launcher))
+    result = RunResult(run_local("print('after')", launcher=launcher, lean=False))
     assert result.status == "succeeded" and result.stdout == "after\n", result
     assert launcher.template_starts == starts + 1
+
+
+def test_a_lean_template_that_dies_is_replaced_and_the_full_one_lives_on(launcher):
+    full = template_pid(launcher)
+    RunResult(run_local("print('first')", launcher=launcher, lean=True))  # the lean one is started
+    lean = template_pid(launcher, lean=True)
+    idle = start(launcher, 2, lean=True)
+    try:
+        os.kill(lean, signal.SIGKILL)
+        assert idle.proc.wait(timeout=10) < 0
+    finally:
+        discard(idle, launcher)
+    result = RunResult(run_local("print('after')", launcher=launcher, lean=True))
+    assert result.status == "succeeded" and result.stdout == "after\n", result
+    assert template_pid(launcher, lean=True) != lean and template_pid(launcher) == full
+
+
+def test_a_template_started_by_a_thread_that_ends_outlives_the_thread(launcher):
+    # A lean template is started when the pool first asks for a lean runner: on the pool's or a
+    # run's thread. bwrap's --die-with-parent follows the thread that started it, so a template
+    # started there died with that thread (and was left a zombie under the host's init).
+    import threading
+
+    launcher.close()
+    started = []
+    thread = threading.Thread(target=lambda: started.append(start(launcher, 3, lean=True)))
+    thread.start()
+    thread.join(timeout=60)
+    try:
+        assert started, "no lean runner started"
+        pids = (template_pid(launcher), template_pid(launcher, lean=True))
+        time.sleep(0.5)
+        assert all(launcher.template(lean).alive() for lean in (False, True))
+        assert started[0].alive()
+        assert (template_pid(launcher), template_pid(launcher, lean=True)) == pids
+    finally:
+        for runner in started:
+            discard(runner, launcher)
+
+
+def test_a_lean_runner_has_no_jax_and_says_what_the_full_template_found(launcher):
+    code = "import sys\nprint(*(name in sys.modules for name in ('ja' + 'x', 'numpy', 'mat' + 'plotlib')))\n"
+    full = RunResult(run_local(code, launcher=launcher, lean=False))
+    lean = RunResult(run_local(code, launcher=launcher))  # code that names no jax: a lean one
+
+    assert full.status == lean.status == "succeeded", (full, lean)
+    assert full.stdout == "True True True\n" and lean.stdout == "False True False\n"
+    assert lean.started["lean"] is True and "lean" not in full.started
+    for key in ("platform", "device_kind", "device_count", "jax_version", "jaxlib_version", "libraries"):
+        assert lean.started[key] == full.started[key], key
+    sizes = [launcher.template(lean).info["template_rss_kb"] for lean in (False, True)]
+    assert sizes[1] < sizes[0] / 3, sizes
+
+
+def test_a_lean_runner_whose_code_imports_jax_after_all_gets_what_a_full_one_has():
+    # By a name built at run time: the code does not name jax, so it is given a lean runner.
+    from executor.sandbox import get_launcher
+
+    code = textwrap.dedent("""\
+        import importlib, sys
+        name = "ja" + "x"
+        print(name in sys.modules)
+        m = importlib.import_module(name)
+        print(m.device_count())
+        double = m.jit(lambda x: x * 2)
+        print(double(m.numpy.arange(4)).sum())
+        """)
+    own = get_launcher("fork", limits=LIMITS, uid_base=UID_BASE, cpu_devices=4)
+    try:
+        result = RunResult(run_local(code, launcher=own))
+    finally:
+        own.close()
+    assert result.status == "succeeded", result
+    assert result.started["lean"] is True
+    assert result.stdout == "False\n4\n12\n"  # the simulated devices, set as jax was imported
+    # and the capture hooks: the compilation is in the Compiled pane, with its jaxpr
+    compiled = result.of("compiled")
+    assert [c["name"] for c in compiled] == ["<lambda>"], compiled
+    assert "mul" in compiled[0]["jaxpr"]
 
 
 def test_a_late_exit_report_never_writes_to_a_reused_descriptor():

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from executor.pool import runner_for
+
 from .conftest import LIMITS, PROJECT_ROOT, UID_BASE, host_processes_of, uid_inside, wait_gone
 
 SLOT0_UID = UID_BASE  # run_local starts its runner in slot 0
@@ -200,9 +202,14 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_it_contains_the_hostile_snippet(case, run, then_a_normal_run_succeeds):
-    result = run(case.code, replace(LIMITS, **case.limits) if case.limits else None)
+# Each case in the runner the executor would give it, and (where that is a lean one, forked from
+# the template without jax) in a full one too.
+RUNNERS = [(c, lean) for c in CASES for lean in ((True, False) if runner_for(c.code)["lean"] else (False,))]
+
+
+@pytest.mark.parametrize(("case", "lean"), RUNNERS, ids=[f"{c.id}-{'lean' if lean else 'full'}" for c, lean in RUNNERS])
+def test_it_contains_the_hostile_snippet(case, lean, run, then_a_normal_run_succeeds):
+    result = run(case.code, replace(LIMITS, **case.limits) if case.limits else None, lean=lean)
 
     assert result.status == case.status, result
     assert re.fullmatch(case.message, result.message), result

@@ -221,3 +221,53 @@ def test_a_jax_run_takes_a_runner_still_warming_before_a_cold_one_and_other_code
     finally:
         idle_pool.release(plain)
         idle_pool.release(jax_run)
+
+
+def wait_kinds(pool: RunnerPool, full: int, lean: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with pool._lock:
+            kinds = [r.lean for r in pool._ready]
+        if kinds.count(False) == full and kinds.count(True) == lean:
+            return
+        assert time.monotonic() < deadline, f"the pool's runners are {kinds} (lean: True)"
+        time.sleep(0.05)
+
+
+def test_code_that_needs_no_jax_takes_a_lean_runner_and_each_kind_is_refilled(launcher):
+    from executor.pool import runner_for
+
+    pool = RunnerPool(launcher, size=2, concurrency=1, lean_size=1)
+    pool.start()
+    try:
+        wait_kinds(pool, full=2, lean=1)
+        plain = pool.acquire(**runner_for("import numpy as np\nprint(np.arange(3).sum())\n"))
+        plotted = pool.acquire(**runner_for("import matplotlib.pyplot as plt\nplt.plot([1, 2])\n"))
+        jax_run = pool.acquire(**runner_for(SMALL_JIT))
+        try:
+            assert (plain.lean, plotted.lean, jax_run.lean) == (True, False, False)
+            assert plain.info["device_count"] == jax_run.info["device_count"]  # what the full one found
+            wait_kinds(pool, full=2, lean=1)  # each kind refilled to its own size
+            # A graded run never takes a lean runner, nor a jax run one if no full one waits.
+            assert runner_for("print(1)\n", graded=True) == {"warm": True, "lean": False}
+            taken = [pool.acquire(warm=True) for _ in range(3)]
+            assert [r.lean for r in taken] == [False] * 3
+            for r in taken:
+                pool.release(r)
+            # and a lean run takes a full runner when no lean one waits, rather than start one
+            wait_kinds(pool, full=2, lean=1)
+            pool._stop.set()  # no refill from here
+            pool._wake.set()
+            pool._thread.join(timeout=10)
+            extra = pool.acquire(lean=True, warm=False)
+            other = pool.acquire(lean=True, warm=False)
+            assert (extra.lean, other.lean) == (True, False)
+            pool.release(extra)
+            pool.release(other)
+        finally:
+            for r in (plain, plotted, jax_run):
+                pool.release(r)
+        # The pool's device facts come from full runners only.
+        assert "lean" not in pool.last_info
+    finally:
+        pool.stop()
