@@ -3,6 +3,7 @@ events and monitors (flower), so they name the run, never its code or its hidden
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -64,3 +65,32 @@ def test_the_broker_keeps_one_redis_client_per_channel_and_a_new_one_after_recon
             assert redis_client.llen(queue) == 7
         finally:
             redis_client.delete(queue)
+
+
+def test_the_hubs_reader_packs_its_commands_in_c_and_reads_what_the_plain_client_reads(redis_client):
+    import redis.asyncio
+
+    from playground.streams import packed_in_c
+
+    url = os.environ["TEST_REDIS_URL"]
+    keys = [f"hub-test:{uuid.uuid4().hex[:8]}:{n}" for n in range(300)]
+    for n, key in enumerate(keys):
+        redis_client.xadd(key, {"e": f"event {n} é"}, id="0-1")
+    # The connection the URL asks for, packing in C: TLS for rediss://, a unix socket for unix://.
+    assert issubclass(packed_in_c("rediss://h:6380/0")["connection_class"], redis.asyncio.SSLConnection)
+    assert issubclass(packed_in_c("unix:///run/redis.sock")["connection_class"],
+                      redis.asyncio.UnixDomainSocketConnection)
+
+    async def read(client):
+        try:
+            return await client.execute_command("XREAD", "COUNT", 10, "STREAMS", *keys, *(["0-0"] * len(keys)))
+        finally:
+            await client.aclose()
+
+    try:
+        packed = asyncio.run(read(redis.asyncio.Redis.from_url(url, **packed_in_c(url))))
+        plain = asyncio.run(read(redis.asyncio.Redis.from_url(url)))
+        assert packed == plain and len(packed) == 300
+        assert packed[299][1][0][1] == {b"e": "event 299 é".encode()}
+    finally:
+        redis_client.delete(*keys)
