@@ -108,7 +108,7 @@ class RunnerPool:
         """A ready runner, else one started now (cold). ``warm``: the run will use JAX, so a
         runner whose backend is started is taken first; else a cold one is, and the warm ones
         are kept for the runs that need them. ``lean``: the code does not name jax, so a lean
-        runner is taken first (a full one if none waits). ``background``: for the node's own
+        runner is taken (started now if none waits). ``background``: for the node's own
         work (a compile job), which runs at nice 19."""
         lean = lean and not warm and self.lean_size > 0
         while True:
@@ -153,10 +153,15 @@ class RunnerPool:
         """Under the lock: for a run that will use JAX (``warm``), the oldest warm runner, else
         the oldest still warming (what is left of its warm-up is less than a cold one's start,
         and the run gets its priority back), else the oldest cold one; for any other run, the
-        oldest lean one if it may take one, else the oldest cold one, else a warm one, else one
-        warming (which would make it wait). Only such a run takes a lean runner."""
-        order = [(True, "cold")] if lean else []
-        order += [(False, w) for w in (("warm", "warming", "cold") if warm else ("cold", "warm", "warming"))]
+        oldest cold one, else a warm one, else one warming (which would make it wait); for code
+        that may run in a lean runner, the oldest lean one, else none (one is started)."""
+        if lean:
+            # Never a full one: its replacement would cost the node more than starting a lean
+            # runner now (a few milliseconds), and a burst of plain code would drain the full
+            # ones that code using jax needs.
+            order = [(True, "cold")]
+        else:
+            order = [(False, w) for w in (("warm", "warming", "cold") if warm else ("cold", "warm", "warming"))]
         for want_lean, warmth in order:
             for runner in self._ready:
                 if runner.lean == want_lean and runner.warmth == warmth:

@@ -254,14 +254,15 @@ def test_code_that_needs_no_jax_takes_a_lean_runner_and_each_kind_is_refilled(la
             assert [r.lean for r in taken] == [False] * 3
             for r in taken:
                 pool.release(r)
-            # and a lean run takes a full runner when no lean one waits, rather than start one
+            # and a lean run starts a lean runner when none waits, leaving the full ones
             wait_kinds(pool, full=2, lean=1)
             pool._stop.set()  # no refill from here
             pool._wake.set()
             pool._thread.join(timeout=10)
             extra = pool.acquire(lean=True, warm=False)
             other = pool.acquire(lean=True, warm=False)
-            assert (extra.lean, other.lean) == (True, False)
+            assert (extra.lean, other.lean) == (True, True)
+            assert pool.idle_count() == 2 and not any(r.lean for r in pool._ready)
             pool.release(extra)
             pool.release(other)
         finally:
