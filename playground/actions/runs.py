@@ -11,8 +11,7 @@ from datetime import datetime, UTC
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, ProtectedError, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import ProtectedError
 
 from executor import events as ev
 from executor import registry, submit
@@ -163,8 +162,7 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
         # Lock the run's row first, then write its events: the same order as PostgreSQL's
         # TRUNCATE of both tables (and any other writer), so the two can wait but not deadlock.
         # (An insert's foreign-key check would otherwise lock the run only after the event.)
-        row = Run.objects.select_for_update(no_key=True).filter(id=run_id).values_list("status", flat=True).first()
-        if row is None:
+        if not Run.objects.select_for_update(no_key=True).filter(id=run_id).exists():
             # A task queued against another database (a reset development database, say):
             # there is nothing to record it on, and retrying will not change that.
             log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
@@ -173,39 +171,26 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
             [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"][:16], data=e) for e in events],
             ignore_conflicts=True,
         )
-        started = next((e for e in events if e["type"] == ev.STARTED), None)
-        finished = next((e for e in events if e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES),
-                        None)
-        # Where and when it ran are kept even when its end was recorded first (batches recorded
-        # by two recorder processes can commit in either order); the status only moves forward.
-        # Each condition is the UPDATE's own, so a writer between the read above and here (a
-        # database without row locks) cannot be undone: one statement for a batch that started
-        # and finished the run (a short run's one batch), as there are two more otherwise.
-        where_ran = {} if started is None else {
-            "started_at": Coalesce(F("started_at"), Value(_when(started))),
-            **{field: Case(When(started_at__isnull=True, then=Value(value)), default=F(field))
-               for field, value in (("worker", str(started.get("worker") or "")[:200]),
-                                    ("ran_on", str(started.get("device") or "")[:40]),
-                                    ("device_kind", str(started.get("device_kind") or "")[:100]))},
-        }
-        if finished is not None and Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
-            **where_ran,
-            status=finished["status"],
-            finished_at=_when(finished),
-            message=str(finished.get("message") or ""),
-            wall_ms=_number(finished.get("wall_ms")),
-            cpu_ms=_number(finished.get("cpu_ms")),
-            peak_memory_kb=_number(finished.get("peak_memory_kb"), int),
-        ):
-            if started is not None and row == ev.STATUS_QUEUED:
-                moved.append(ev.STATUS_RUNNING)
-            moved.append(finished["status"])
-        elif started is not None:
-            Run.objects.filter(id=run_id).update(
-                **where_ran,
-                status=Case(When(status=ev.STATUS_QUEUED, then=Value(ev.STATUS_RUNNING)), default=F("status")))
-            if row == ev.STATUS_QUEUED:
-                moved.append(ev.STATUS_RUNNING)
+        for e in events:
+            if e["type"] == ev.STARTED:
+                # Where and when it ran are kept even when its end was recorded first (batches
+                # recorded by two recorder processes can commit in either order); the status
+                # only moves forward.
+                Run.objects.filter(id=run_id, started_at__isnull=True).update(
+                    started_at=_when(e), worker=str(e.get("worker") or "")[:200],
+                    ran_on=str(e.get("device") or "")[:40], device_kind=str(e.get("device_kind") or "")[:100])
+                if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(status=ev.STATUS_RUNNING):
+                    moved.append(ev.STATUS_RUNNING)
+            elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:
+                if Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
+                    status=e["status"],
+                    finished_at=_when(e),
+                    message=str(e.get("message") or ""),
+                    wall_ms=_number(e.get("wall_ms")),
+                    cpu_ms=_number(e.get("cpu_ms")),
+                    peak_memory_kb=_number(e.get("peak_memory_kb"), int),
+                ):
+                    moved.append(e["status"])
         if moved:
             transaction.on_commit(lambda: _announce(run_id, moved))
 
@@ -217,7 +202,10 @@ RUN_FACTS = ("device", "runtime", "created_at", "finished_at", "wall_ms", "gradi
 def run_facts(run_id: str) -> dict | None:
     """The run's RUN_FACTS as stored (``grading`` and ``course_run``: the ids of what it is in a
     course, or None); None when it is not stored."""
-    return Run.objects.filter(id=run_id).values(*RUN_FACTS).first()
+    # Sliced rather than first(): a row named by its key needs no ORDER BY, whose expression
+    # Django resolves and compiles anew for every batch the recorder stores.
+    found = list(Run.objects.filter(id=run_id).values(*RUN_FACTS)[:1])
+    return found[0] if found else None
 
 
 def _announce(run_id: str, statuses: list[str]) -> None:
