@@ -148,6 +148,30 @@ def summary(values: list[float]) -> dict:
     return {"median": statistics.median(values), "p90": percentile(values, 90), "n": len(values)}
 
 
+def bursts_only(repeats: int, count: int) -> int:
+    """Bursts alone, to compare two checkouts alternated: the stack started, warmed with a few
+    runs and a small burst, then ``repeats`` measured bursts of ``count`` print(1) from the page."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
+        redis = RedisServer(Path(tmp))
+        redis.start()
+        try:
+            with own_stack("vs-kernel", redis_url=redis.url) as stack:
+                stack.wait_online()
+                for _ in range(4):
+                    asyncio.run(socket_run(stack.url, PRINT))
+                asyncio.run(burst(stack.url, 50, PRINT, sockets=True))
+                for _ in range(repeats):
+                    b = measured_burst(stack, redis, count, PRINT, True)
+                    cpu = ", ".join(f"{k} {v:.1f}" for k, v in b["cpu_ms_per_run"].items())
+                    print(f"{count} print(1) at once: {b['runs_per_s']:.1f} runs/s, {b['statuses']}; "
+                          f"CPU ms per run: {cpu}", flush=True)
+        finally:
+            redis.stop()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--samples", type=int, default=30)
@@ -156,7 +180,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--ways", default="page,POST",
                         help="how runs start: page (on a run socket), POST (as scripts), or both")
+    parser.add_argument("--bursts-only", type=int, metavar="N",
+                        help="no kernel and no samples: N bursts of print(1) from the page on one stack")
     args = parser.parse_args()
+    if args.bursts_only:
+        return bursts_only(args.bursts_only, args.burst)
     ways = [w for w in args.ways.split(",") if w in ("page", "POST")]
     kernel = Kernel()
     labels = ("print(1)", "small jit", "edited jit")
