@@ -29,6 +29,9 @@ log = logging.getLogger("executor")
 
 # Events reach the database in batches: at most this old.
 RECORD_EVERY_S = 0.5
+# The heartbeat follows the pool's changes at most this often (20 a second cost a burst of
+# print(1) a tenth of the executor's Python time).
+BEAT_GAP_S = 0.25
 CLAIM_TTL_S = 7 * 24 * 3600
 
 
@@ -280,9 +283,10 @@ class Executor:
                     }, self.specific)
                 except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
-                # Beat again after HEARTBEAT_S, or as soon as the pool changes (at most 20 times
-                # a second), so /api/devices says how many runners are warm right now.
-                self._stop.wait(0.05)
+                # Beat again after HEARTBEAT_S, or as soon as the pool changes, so /api/devices
+                # says how many runners are warm right now: at most every BEAT_GAP_S (a burst
+                # changes the pool with every run, and a beat is a pipeline and a JSON document).
+                self._stop.wait(BEAT_GAP_S)
                 self.pool.changed.wait(settings.HEARTBEAT_S)
                 self.pool.changed.clear()
             else:

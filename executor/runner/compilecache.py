@@ -33,7 +33,10 @@ from . import common
 MAX_REPORTED = 8
 MAX_MODULE_BYTES = 128 * 1024
 
-_state: dict = {"dir": None, "point": None, "hits": 0, "reported": [], "seen": set(), "answers": None}
+# wanted: the folder the run was given, kept for an install that comes later (a lean runner
+# installs when the snippet imports jax, after prepare_run has named the folder).
+_state: dict = {"dir": None, "wanted": None, "point": None, "hits": 0, "reported": [], "seen": set(),
+                "answers": None}
 _lock = threading.Lock()
 _asking = threading.Lock()
 
@@ -96,11 +99,13 @@ def install() -> bool:
 
     point.replace(compile_or_get_cached)
     _state["point"] = point
+    use(_state["wanted"])
     return True
 
 
 def use(folder: str | None) -> None:
     """This run's cache folder (None: compile everything, report nothing)."""
+    _state["wanted"] = folder
     _state["dir"] = folder if folder and _state["point"] is not None and os.path.isdir(folder) else None
 
 

@@ -51,6 +51,23 @@ def until_loaded(live_stack, code: str, timeout: float = 60) -> dict:
         time.sleep(1)
 
 
+def test_a_lean_run_that_imports_jax_by_a_name_it_builds_reports_and_loads_too(live_stack):
+    # Code that does not name jax runs in a lean runner, which installs the cache's hook only as
+    # the snippet imports jax: the run's folder must still be the one it was given.
+    from executor.pool import runner_for
+
+    code = ("import importlib\njaz = importlib.import_module('ja' + 'x')\n"
+            "jnp = importlib.import_module('ja' + 'x.numpy')\n"
+            f"f = jaz.jit(lambda x: jnp.sin(x) @ x.T + {uuid.uuid4().int % 10**6 + 0.25})\n"
+            "print(f(jnp.ones((8, 8))).sum())\n")
+    assert runner_for(code)["lean"] is True
+    first = run(live_stack, code)
+    assert first["status"] == "succeeded", first
+    assert [e.get("cached") for e in compiled(first)] == [None]
+    again = until_loaded(live_stack, code)  # reported by the lean run, compiled while idle, loaded
+    assert stdout(again) == stdout(first)
+
+
 def test_a_later_run_loads_what_an_earlier_run_compiled(live_stack):
     code = SNIPPET.format(c=uuid.uuid4().int % 10**6 + 0.5)
     first = run(live_stack, code)
