@@ -127,8 +127,7 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
 
     if lean is None:
         lean = runner_for(code, graded=grading is not None)["lean"]
-    lean = lean and launcher.lean_runners
-    runner = Runner(proc=launcher.start(0, lean=True) if lean else launcher.start(0), slot=0)
+    runner = Runner(proc=launcher.start(0, lean=lean), slot=0)
     try:
         info = wait_ready(runner, 120)
         emit(ev.STARTED, worker="local", **info)

@@ -29,11 +29,12 @@ log = logging.getLogger(__name__)
 WARMUP_TIMEOUT_S = 120.0
 # Code that names any of these will start JAX's backend: it takes a warm runner first. Any
 # other (plain Python, NumPy) takes a cold one and leaves the warm ones for code that needs them.
-USES_JAX = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax)\b")
+JAX_NAMES = ("jax", "jaxlib", "jaxplay", "flax", "optax", "equinox", "chex", "orbax")
+USES_JAX = re.compile(rf"\b(?:{'|'.join(JAX_NAMES)})\b")
 # Code that names neither these nor matplotlib (which only the full template has imported) takes a
 # lean runner, forked from a template without jax: its fork and exit cost the node a fraction of a
 # full runner's. Should it import jax after all (by a name built at run time), it imports it then.
-NEEDS_FULL = re.compile(r"\b(?:jax|jaxlib|jaxplay|flax|optax|equinox|chex|orbax|matplotlib|pyplot|pylab)\b")
+NEEDS_FULL = re.compile(rf"\b(?:{'|'.join(JAX_NAMES + ('matplotlib', 'pyplot', 'pylab'))})\b")
 
 
 def runner_for(code: str, graded: bool = False) -> dict[str, bool]:
@@ -53,7 +54,7 @@ class RunnerPool:
         self.launcher = launcher
         self.size = size
         # Lean runners kept ready besides (numpy, no jax), where the launcher has them.
-        self.lean_size = lean_size if getattr(launcher, "lean_runners", False) else 0
+        self.lean_size = lean_size if launcher is not None and launcher.lean_runners else 0
         # When this says the node is idle, waiting runners are warmed (None: never).
         self.idle = idle
         # While this says a run is in progress, a runner it took is replaced only if fewer than
@@ -269,7 +270,7 @@ class RunnerPool:
     def _spawn(self, lean: bool = False) -> Runner:
         slot = self._take_slot()
         try:
-            proc = self.launcher.start(slot, lean=True) if lean else self.launcher.start(slot)
+            proc = self.launcher.start(slot, lean=lean)
         except BaseException:
             with self._lock:
                 self._free_slots.append(slot)
@@ -323,9 +324,6 @@ class RunnerPool:
                     continue
                 self.failures = 0
                 self.refill_times_ms.append((time.monotonic() - t0) * 1000)
-                if self._stop.is_set():  # stopped meanwhile: stop() no longer looks at _ready
-                    self._discard(runner)
-                    return
                 with self._lock:
                     self._ready.append(runner)
                 self.changed.set()

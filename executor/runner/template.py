@@ -326,28 +326,8 @@ class Template:
                         except BlockingIOError:
                             break
                 elif not self.handle():
-                    self.end_children()
                     return
             self.reap()
-
-    def end_children(self, patience_s: float = 2.0) -> None:
-        """The worker has gone (or closed the pool): kill the runners still here and reap every
-        child before exiting. As pid 1 of its namespace the template is also the parent of what
-        their processes left; a child it did not reap would outlive it as a zombie under the
-        host's init, which may never reap it."""
-        for pid in self.children:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + patience_s
-        while time.monotonic() < deadline:
-            try:
-                pid, _status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return  # none left
-            if pid == 0:
-                time.sleep(0.005)
 
 
 def preload_matplotlib(font_cache: str | None) -> None:
@@ -414,7 +394,7 @@ def main(argv: list[str]) -> None:
         jaxcompat.prepare_cpu_devices(args.cpu_devices)
     # numpy, and numpy.random, which numpy loads at first use (8 ms a runner; jax loads it in the
     # full template), here so that every run shares them.
-    import numpy.random  # noqa: F401
+    import numpy.random  # noqa: F401 - imported for every runner to share, not used here
 
     if args.lean is None:
         import jax  # noqa: F401 - loaded here so that every run shares it (after prepare_cpu_devices)

@@ -112,9 +112,10 @@ class Launcher:
         """Once, when a worker starts and before its first runner: build what every runner
         shares. Never fatal: without it runners are only slower."""
 
-    def start(self, slot: int) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
         """Start a runner. Its stdin, stdout and stderr are pipes; its event pipe's read end is
-        returned as ``proc.event_fd`` (an int the caller owns and closes)."""
+        returned as ``proc.event_fd`` (an int the caller owns and closes). ``lean``: a lean
+        runner where the launcher has them (``lean_runners``), else a full one."""
         raise NotImplementedError
 
     def exit_reason(self, proc: subprocess.Popen, returncode: int | None = None) -> tuple[str, str] | None:
@@ -238,7 +239,7 @@ class DirectLauncher(Launcher):
     name = "none"
     sandboxed = False
 
-    def start(self, slot: int) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
         python = os.path.join(self.venv, "bin", "python")
         return spawn_runner(
             lambda event_w: [python, "-m", "executor.runner", *self.runner_args(event_w)],

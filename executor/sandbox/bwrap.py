@@ -349,7 +349,7 @@ class BwrapLauncher(Launcher):
                         FONT_CACHE_DIR / os.path.basename(self.font_cache))
             self.font_cache = None
 
-    def start(self, slot: int) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
         STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
         self._check_font_cache()
         cgroup = self._new_cgroup(slot)
