@@ -240,34 +240,48 @@ class Stack:
         except urllib.error.HTTPError as e:
             return e.code, json.load(e), dict(e.headers)
 
+    def page_cookie(self, client: str | None = None) -> str:
+        """The cookies a browser is given with the page (``GET /``), its identity among them, as a
+        ``Cookie`` header sends them back; from ``client``'s address when given (as post_as)."""
+        from http.cookies import SimpleCookie
+
+        req = urllib.request.Request(self.url + "/", headers=_headers(None, client) or {})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            r.read()
+            cookies = SimpleCookie()
+            for header in r.headers.get_all("Set-Cookie") or ():
+                cookies.load(header)
+        return "; ".join(f"{morsel.key}={morsel.value}" for morsel in cookies.values())
+
     def watch(self, run_id: str, *, after: int = 0, origin: str | None = None, timeout: float = 90,
-              max_size: int = 1024**2, client: str | None = None) -> Watched:
+              max_size: int = 1024**2, client: str | None = None, cookie: str | None = None) -> Watched:
         """Follow a run over a real websocket to daphne, as a script does (no ``Origin`` unless
-        given), until the server closes it, from ``client``'s address when given (as post_as).
-        Parts of large events are joined. Raises when a message is over ``max_size`` (daphne's
-        own limit is 1 MiB)."""
+        given), until the server closes it, from ``client``'s address when given (as post_as),
+        with ``cookie`` (``page_cookie``) when given. Parts of large events are joined. Raises
+        when a message is over ``max_size`` (daphne's own limit is 1 MiB)."""
         from websockets.sync.client import connect
 
         deadline = time.monotonic() + timeout
-        with connect(f"{self.ws_url}/ws/runs/{run_id}/?after={after}", additional_headers=_headers(origin, client),
-                     max_size=max_size, open_timeout=10) as ws:
-            return _follow(ws, deadline)
+        with connect(f"{self.ws_url}/ws/runs/{run_id}/?after={after}",
+                     additional_headers=_headers(origin, client, cookie), max_size=max_size, open_timeout=10) as ws:
+            return follow_run(ws, deadline)
 
     def start_on_socket(self, payload: dict, *, origin: str | None = None, client: str | None = None,
-                        timeout: float = 90, max_size: int = 1024**2) -> tuple[dict, Watched | None]:
+                        cookie: str | None = None, timeout: float = 90,
+                        max_size: int = 1024**2) -> tuple[dict, Watched | None]:
         """Start a run on ``/ws/runs/new/`` as the page does (``{"op": "start", ...payload}``) and
         follow it there: the server's first answer (``started_run`` or ``refused``) and, once
         started, the run's events to the server's close (None when refused)."""
         from websockets.sync.client import connect
 
         deadline = time.monotonic() + timeout
-        with connect(f"{self.ws_url}/ws/runs/new/", additional_headers=_headers(origin, client),
+        with connect(f"{self.ws_url}/ws/runs/new/", additional_headers=_headers(origin, client, cookie),
                      max_size=max_size, open_timeout=10) as ws:
             ws.send(json.dumps({"op": "start", **payload}))
             reply = json.loads(ws.recv(timeout=timeout))
             if reply.get("type") != "started_run":
                 return reply, None
-            return reply, _follow(ws, deadline)
+            return reply, follow_run(ws, deadline)
 
     def wait_online(self, kind: str = "cpu", timeout: float = 90, warm: bool = True) -> dict:
         """Until an executor of ``kind`` is online (and, with ``warm``, has a warm runner). A
@@ -371,11 +385,12 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             stack.stop()
 
 
-def _headers(origin: str | None, client: str | None) -> dict | None:
-    return {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {})} or None
+def _headers(origin: str | None, client: str | None, cookie: str | None = None) -> dict | None:
+    return {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {}),
+            **({"Cookie": cookie} if cookie else {})} or None
 
 
-def _follow(ws, deadline: float) -> Watched:
+def follow_run(ws, deadline: float) -> Watched:
     """A run's events on an open socket until the server closes it; parts of large events joined."""
     from websockets.exceptions import ConnectionClosed
 

@@ -25,7 +25,7 @@ from django.conf import settings
 from executor import events as ev
 from executor import logs
 from executor.runner import protocol
-from web.clients import scope_client_address, scope_client_key
+from web.clients import Client, scope_client
 from web.errors import ActionError
 from web.metrics import CountedWebsocket
 
@@ -104,10 +104,12 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such run")
             return
         logs.set_run(run.id)  # this socket's task logs with its run (executor/logs.py)
-        # Counted as every limit is: the account when signed in, else the address (IPv6 per /64).
-        if not await self.hub.take_slot(scope_client_key(self.scope, self.scope.get("user")), self.socket_id):
-            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
-                f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})"))
+        # Counted as runs are: the person (the account, else the browser, else the address) and,
+        # signed out, their room.
+        client = scope_client(self.scope, self.scope.get("user"))
+        full = await self.hub.take_slots(self.socket_id, run_socket_slots(client))
+        if full is not None:
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=too_many_sockets(full))
             return
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))
 
@@ -222,8 +224,29 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
 
 
 
+def run_socket_slots(client: Client) -> list[tuple[str, int]]:
+    """Where a socket that carries a run counts: the person's WS_MAX_PER_CLIENT and, signed out,
+    their room's WS_MAX_PER_ROOM."""
+    return [(client.person, settings.WS_MAX_PER_CLIENT),
+            *([(client.room, settings.WS_MAX_PER_ROOM)] if client.room is not None else [])]
+
+
+def waiting_socket_slots(client: Client) -> list[tuple[str, int]]:
+    """Where a socket waiting for its run counts: WS_MAX_NEW_PER_CLIENT, WS_MAX_NEW_PER_ROOM."""
+    return [(client.person, settings.WS_MAX_NEW_PER_CLIENT),
+            *([(client.room, settings.WS_MAX_NEW_PER_ROOM)] if client.room is not None else [])]
+
+
+def too_many_sockets(full: tuple[str, int], what: str = "open websockets") -> str:
+    """A refusal's reason (a close's: at most 123 bytes), for the (key, cap) that was full."""
+    key, cap = full
+    if key.startswith("room:"):
+        return f"too many {what} from everyone signed out at your address (at most {cap})"
+    return f"too many {what} from you (at most {cap})"
+
+
 @socket_db
-def _start_run(payload, client: str, user, run_id: uuid.UUID) -> tuple[str, dict]:
+def _start_run(payload, client: Client, user, run_id: uuid.UUID) -> tuple[str, dict]:
     from .actions.runs import check_start_run
     from .serializers import run_summary
 
@@ -243,12 +266,14 @@ class NewRunConsumer(RunConsumer):
                  stays open for another start (429, 503 and 400 as the POST answers them), and
                  is closed (4429) after REFUSALS_MAX refusals
 
-    The same admission as the POST (``check_start_run``), counted against the same client (the
-    account signed in on the page, else the address). Waiting, the socket takes a slot among the
-    client's WS_MAX_NEW_PER_CLIENT (holding one costs nothing, so waiting sockets never take the
-    slots of sockets that carry runs), and is closed after WS_NEW_IDLE_S; its start takes one
-    of the client's WS_MAX_PER_CLIENT, as a run's socket does, or is refused (429). One run per
-    socket: a client that loses it mid-run follows the run on /ws/runs/<id>/?after=<seq>."""
+    The same admission as the POST (``check_start_run``), counted against the same person (the
+    account signed in on the page, else the browser's identity in its cookie, else the address)
+    and, signed out, their room (web/clients.py). Waiting, the socket takes a slot among the
+    person's WS_MAX_NEW_PER_CLIENT and the room's WS_MAX_NEW_PER_ROOM (holding one costs nothing,
+    so waiting sockets never take the slots of sockets that carry runs), and is closed after
+    WS_NEW_IDLE_S; its start takes one of the person's WS_MAX_PER_CLIENT and the room's
+    WS_MAX_PER_ROOM, as a run's socket does, or is refused (429). One run per socket: a client
+    that loses it mid-run follows the run on /ws/runs/<id>/?after=<seq>."""
 
     async def connect(self):
         self.streamer = None
@@ -260,14 +285,13 @@ class NewRunConsumer(RunConsumer):
         self.run_id = None
         self.refused = False
         self.refusals = 0
-        self.client = scope_client_key(self.scope, self.scope.get("user"))
+        self.client = scope_client(self.scope, self.scope.get("user"))
         await self.accept()
-        if not await self.hub.take_slot(self.client, self.waiting_id, pool="new",
-                                        limit=settings.WS_MAX_NEW_PER_CLIENT):
+        full = await self.hub.take_slots(self.waiting_id, waiting_socket_slots(self.client), pool="new")
+        if full is not None:
             self.refused = True
-            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
-                f"too many sockets waiting for a run from you (at most {settings.WS_MAX_NEW_PER_CLIENT}); "
-                "POST /api/runs"))
+            await self.close(code=protocol.CLOSE_CODES["too_many"],
+                             reason=too_many_sockets(full, "sockets waiting for a run") + "; POST /api/runs")
             return
         self.idle = asyncio.create_task(self._close_when_idle())
 
@@ -298,8 +322,9 @@ class NewRunConsumer(RunConsumer):
         if not isinstance(message, dict) or message.get("op") != "start":
             await self.refuse(400, 'a message is {"op": "start", "code": ..., "device"?, "runtime"?, "snippet"?}')
             return
-        if not await self.hub.take_slot(self.client, self.socket_id):
-            await self.refuse(429, f"too many open websockets from you (at most {settings.WS_MAX_PER_CLIENT})")
+        full = await self.hub.take_slots(self.socket_id, run_socket_slots(self.client))
+        if full is not None:
+            await self.refuse(429, too_many_sockets(full))
             return
         payload = {k: v for k, v in message.items() if k != "op"}
         # The run's stream is waited for before the run exists: the hub's read takes it in while
@@ -312,8 +337,7 @@ class NewRunConsumer(RunConsumer):
         if not self.refusals:
             waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
         try:
-            run_id, summary = await _start_run(payload, scope_client_address(self.scope), self.scope.get("user"),
-                                               new_id)
+            run_id, summary = await _start_run(payload, self.client, self.scope.get("user"), new_id)
         except BaseException as exc:
             if waiter is not None:
                 self.hub.leave(waiter)

@@ -1,15 +1,21 @@
-"""Fair shares of the executors, per client: admission in front of Celery's queues.
+"""Fair shares of the executors, per person: admission in front of Celery's queues.
 
-    client    ``web.clients.client_key``: a signed-in account ("user:<id>") and only it,
-              else its address; an IPv6 address counts per /64 (one host holds a whole /64:
-              rotating through it must not buy more runs)
+    person    ``web.clients``: a signed-in account ("user:<id>") and only it, else a browser's
+              signed identity ("anon:<id>"), else its address; an IPv6 address counts per /64
+              (one host holds a whole /64: rotating through it must not buy more runs)
+    room      everyone signed out at one address ("room:ip:…"): a signed-out person's runs count
+              against their own share and their room's, which is ROOM_SIZE people's (one run at
+              once each, RUN_MAX_ACTIVE_PER_ROOM; ROOM_SIZE times a person's run rate and
+              executor seconds), so thirty people behind a workshop's Wi-Fi each have their own
+              while one script minting identities has no more than the room. An account counts
+              nowhere but against itself
     active    runs queued or running at once, at most RUN_MAX_ACTIVE_PER_CLIENT: one person
               submitting 100 runs has a few in the queue, so everyone else's wait behind at most
-              that many of theirs. Everyone signed out behind one address shares its
-              RUN_MAX_ACTIVE_PER_ADDRESS (twice a person's by default); a refusal tells them
-              that signing in gives each a share of their own
-    order     a run goes into the queue at the priority of how many the client already has
-              queued or running: a client's first run is taken before anyone's second, its
+              that many of theirs. Requests with no identity (scripts, curl) share their
+              address's RUN_MAX_ACTIVE_PER_ADDRESS (twice a person's by default). A refusal of
+              someone signed out says what is shared and with whom
+    order     a run goes into the queue at the priority of how many the person already has
+              queued or running: a person's first run is taken before anyone's second, its
               second before anyone's third (Celery's priorities, one Redis list a step); the
               last step is a regrade's, below every run a person is waiting for
     budget    executor seconds (runs' wall time) per hour and per day for each device kind
@@ -22,7 +28,7 @@ against the instructor's budget, take no active slot (one regrade queues a run p
 are queued at the regrade step (``check_admit_regrade``, ``admit_regrade``).
 
 Going over a limit is a 429 (a full queue a 503) whose JSON is ``{"error", "limit",
-"retry_after"}``, with a Retry-After, on every endpoint. A run's slot is given back and its
+"retry_after"}``, with a Retry-After, on every endpoint. A run's slots are given back and its
 seconds counted when the recorder stores its end (``run_status_changed``), whatever the end was;
 a slot whose end never came (a database restored from a backup, say) expires after
 RUN_QUEUE_TIMEOUT_S + the wall clock.
@@ -41,7 +47,7 @@ from django.dispatch import receiver
 from executor import events as ev
 from executor import registry, shares
 
-from web.clients import client_key, is_account_key
+from web.clients import client_key, is_address_key
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
@@ -58,20 +64,34 @@ REGRADE_STEP = registry.PRIORITY_STEPS[-1]
 # The Retry-After of a client at its cap of active runs.
 ACTIVE_RETRY_S = 2.0
 
-# Admission, atomically: drop slots that expired, count, take one if there is room.
-# KEYS[1] the client's active set; ARGV: now, expiry cutoff, cap, run id, ttl. Returns the count
-# before (a count >= cap: refused) and the oldest slot's time (when one frees at the latest).
+# Admission, atomically, in every set the run counts in (the person's, and signed out their
+# room's): drop slots that expired, count, and take one in each if every one has room.
+# KEYS: the active sets; ARGV: now, expiry cutoff, run id, ttl, then each set's cap. Returns 0 and
+# the first set's count before, or the number of the set that is full, its count and its oldest
+# slot's time (when one frees at the latest).
 _ADMIT = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
-local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[3]) then
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {n, oldest[2] or ARGV[1]}
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[2])
+  local n = redis.call('ZCARD', key)
+  if n >= tonumber(ARGV[4 + i]) then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return {i, n, oldest[2] or ARGV[1]}
+  end
 end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return {n, ARGV[1]}
+local before = redis.call('ZCARD', KEYS[1])
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, ARGV[1], ARGV[3])
+  redis.call('EXPIRE', key, ARGV[4])
+end
+return {0, before, ARGV[1]}
 """
+
+# What a refusal adds for someone signed out: what they share, and with whom.
+ADDRESS_SHARED = ("Signed out and without the cookie this site's pages give each browser (a script, say), you "
+                  "share this limit with everyone at your address who has none: run from the playground's page, "
+                  "or sign in, to have a share of your own")
+ROOM_SHARED = ("Each browser has a share of its own, within this one that everyone signed out at your address "
+               "shares: sign in to have a share apart from it")
 
 
 def _kind(device: str) -> str:
@@ -89,23 +109,41 @@ def refuse(message: str, limit: str, retry_s: float, status: int = 429) -> Actio
                        headers={"Retry-After": str(retry)}, data={"limit": limit, "retry_after": retry})
 
 
-def check_admit_run(who: str, device: str, run_id: str) -> int:
-    """Admit a run a person starts (``who``: their client key) on ``device``, or refuse: the run
-    rate, the device's queue, the hourly and daily budget, then one of their active slots.
-    Returns the priority step to queue it at. The caller releases the slot (``release``) if the
-    run is not made after all."""
-    try:
+def check_admit_run(who: str, device: str, run_id: str, room: str | None = None) -> int:
+    """Admit a run a person starts (``who``: their person key; ``room``: signed out, their room)
+    on ``device``, or refuse: the run rate, the device's queue, the hourly and daily budget, then
+    one of their active slots, each the person's and the room's. Returns the priority step to
+    queue it at. The caller releases the slots (``release``) if the run is not made after all."""
+    limits = _limits(_kind(device))
+    with _explained(who):
         check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
-        check_queue_length(device, interactive_queue_depth(device))
+    if room is not None:
+        with _explained(who, room=True):
+            check_rate("runs", room, settings.RUN_RATE_LIMIT_PER_MINUTE * settings.ROOM_SIZE, 60,
+                       "runs from everyone signed out at your address")
+    check_queue_length(device, interactive_queue_depth(device))
+    with _explained(who):
         check_budget(who, device)
-        return admit(who, device, run_id)
+    if room is not None:
+        with _explained(who, room=True):
+            check_budget(room, device, per_hour_s=limits["per_hour_s"] * settings.ROOM_SIZE,
+                         per_day_s=limits["per_day_s"] * settings.ROOM_SIZE, whose="everyone signed out at your "
+                         "address has")
+    return admit(who, device, run_id, room)
+
+
+@contextmanager
+def _explained(who: str, room: bool = False):
+    """A 429 of someone signed out says what they share, and with whom: their room's limits are
+    everyone's signed out at the address; an address's own share is everyone's there without an
+    identity. A browser's own share, or an account's, is theirs alone and needs no word."""
+    try:
+        yield
     except ActionError as exc:
-        if exc.status != 429 or is_account_key(who):
+        shared = ROOM_SHARED if room else ADDRESS_SHARED if is_address_key(who) else None
+        if exc.status != 429 or shared is None:
             raise
-        # Signed out, the share is the address's: the fifth person on a shared network is told
-        # it is not theirs alone, and how to have one that is.
-        raise ActionError(f"{exc.message}. Signed out, everyone at your address shares this limit: "
-                          "sign in to have a share of your own", status=exc.status, headers=exc.headers,
+        raise ActionError(f"{exc.message}. {shared}", status=exc.status, headers=exc.headers,
                           data=exc.data) from None
 
 
@@ -169,42 +207,60 @@ def check_queue_length(device: str, queue_length: int) -> None:
                      settings.RUN_LIMITS["wall_s"], status=503)
 
 
-def check_budget(client: str, device: str) -> None:
-    """Refuse when the client has used its executor seconds of this kind this hour or day."""
+def check_budget(client: str, device: str, *, per_hour_s: float | None = None, per_day_s: float | None = None,
+                 whose: str = "you have") -> None:
+    """Refuse when the client has used its executor seconds of this kind this hour or day (the
+    kind's budget, or ``per_hour_s`` and ``per_day_s``: a room's)."""
     kind, now = _kind(device), time.time()
     limits = _limits(kind)
     redis = get_redis()
-    for window, per, name in ((3600, limits["per_hour_s"], "hourly_budget"),
-                              (86400, limits["per_day_s"], "daily_budget")):
+    for window, per, name in ((3600, limits["per_hour_s"] if per_hour_s is None else per_hour_s, "hourly_budget"),
+                              (86400, limits["per_day_s"] if per_day_s is None else per_day_s, "daily_budget")):
         if not per:
             continue
         used = float(redis.get(_budget_key(client, kind, window, now)) or 0)
         if used >= per:
             span = "hour" if window == 3600 else "day"
-            raise refuse(f"you have used this {span}'s {per:g} s of {kind} executor time", name,
+            raise refuse(f"{whose} used this {span}'s {per:g} s of {kind} executor time", name,
                          window - now % window)
 
 
-def admit(client: str, device: str, run_id: str) -> int:
-    """Take one of the client's active slots for ``run_id``, or refuse (429). Returns the run's
-    priority step: 0 for a client with nothing queued or running, later steps for more."""
+def admit(client: str, device: str, run_id: str, room: str | None = None) -> int:
+    """Take one of the client's active slots for ``run_id``, and one of its room's, or refuse
+    (429). Returns the run's priority step: 0 for a client with nothing queued or running, later
+    steps for more."""
     limits = _limits(_kind(device))
-    cap = limits["active"] if is_account_key(client) else limits["address_active"]
+    cap = limits["address_active"] if is_address_key(client) else limits["active"]
+    room_cap = limits.get("room_active", 0) if room is not None else 0
     now = time.time()
     redis = get_redis()
-    redis.set(_client_of(run_id), client, ex=KEY_TTL_S)
-    if not cap:
+    pipe = redis.pipeline(transaction=False)
+    pipe.set(_client_of(run_id), client, ex=KEY_TTL_S)
+    if room is not None:
+        pipe.set(_room_of(run_id), room, ex=KEY_TTL_S)  # its seconds count in the room's budget
+    pipe.execute()
+    counted = [(key, c) for key, c in ((client, cap), (room, room_cap)) if key is not None and c]
+    if not counted:
         return 0
     expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
-    count, oldest = redis.eval(_ADMIT, 1, _active_key(client), now, now - expire_s, cap, run_id, KEY_TTL_S)
-    if int(count) >= cap:
-        redis.delete(_client_of(run_id))
+    full, count, oldest = redis.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted],
+                                     now, now - expire_s, run_id, KEY_TTL_S, *[c for _, c in counted])
+    if int(full):
+        redis.delete(_client_of(run_id), _room_of(run_id))
+        key, at_most = counted[int(full) - 1]
         # A slot frees when one of these runs ends, which for most runs is within a second or
         # two (the wall clock bounds it): asking again soon costs a request, asking late a wait.
         retry = min(ACTIVE_RETRY_S, max(1.0, float(oldest) + settings.RUN_LIMITS["wall_s"] - now))
-        whose = "you already have" if is_account_key(client) else "your address already has"
-        raise refuse(f"{whose} {int(count)} runs queued or running (at most {cap} at once)", "active_runs", retry)
-    return priority(int(count))
+        if key == room:
+            with _explained(client, room=True):
+                raise refuse(f"everyone signed out at your address has {int(count)} runs queued or running "
+                             f"between them (at most {at_most} at once)", "active_runs", retry)
+        whose = "your address already has" if is_address_key(client) else "you already have"
+        with _explained(client):
+            raise refuse(f"{whose} {int(count)} runs queued or running (at most {at_most} at once)", "active_runs",
+                         retry)
+    # The person's count before this run; a person whose own cap is off is always at the first step.
+    return priority(int(count)) if counted[0][0] == client else 0
 
 
 def priority(active_before: int) -> int:
@@ -220,13 +276,14 @@ def release(run_id: str, *, wall_ms: float | None = None, device: str | None = N
 
 
 def client_of(run_id: str) -> str | None:
-    """The client key a queued or running run was admitted for (None once it ended)."""
+    """The person key a queued or running run was admitted for (None once it ended)."""
     client = get_redis().get(_client_of(run_id))
     return client.decode() if client is not None else None
 
 
 _active_key = shares.active_key
 _client_of = shares.client_key
+_room_of = shares.room_key
 _budget_key = shares.budget_key
 
 

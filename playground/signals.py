@@ -2,8 +2,8 @@
 snippets' saved runs).
 
     run_started(run, payload, who)      sent by check_start_run once the run is queued (before
-                                        its commit): the request's JSON object and the client
-                                        key it counts against
+                                        its commit): the request's JSON object and the person
+                                        key it counts against (web/clients.py)
     run_cancelling(run, who)            sent by check_cancel_run before it cancels: a receiver
                                         refuses by raising ActionError (which the caller sees)
     run_status_changed(run_id, status, run)  sent by the recorder once the stored status moved

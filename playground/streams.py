@@ -67,15 +67,21 @@ def encode_messages(body: str, limit: int | None = None) -> list[str]:
 
 
 # A client's open sockets: a sorted set of socket ids scored by when each slot expires. Atomic,
-# so that sockets opened at once cannot all see the same free slot.
+# so that sockets opened at once cannot all see the same free slot, and a slot in every set the
+# socket counts in (a person's, their room's) or in none. KEYS: the sets; ARGV: now, expiry,
+# socket id, ttl, then each set's cap. Returns 0, or the number of the set that is full.
 _TAKE_SLOT_LUA = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then
-  return 0
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[1])
+  if redis.call('ZCARD', key) >= tonumber(ARGV[4 + i]) then
+    return i
+  end
 end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-return 1
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, ARGV[2], ARGV[3])
+  redis.call('EXPIRE', key, ARGV[4])
+end
+return 0
 """
 
 
@@ -130,7 +136,7 @@ class Hub:
         self.wake_key = f"ws:wake:{uuid.uuid4().hex}"
         self.wake_id = "0-0"
         self.waiters: dict[str, set[Waiter]] = {}
-        self.sockets: dict[str, str] = {}  # socket id -> its client's slot key
+        self.sockets: dict[str, list[str]] = {}  # socket id -> the slot keys it holds
         self.changed = asyncio.Event()
         self.coalesce_s = 0.0  # set after a read that returned entries
         self._wakes: set[asyncio.Task] = set()
@@ -222,25 +228,33 @@ class Hub:
     async def take_slot(self, client: str, socket_id: str, pool: str = "client", limit: int | None = None) -> bool:
         """A slot among the client's WS_MAX_PER_CLIENT sockets (or ``limit`` of another ``pool``);
         False when all are taken."""
-        key = f"ws:{pool}:{client}"
+        return await self.take_slots(socket_id, [(client, limit or settings.WS_MAX_PER_CLIENT)], pool) is None
+
+    async def take_slots(self, socket_id: str, counted: list[tuple[str, int]], pool: str = "client") -> tuple | None:
+        """A slot for the socket among each of ``counted``'s (who, at most), or none: None when
+        taken, else the (who, at most) whose slots were all taken."""
+        keys = [f"ws:{pool}:{who}" for who, _ in counted]
         now = time.time()
         try:
-            taken = await self._take_slot(keys=[key], args=[now, now + SLOT_TTL_S, socket_id,
-                                                           limit or settings.WS_MAX_PER_CLIENT, SLOT_TTL_S])
+            full = await self._take_slot(keys=keys, args=[now, now + SLOT_TTL_S, socket_id, SLOT_TTL_S,
+                                                         *[limit for _, limit in counted]])
         except redis.exceptions.RedisError:
-            return True  # Redis is away: the socket can only wait anyway; do not refuse it for that
-        if not taken:
-            return False
-        self.sockets[socket_id] = key
-        return True
+            return None  # Redis is away: the socket can only wait anyway; do not refuse it for that
+        if int(full):
+            return counted[int(full) - 1]
+        self.sockets[socket_id] = keys
+        return None
 
     async def free_slot(self, socket_id: str) -> None:
-        key = self.sockets.pop(socket_id, None)
-        if key is not None:
+        keys = self.sockets.pop(socket_id, None)
+        if keys:
             try:
-                await self.redis.zrem(key, socket_id)
+                pipe = self.redis.pipeline(transaction=False)
+                for key in keys:
+                    pipe.zrem(key, socket_id)
+                await pipe.execute()
             except redis.exceptions.RedisError:
-                pass  # it expires
+                pass  # they expire
 
     async def _refresh_loop(self) -> None:
         while True:
@@ -250,9 +264,10 @@ class Hub:
             expires = time.time() + SLOT_TTL_S
             try:
                 pipe = self.redis.pipeline(transaction=False)
-                for socket_id, key in list(self.sockets.items()):
-                    pipe.zadd(key, {socket_id: expires})
-                    pipe.expire(key, SLOT_TTL_S)
+                for socket_id, keys in list(self.sockets.items()):
+                    for key in keys:
+                        pipe.zadd(key, {socket_id: expires})
+                        pipe.expire(key, SLOT_TTL_S)
                 await pipe.execute()
             except redis.exceptions.RedisError as exc:
                 log.warning("refreshing websocket slots failed: %s", exc)

@@ -11,7 +11,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
 from web import clients
-from web.api import api, client_address, parse_json, query_int
+from web.api import api, parse_json, query_int
 from web.openapi import schema
 
 from . import devices, runtimes
@@ -27,7 +27,7 @@ from .serializers import run_detail, run_summary
 @api("POST")
 def api_format(request):
     """The code, formatted by ruff (the editor's Shift+Alt+F)."""
-    return JsonResponse({"code": check_format(parse_json(request), client=clients.request_client_key(request))})
+    return JsonResponse({"code": check_format(parse_json(request), client=clients.request_client(request))})
 
 
 @api("POST")
@@ -36,7 +36,7 @@ async def api_analyse(request):
     the analysers on the executor nodes."""
     from asgiref.sync import sync_to_async
 
-    client = await sync_to_async(clients.request_client_key)(request)
+    client = await sync_to_async(clients.request_client)(request)
     return JsonResponse(await do_analyse(check_analyse(parse_json(request), client=client)))
 
 
@@ -45,7 +45,7 @@ async def api_lint(request):
     """The problems of the editor's code: syntax errors and pyflakes' lints, for its markers."""
     from asgiref.sync import sync_to_async
 
-    client = await sync_to_async(clients.request_client_key)(request)
+    client = await sync_to_async(clients.request_client)(request)
     code = await sync_to_async(check_lint, thread_sensitive=False)(parse_json(request), client=client)
     return JsonResponse(await do_lint(code))
 
@@ -92,7 +92,7 @@ def api_runtimes(request):
 
 @api("POST")
 def api_runs(request):
-    run = check_start_run(parse_json(request), client=client_address(request), owner=request.user)
+    run = check_start_run(parse_json(request), client=clients.request_client(request), owner=request.user)
     return JsonResponse(run_summary(run), status=201)
 
 
@@ -111,7 +111,7 @@ def api_run_cancel(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
         raise Http404("no such run")
-    status = check_cancel_run(run, who=clients.request_client_key(request))
+    status = check_cancel_run(run, who=clients.request_client(request).person)
     return JsonResponse({"id": str(run.id), "status": status}, status=202)
 
 

@@ -38,7 +38,7 @@ def access_own_snippets(user, q: str = ""):
 
 def check_may_cancel(run, who: str) -> None:
     """A run a snippet keeps as its saved output, or a comparison as one of its sides, may be
-    cancelled only by whoever started it (``who``: the caller's client key; the starter's is kept
+    cancelled only by whoever started it (``who``: the caller's person key; the starter's is kept
     with the run's share while it is queued or running), or its owner: a visitor of the link, who
     sees the run's id, must not cut the output short for everyone who opens it later. Other
     runs: anyone holding the id."""

@@ -18,6 +18,7 @@ from playground.devices import check_device, check_online
 from playground.runtimes import check_runtime, current, jax_of
 from playground.models import Run, RunEvent
 from web.api import text
+from web.clients import Client
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
@@ -28,9 +29,11 @@ TITLE_MAX = 200
 DESCRIPTION_MAX = 10_000
 
 
-def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
+def check_create_snippet(payload, *, user, client: Client) -> tuple[Snippet, bool]:
     """Validate a share and save it; (snippet, created). The same content gives the same snippet.
-    ``client``: who shares it (``web.clients.client_key``), whom the hourly limit counts."""
+    ``client``: who shares it (``web.clients``): the hourly limit counts its client key (an
+    account, else the address: a snippet is a page for good, which identities must not
+    multiply), and its sharer is its person (whose first run of it the snippet keeps)."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
@@ -47,10 +50,10 @@ def check_create_snippet(payload, *, user, client: str) -> tuple[Snippet, bool]:
     # A run of other code (edited since), on another device or runtime is not this snippet's output.
     if run is not None and (run.code != code or run.device != device or run.runtime != runtime):
         run = None
-    check_rate("snippets", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
+    check_rate("snippets", client.key, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "shared snippets")
     return do_create_snippet(code=code, title=title, description=description, device=device, run=run,
                              runtime=runtime, parent=parent,
-                             owner=user if user is not None and user.is_authenticated else None, sharer=client)
+                             owner=user if user is not None and user.is_authenticated else None, sharer=client.person)
 
 
 def named_snippet(payload: dict, field: str) -> Snippet | None:
@@ -70,7 +73,7 @@ def named_snippet(payload: dict, field: str) -> Snippet | None:
 def do_create_snippet(*, code: str, title: str, description: str, device: str, run: Run | None,
                       parent: Snippet | None, owner, sharer: str = "",
                       runtime: str = runtimes.FIRST) -> tuple[Snippet, bool]:
-    """``sharer``: the client key of who shares it (the first to share this content)."""
+    """``sharer``: the person key of who shares it (the first to share this content)."""
     options: dict = {}
     digest = content_hash(code, title, description, device, options, runtime)
     existing = Snippet.objects.filter(content_hash=digest).first()
@@ -112,7 +115,7 @@ def versions(run: Run | None, runtime: str) -> tuple[str, str]:
 
 
 def do_attach_first_run(slug: str, run: Run, *, who: str) -> None:
-    """A snippet shared unrun keeps the first run of its code that its sharer (``who``, a client
+    """A snippet shared unrun keeps the first run of its code that its sharer (``who``, a person
     key) starts as its saved output. Anyone else's run of that code (a visitor of a link shared a
     moment ago) is not kept: it would become what the link shows for good, and a run its starter
     could cancel under the link."""
@@ -131,15 +134,15 @@ def do_hide_snippet(snippet: Snippet) -> None:
 SIDES = ("A", "B")
 
 
-def check_create_comparison(payload, *, user, address: str, client: str) -> Comparison:
+def check_create_comparison(payload, *, user, client: Client) -> Comparison:
     """Run the same code on two runtimes (or two devices) and keep both runs under one link.
 
     ``{"code", "sides": [side, side], "title"?, "snippet"?}``, a side being ``{"runtime",
     "device"}`` (a new run there) or ``{"run": <id>}`` (a run of this code that exists: one's own,
     or the saved run of ``snippet``, whose code this must be). Every new run passes the same
-    admission as ``POST /api/runs``, counted against ``address`` (or the account); when the second
-    is refused, the first is not started either. ``client``: whom the hourly limit of links
-    counts."""
+    admission as ``POST /api/runs``, counted against ``client``'s person and room; when the second
+    is refused, the first is not started either. The hourly limit of links counts its client key,
+    as the snippets' does."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
     code = check_code(payload.get("code"))
@@ -158,7 +161,7 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
         device, runtime = where[0]
         raise ActionError(f"both sides are JAX {jax_of(runtime)} ({runtime}) on {device}: compare two runtimes "
                           "or two devices")
-    check_rate("comparisons", client, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "comparisons")
+    check_rate("comparisons", client.key, settings.SNIPPET_RATE_LIMIT_PER_HOUR, 3600, "comparisons")
     started: list[Run] = []
     made = False
     try:
@@ -169,7 +172,7 @@ def check_create_comparison(payload, *, user, address: str, client: str) -> Comp
                     runs.append(side)
                     continue
                 run = check_start_run({"code": code, "device": side["device"], "runtime": side["runtime"]},
-                                      client=address, owner=user)
+                                      client=client, owner=user)
                 started.append(run)
                 runs.append(run)
             comparison = do_create_comparison(code=code, title=title, a=runs[0], b=runs[1], snippet=snippet,

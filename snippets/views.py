@@ -20,8 +20,8 @@ from playground.runtimes import current as current_runtime
 from playground.runtimes import default as default_runtime
 from playground.runtimes import jax_of
 from playground.views import page_context
-from web.api import api, client_address, parse_json, query_int
-from web.clients import request_client_key
+from web.api import api, parse_json, query_int
+from web.clients import request_client
 from web.errors import ActionError
 
 from . import markdown
@@ -54,7 +54,7 @@ def _all_events(snippet: Snippet) -> list[dict]:
 @api("POST")
 def api_snippets(request):
     snippet, created = check_create_snippet(parse_json(request), user=request.user,
-                                            client=request_client_key(request))
+                                            client=request_client(request))
     return JsonResponse({"slug": snippet.slug, "url": request.build_absolute_uri(snippet.get_absolute_url()),
                          "created": created, "run": str(snippet.run_id) if snippet.run_id else None,
                          "runtime": snippet.runtime},
@@ -221,8 +221,7 @@ def embed(request, snippet):
 
 @api("POST")
 def api_comparisons(request):
-    comparison = check_create_comparison(parse_json(request), user=request.user, address=client_address(request),
-                                         client=request_client_key(request))
+    comparison = check_create_comparison(parse_json(request), user=request.user, client=request_client(request))
     detail = comparison_detail(comparison)
     return JsonResponse({**detail, "url": request.build_absolute_uri(detail["url"])}, status=201)
 

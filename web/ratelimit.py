@@ -1,11 +1,14 @@
 """Fixed-window rate limits in Redis, shared by every web process: runs, snippets, sign-ups,
-sign-ins, drafts, dashboards. ``who`` is a client key (``web.clients.client_key``) or,
-for sign-in failures, an account's name. Every refusal is the same 429: ``{"error", "limit":
-"rate", "retry_after"}`` and a Retry-After."""
+sign-ins, drafts, dashboards, the editor's requests. ``who`` is a client or person key
+(``web.clients``: which counts for which limit is said there) or, for sign-in failures, an
+account's name; a person signed out is also counted in their room (``check_rate_in_room``).
+Every refusal is the same 429: ``{"error", "limit": "rate", "retry_after"}`` and a Retry-After."""
 
 from __future__ import annotations
 
 import time
+
+from django.conf import settings
 
 from .errors import ActionError
 from playground.redis import get_redis
@@ -36,6 +39,15 @@ def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str, *, r
     count, _ = pipe.execute()
     if count > limit:
         raise _refuse(what, limit, window_s, now)
+
+
+def check_rate_in_room(bucket: str, who: str, room: str | None, limit: int, window_s: int, what: str) -> None:
+    """``check_rate`` for a person (``who``, a person key) and, signed out, for their room
+    (``room``: everyone signed out at their address), which may have ROOM_SIZE times as many."""
+    check_rate(bucket, who, limit, window_s, what)
+    if room is not None and limit:
+        check_rate(bucket, room, limit * settings.ROOM_SIZE, window_s,
+                   f"{what} from everyone signed out at your address")
 
 
 def check_count(bucket: str, who: str, limit: int, window_s: int, what: str) -> None:

@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "web.clients.BrowserMiddleware",  # a browser's own identity, signed out (web/clients.py)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -192,7 +193,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(1024**2, 8 * RUN_MAX_CODE_BYTES)
 # Content-Length says so, else as soon as the bytes read pass it; nothing of it is kept or written
 # to disk. Django never sees such a request.
 MAX_REQUEST_BYTES = env_int("MAX_REQUEST_BYTES", DATA_UPLOAD_MAX_MEMORY_SIZE, minimum=1024)
-# Runs one client (IP address) may start per minute; 0 turns the limit off.
+# Runs one person (an account, a browser, else an address: web/clients.py) may start a minute; 0
+# turns the limit off.
 RUN_RATE_LIMIT_PER_MINUTE = env_int("RUN_RATE_LIMIT_PER_MINUTE", 30)
 # The formatter (POST /api/format) costs a few milliseconds of ruff a call.
 FORMAT_RATE_LIMIT_PER_MINUTE = env_int("FORMAT_RATE_LIMIT_PER_MINUTE", 120)
@@ -223,14 +225,20 @@ RUN_LIMITS_BY_KIND = {
 # A worker is online while its last heartbeat (every EXECUTOR_HEARTBEAT_S, 5 s) is younger than
 # this: a kind whose workers went away leaves /api/devices, and new runs for it get a 503.
 EXECUTOR_ONLINE_WINDOW_S = env_int("EXECUTOR_ONLINE_WINDOW_S", 15, minimum=2)
-# Fair shares (playground/quotas.py), per client (an account, else an address; IPv6 per /64) and
-# device kind: runs queued or running at once, executor seconds an hour and a day, and how long
-# a kind's queue may grow before new runs are refused with a 503. 0 turns one off. Each can be
-# set for one kind with a suffix: RUN_MAX_ACTIVE_PER_CLIENT_GPU=1, RUN_BUDGET_S_PER_HOUR_TPU=300.
-# Everyone signed out behind one address shares that address's runs at once, twice a person's
-# by default (RUN_MAX_ACTIVE_PER_ADDRESS): a few people on one network each get a run in, while
-# the priority steps keep an address's third run behind everyone's first; a room signs in, and
-# each account has a share of its own.
+# Fair shares (playground/quotas.py), per person (an account, else a browser's signed identity,
+# else an address; IPv6 per /64) and device kind: runs queued or running at once, executor
+# seconds an hour and a day, and how long a kind's queue may grow before new runs are refused
+# with a 503. 0 turns one off. Each can be set for one kind with a suffix:
+# RUN_MAX_ACTIVE_PER_CLIENT_GPU=1, RUN_BUDGET_S_PER_HOUR_TPU=300.
+# Requests signed out and without an identity (scripts, curl) share their address's runs at
+# once, twice a person's by default (RUN_MAX_ACTIVE_PER_ADDRESS).
+# A room is everyone signed out behind one address (a workshop's Wi-Fi, a school's NAT): each
+# browser there has a person's share, and together, with the address's own, they have ROOM_SIZE
+# people's: ROOM_SIZE times a person's run starts a minute, executor seconds an hour and a day,
+# and editor requests a minute; runs at once, one each (RUN_MAX_ACTIVE_PER_ROOM: the room's
+# runs are what everyone else's wait behind, and one each lets a whole room press Run together).
+# Whoever mints identities (fetching pages for cookies) gets a room's and no more.
+ROOM_SIZE = env_int("ROOM_SIZE", 40, minimum=1)
 
 
 def _per_kind(name: str, default: int, kind: str) -> int:
@@ -240,9 +248,12 @@ def _per_kind(name: str, default: int, kind: str) -> int:
 
 def _quotas(kind: str) -> dict:
     active = _per_kind("RUN_MAX_ACTIVE_PER_CLIENT", 4, kind)
+    address_active = _per_kind("RUN_MAX_ACTIVE_PER_ADDRESS", 2 * active, kind)
     return {
         "active": active,
-        "address_active": _per_kind("RUN_MAX_ACTIVE_PER_ADDRESS", 2 * active, kind),
+        "address_active": address_active,
+        # Never below the address's own share, which the room holds.
+        "room_active": _per_kind("RUN_MAX_ACTIVE_PER_ROOM", max(ROOM_SIZE, address_active) if active else 0, kind),
         "per_hour_s": _per_kind("RUN_BUDGET_S_PER_HOUR", 1800, kind),
         "per_day_s": _per_kind("RUN_BUDGET_S_PER_DAY", 4 * 3600, kind),
         "queue_max": _per_kind("RUN_QUEUE_MAX", 500, kind),
@@ -334,13 +345,19 @@ if METRICS_DIR:
     except OSError as exc:
         raise ImproperlyConfigured(f"PROMETHEUS_MULTIPROC_DIR={METRICS_DIR!r} cannot be made: {exc}") from None
 
-# Websockets. A client (address) may hold this many open at once; an event larger than
-# WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and more).
+# Websockets. A person (an account, a browser, else an address) may hold this many open at once;
+# an event larger than WS_MESSAGE_MAX_BYTES is sent in parts (daphne refuses messages of 1 MiB and
+# more).
 WS_MAX_PER_CLIENT = env_int("WS_MAX_PER_CLIENT", 32, minimum=1)
 # Run sockets a page opens ahead of its next run (/ws/runs/new/) are counted apart: holding them
 # costs nothing, so they must not take the slots of sockets that carry runs. Over this, a page
 # starts its runs with a POST instead; one not used for WS_NEW_IDLE_S is closed.
 WS_MAX_NEW_PER_CLIENT = env_int("WS_MAX_NEW_PER_CLIENT", 64, minimum=1)
+# ...and everyone signed out at one address (a room, above) this many of each between them: a few
+# tabs of ROOM_SIZE people, each holding a socket for its next run and one for a run; never fewer
+# than one client's, as the room holds the address's own share.
+WS_MAX_PER_ROOM = env_int("WS_MAX_PER_ROOM", max(4 * ROOM_SIZE, WS_MAX_PER_CLIENT), minimum=1)
+WS_MAX_NEW_PER_ROOM = env_int("WS_MAX_NEW_PER_ROOM", max(4 * ROOM_SIZE, WS_MAX_NEW_PER_CLIENT), minimum=1)
 WS_NEW_IDLE_S = env_int("WS_NEW_IDLE_S", 900, minimum=10)
 WS_MESSAGE_MAX_BYTES = env_int("WS_MESSAGE_MAX_BYTES", 256 * 1024, minimum=1024)
 

@@ -22,7 +22,8 @@ from executor.analyser import wire
 from playground.runtimes import check_runtime
 from web.api import plain_text, text
 from web.errors import ActionError
-from web.ratelimit import check_rate
+from web.clients import Client
+from web.ratelimit import check_rate_in_room
 
 MAX_POSITION = 10**6
 MAX_SEQ = 2**53  # compared in Redis, whose numbers are doubles
@@ -33,7 +34,9 @@ def reject_lone_surrogates(code: str) -> None:
     plain_text(code, "code")
 
 
-def check_analyse(payload, *, client: str) -> dict:
+def check_analyse(payload, *, client: Client) -> dict:
+    """The request to send the analysers; ``client``'s person key names its editor's requests
+    (``wire.latest_key``), and its limit counts in their room too."""
     if not isinstance(payload, dict):
         raise ActionError('send {"op", "code", "line", "column"}: op is one of ' + ", ".join(wire.OPS))
     op = payload.get("op")
@@ -54,8 +57,8 @@ def check_analyse(payload, *, client: str) -> dict:
     editor = text(payload, "editor", 64, default="")
     # The runtime the run would use: its analysers answer, for its libraries.
     runtime = check_runtime(payload.get("runtime"))[0]
-    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client, "editor": editor,
-            "runtime": runtime}
+    return {"op": op, "code": code, **position, "seq": seq, "label": label, "client": client.person,
+            "room": client.room, "editor": editor, "runtime": runtime}
 
 
 @lru_cache(maxsize=8)
@@ -69,8 +72,9 @@ def _async_redis(loop_id: int):
 async def do_analyse(request: dict) -> dict:
     import asyncio
 
-    await sync_to_async(check_rate, thread_sensitive=False)(
-        "analyse", request["client"], settings.ANALYSE_RATE_LIMIT_PER_MINUTE, 60, "editor requests")
+    await sync_to_async(check_rate_in_room, thread_sensitive=False)(
+        "analyse", request["client"], request.get("room"), settings.ANALYSE_RATE_LIMIT_PER_MINUTE, 60,
+        "editor requests")
     client = _async_redis(id(asyncio.get_running_loop()))
     request_id = uuid.uuid4().hex
     timeout = settings.ANALYSE_TIMEOUT_S

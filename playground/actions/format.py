@@ -12,7 +12,8 @@ from django.conf import settings
 from ruff.__main__ import find_ruff_bin
 
 from web.errors import ActionError
-from web.ratelimit import check_rate
+from web.clients import Client
+from web.ratelimit import check_rate_in_room
 
 TIMEOUT_S = 5
 # A line magic (%timeit, %time, %%...) or a shell line (!pip ...), at any indentation.
@@ -23,14 +24,15 @@ PLACEHOLDER_LINE = re.compile(r"^([ \t]*)_playground_magic_(\d+)_$")
 PARSE_ERROR = re.compile(r"Failed to parse \S*?:(\d+):(\d+): (.*)")
 
 
-def check_format(payload, *, client: str) -> str:
+def check_format(payload, *, client: Client) -> str:
     if not isinstance(payload, dict) or not isinstance(payload.get("code"), str):
         raise ActionError("send {\"code\": \"...\"}: the code to format, as a string")
     code = payload["code"]
     size = len(code.encode("utf-8", "surrogatepass"))
     if size > settings.RUN_MAX_CODE_BYTES:
         raise ActionError(f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes", status=413)
-    check_rate("format", client, settings.FORMAT_RATE_LIMIT_PER_MINUTE, 60, "formatting requests")
+    check_rate_in_room("format", client.person, client.room, settings.FORMAT_RATE_LIMIT_PER_MINUTE, 60,
+                       "formatting requests")
     return do_format(code)
 
 

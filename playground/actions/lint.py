@@ -19,7 +19,8 @@ from executor.runner.shapes import bindings
 from playground.actions.analyse import reject_lone_surrogates
 from web.api import text
 from web.errors import ActionError
-from web.ratelimit import check_rate
+from web.clients import Client
+from web.ratelimit import check_rate_in_room
 
 TIMEOUT_S = 5
 MAX_PROBLEMS = 100
@@ -28,12 +29,13 @@ UNNECESSARY = {"F401", "F841", "F811"}
 WARNINGS = {"F401", "F841", "F811", "F403", "F405", "F541"}
 
 
-def check_lint(payload, *, client: str) -> str:
+def check_lint(payload, *, client: Client) -> str:
     if not isinstance(payload, dict):
         raise ActionError('send {"code": "..."}: the code to check, as a string')
     code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
     reject_lone_surrogates(code)
-    check_rate("lint", client, settings.LINT_RATE_LIMIT_PER_MINUTE, 60, "checks of the code")
+    check_rate_in_room("lint", client.person, client.room, settings.LINT_RATE_LIMIT_PER_MINUTE, 60,
+                       "checks of the code")
     return code
 
 

@@ -17,6 +17,7 @@ from executor import events as ev
 from executor import registry, submit
 from executor.runner import protocol
 from web.api import plain_text
+from web.clients import Client
 from web.errors import ActionError
 
 from ..models import Run, RunEvent
@@ -48,8 +49,10 @@ def check_options(options) -> dict:
     return dict(options)
 
 
-def check_start_run(payload, *, client: str, owner=None, run_id: uuid.UUID | None = None) -> Run:
-    """``run_id``: the new run's id, when the caller needs it before the run exists (a run
+def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None) -> Run:
+    """``client``: who starts it (``web.clients.request_client``, ``scope_client``), for ``owner``
+    (the account signed in, if any): the run counts against the person and, signed out, their
+    room. ``run_id``: the new run's id, when the caller needs it before the run exists (a run
     socket waits for its stream while the run is admitted); a new one by default."""
     if not isinstance(payload, dict):
         raise ActionError("the request body must be a JSON object")
@@ -62,9 +65,9 @@ def check_start_run(payload, *, client: str, owner=None, run_id: uuid.UUID | Non
         # Checked before admission: a run admitted and queued must not fail on it afterwards.
         raise ActionError("'snippet' must be a snippet's slug")
     options = check_options(payload.get("options"))
-    who = quotas.client_key(client, owner)
+    who = client.person
     run_id = run_id or uuid.uuid4()
-    priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id))
+    priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id), room=client.room)
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
                            run_id=run_id, priority=priority, runtime=runtime, options=options)
@@ -230,7 +233,8 @@ def _number(value, kind=float):
 # Cancelling --------------------------------------------------------------------------------------
 
 def check_cancel_run(run: Run, *, who: str) -> str:
-    """``who``: the client key of whoever asks (a receiver of ``run_cancelling`` may refuse them)."""
+    """``who``: the person key of whoever asks (``web.clients``; a receiver of ``run_cancelling``
+    may refuse them)."""
     run_cancelling.send(sender=Run, run=run, who=who)
     if run.is_finished:
         raise ActionError(f"the run already finished ({run.status})", status=409)

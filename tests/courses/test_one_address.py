@@ -1,7 +1,8 @@
 """A class behind one address (a school's NAT, a workshop's Wi-Fi): everyone signed in has a fair
-share of their own, keyed on the account, and their runs take nothing of the address's; everyone
-signed out there shares the address's, which is larger than a person's, and a refusal tells them
-that signing in gives each their own."""
+share of their own, keyed on the account, and their runs take nothing of the address's; requests
+signed out with no browser identity (scripts: these clients never loaded a page) share the
+address's, which is larger than a person's, and a refusal tells them so and how to have their own.
+Browsers signed out, each with a share of its own within the address's room: test_room.py."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ SCHOOL = "203.0.113.50"
 
 @pytest.fixture
 def shares(settings):
-    """Fair shares on, small: 2 runs at once per person, 3 per address for everyone signed out."""
-    settings.RUN_QUOTAS = {kind: {"active": 2, "address_active": 3, "per_hour_s": 0, "per_day_s": 0, "queue_max": 0}
+    """Fair shares on, small: 2 runs at once per person, 3 per address for those with no identity,
+    5 for everyone signed out there."""
+    settings.RUN_QUOTAS = {kind: {"active": 2, "address_active": 3, "room_active": 5, "per_hour_s": 0,
+                                  "per_day_s": 0, "queue_max": 0}
                            for kind in settings.RUN_DEVICE_KINDS}
     _forget_shares()
     yield settings.RUN_QUOTAS
@@ -66,7 +69,9 @@ def test_an_accounts_runs_take_nothing_of_its_addresss_share(shares, student, ex
     status, body = start(signed_out)
     assert status == 429 and body["limit"] == "active_runs"
     assert body["error"].startswith("your address already has 3 runs queued or running (at most 3 at once)")
-    assert body["error"].endswith("sign in to have a share of your own")
+    assert "without the cookie this site's pages give each browser" in body["error"]
+    assert "everyone at your address who has none" in body["error"]
+    assert body["error"].endswith("run from the playground's page, or sign in, to have a share of your own")
     # Another address is another client.
     assert post(Client(REMOTE_ADDR="203.0.113.51"), "/api/runs", {"code": "print(1)"}).status_code == 201
 
@@ -75,7 +80,8 @@ def test_every_refusal_of_someone_signed_out_says_signing_in_helps(settings, stu
     settings.RUN_RATE_LIMIT_PER_MINUTE = 1
     assert start(at_school())[0] == 201
     status, body = start(at_school())
-    assert status == 429 and body["limit"] == "rate" and "sign in to have a share of your own" in body["error"]
+    assert status == 429 and body["limit"] == "rate" and body["error"].startswith("too many runs: at most 1 a minute")
+    assert body["error"].endswith("or sign in, to have a share of your own")
     assert start(at_school(student))[0] == 201
     status, body = start(at_school(student))
     assert status == 429 and body["limit"] == "rate" and "sign in" not in body["error"]
