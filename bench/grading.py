@@ -3,6 +3,7 @@
     python -m bench.grading                 # its own stack; 200 students
     python -m bench.grading --n 50
     python -m bench.grading --overhead 15    # what grading adds to one run (sandbox only)
+    python -m bench.grading --transforms 9   # what one check that transforms the student's f costs
 
 One course of ``n`` students (accounts and API tokens made directly in the stack's database), one
 small assignment with five hidden checks (values, a gradient against finite differences, "no
@@ -42,6 +43,8 @@ def loss(w):
     return jnp.sum(w ** 2)
 def loss_grad(w):
     return 2 * w
+def f(x):
+    return jnp.sin(x) ** 2
 print(loss(jnp.arange(3.0)))
 """
 CHECKS = """
@@ -231,16 +234,64 @@ def overhead(n: int) -> dict:
     return out
 
 
+# One check each, of the student's ``f``, as a JAX course writes them (docs/CHECKS.md).
+TRANSFORMED = {
+    "f(x): a value": "allclose(f(x), np.sin(x) ** 2)",
+    "jax.grad(f)(0.3)": "allclose(jax.grad(f)(0.3), np.sin(0.6))",
+    "jax.vmap(f)(x)": "allclose(jax.vmap(f)(x), np.sin(x) ** 2)",
+    "jax.jit(f)(x)": "allclose(jax.jit(f)(x), np.sin(x) ** 2)",
+    "jax.hessian(f)(0.3)": "allclose(jax.hessian(f)(0.3), 2 * np.cos(0.6), rtol=1e-4)",
+    "jax.make_jaxpr(f)(0.3)": "'sin' in str(jax.make_jaxpr(f)(0.3))",
+    "jax.grad(lambda t: 3 * f(t))(0.3)": "allclose(jax.grad(lambda t: 3 * f(t))(0.3), 3 * np.sin(0.6))",
+    "jax.jit(jax.grad(lambda t: 3 * f(t)))(0.3)":
+        "allclose(jax.jit(jax.grad(lambda t: 3 * f(t)))(0.3), 3 * np.sin(0.6))",
+    "jax.vmap(lambda t: f(t) + 1)(x)": "allclose(jax.vmap(lambda t: f(t) + 1)(x), np.sin(x) ** 2 + 1)",
+}
+
+
+def transforms(n: int) -> dict:
+    """What one check of each kind adds to a graded run, in the sandbox without the web side:
+    the median wall time of grading with a check that does nothing, and with that check instead
+    (the student's code, its runner, the checker and, where a check lowers, the analyst alike)."""
+    from executor.local import grade_local
+    from executor.sandbox import Limits, get_launcher
+
+    head = "from jaxplay.grading import allclose, check\nimport jax\nimport numpy as np\n" \
+           "x = np.linspace(0, 1, 16, dtype=np.float32)\n"
+    launcher = get_launcher("fork", limits=Limits(wall_s=60))
+    out = {}
+    try:
+        for label, expr in (("check('ok', True)", "True"), *TRANSFORMED.items()):
+            walls = []
+            for _ in range(n):
+                events, grade = grade_local(STUDENT, head + f"check('it', {expr})\n", launcher=launcher)
+                assert grade["score"] == grade["max_score"] == 1.0, (label, grade["checks"], grade["log"][-800:])
+                walls.append(events[-1]["wall_ms"])
+            out[label] = {"wall_ms": round(statistics.median(walls), 1)}
+    finally:
+        launcher.close()
+    base = out["check('ok', True)"]["wall_ms"]
+    for label in TRANSFORMED:
+        out[label]["added_ms"] = round(out[label]["wall_ms"] - base, 1)
+    return out
+
+
 def main() -> int:
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="bench.grading")
     parser = argparse.ArgumentParser(prog="python -m bench.grading", description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200, help="students (submissions per round)")
+    parser.add_argument("--transforms", type=int, default=0, metavar="N",
+                        help="what one check that transforms the student's function adds (N gradings each)")
     parser.add_argument("--overhead", type=int, default=0, metavar="N",
                         help="only measure what grading adds to one run (medians of N runs), without the web side")
     parser.add_argument("--slots", type=int, default=1,
                         help="runners each executor worker runs at once (EXECUTOR_CONCURRENCY; default 1, so that "
                              "a second worker is a second node's worth)")
     args = parser.parse_args()
+    if args.transforms:
+        results = transforms(args.transforms)
+        print(json.dumps(results, indent=2))
+        return 0
     if args.overhead:
         results = overhead(args.overhead)
         print(json.dumps(results, indent=2))

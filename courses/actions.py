@@ -33,10 +33,10 @@ from web.ratelimit import check_count, check_rate, count_one
 
 from . import checks as checks_source
 from .dashboard import broadcast_on_commit, regrade_item, run_item, submission_item
-from .grading import queue_grading
+from .grading import queue_grading, queue_validation
 from .models import (
-    INSTRUCTOR, JOIN_CODE_ALPHABET, ROLES, STUDENT, Assignment, Ban, Course, CourseRun, Invitation, Membership,
-    Submission, new_join_code,
+    INSTRUCTOR, JOIN_CODE_ALPHABET, REFERENCE, ROLES, STARTER, STUDENT, Assignment, Ban, Course, CourseRun, Grading,
+    Invitation, Membership, Submission, new_join_code,
 )
 
 
@@ -379,6 +379,7 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
             raise ActionError("'title' must not be empty")
         fields["title"] = title
     for name, limit in (("description", DESCRIPTION_MAX), ("starter_code", settings.RUN_MAX_CODE_BYTES),
+                        ("reference_solution", settings.RUN_MAX_CODE_BYTES),
                         ("checks", checks_source.CHECKS_MAX_BYTES)):
         # A long field over its limit is a body too large (413); a short one, bad input.
         value = text(payload, name, limit, status=413 if limit > 1000 else 400)
@@ -401,12 +402,19 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
     return fields
 
 
-def check_create_assignment(course: Course, payload) -> Assignment:
+# What a validation grades: a change to any of these makes the last one out of date.
+VALIDATED_FIELDS = ("checks", "reference_solution", "starter_code", "device", "runtime", "limits")
+
+
+def check_create_assignment(course: Course, payload, *, user=None) -> Assignment:
+    """A new assignment, validated (``check_validate_assignment``) as ``user`` (its instructor)."""
     payload = _object(payload)
     _not_archived(course)
     fields = _assignment_fields(payload, creating=True)
     fields.setdefault("device", settings.RUN_DEFAULT_DEVICE)
-    return do_create_assignment(course, **fields)
+    assignment = do_create_assignment(course, **fields)
+    check_validate_assignment(assignment, user=user)
+    return assignment
 
 
 def do_create_assignment(course: Course, **fields) -> Assignment:
@@ -415,10 +423,16 @@ def do_create_assignment(course: Course, **fields) -> Assignment:
     return assignment
 
 
-def check_update_assignment(assignment: Assignment, payload) -> Assignment:
+def check_update_assignment(assignment: Assignment, payload, *, user=None) -> Assignment:
+    """A change, validated again when it changes what is graded (``VALIDATED_FIELDS``)."""
     payload = _object(payload)
     _not_archived(assignment.course)
-    return do_update_assignment(assignment, _assignment_fields(payload, creating=False))
+    fields = _assignment_fields(payload, creating=False)
+    revalidate = any(name in VALIDATED_FIELDS and getattr(assignment, name) != value for name, value in fields.items())
+    assignment = do_update_assignment(assignment, fields)
+    if revalidate:
+        check_validate_assignment(assignment, user=user)
+    return assignment
 
 
 def do_update_assignment(assignment: Assignment, fields: dict) -> Assignment:
@@ -434,6 +448,57 @@ def do_update_assignment(assignment: Assignment, fields: dict) -> Assignment:
     if changed:
         assignment.save(update_fields=[*changed, "updated_at"])
     return assignment
+
+
+def check_validate_assignment(assignment: Assignment, *, user=None) -> None:
+    """Grade the reference solution and the starter code with the checks, as nbgrader's validate
+    does: the reference should get full marks, the starter code should not. Two graded runs like a
+    submission's, which are the instructor's (``user``) as a regrade's are: their seconds count
+    against the instructor's budget and they are queued below every run a person waits for. When
+    they are refused (the budget, a full queue, no executor online), the save still stands and the
+    assignment says why it was not validated. Without checks, or with neither code, there is
+    nothing to validate."""
+    runs = [(kind, code) for kind, code in ((REFERENCE, assignment.reference_solution),
+                                            (STARTER, assignment.starter_code)) if code.strip()]
+    if not assignment.checks.strip() or not runs:
+        do_validate_assignment(assignment, [])
+        return
+    who = _who(user) if user is not None else None
+    runtime = current_runtime(assignment.runtime)
+    try:
+        check_online(assignment.device, runtime)
+        if who is not None:
+            quotas.check_admit_regrade(who, registry.route(assignment.device, runtime), len(runs))
+    except ActionError as exc:
+        do_validate_assignment(assignment, [], skipped=exc.message)
+        return
+    do_validate_assignment(assignment, runs, by=who)
+
+
+def do_validate_assignment(assignment: Assignment, runs: list[tuple[str, str]], *, by: str | None = None,
+                           skipped: str = "") -> None:
+    """Replace the assignment's validation with a graded run of each ``(kind, code)`` (none: no
+    validation, ``skipped`` saying why); ``by``: the client key their seconds count against. A
+    run of the replaced validation still going ends as any run; its result is dropped."""
+    run_ids: list[str] = []
+    try:
+        with transaction.atomic():
+            Grading.objects.filter(assignment=assignment).delete()
+            for kind, code in runs:
+                run_id = uuid.uuid4()
+                priority = quotas.REGRADE_STEP
+                if by is not None:
+                    run_ids.append(str(run_id))
+                    priority = quotas.admit_regrade(by, str(run_id))
+                with quotas.starting(run_id, priority):
+                    queue_validation(assignment, kind, code)
+            if assignment.validation_skipped != skipped:
+                assignment.validation_skipped = skipped
+                Assignment.objects.filter(pk=assignment.pk).update(validation_skipped=skipped)
+    except BaseException:
+        for run_id in run_ids:
+            quotas.release(run_id)
+        raise
 
 
 # Runs and submissions ----------------------------------------------------------------------------
@@ -518,8 +583,9 @@ def check_regrade(assignment: Assignment, *, user=None) -> int:
     who = _who(user) if user is not None else None
     if who is not None:
         check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, "regrades")
-        quotas.check_admit_regrade(who, registry.route(assignment.device, current_runtime(assignment.runtime)),
-                                   _latest_submissions(assignment).count())
+        # len(), not count(): Django 6.1 on SQLite counts a grouped values_list with an empty SELECT.
+        runs = len(_latest_submissions(assignment))
+        quotas.check_admit_regrade(who, registry.route(assignment.device, current_runtime(assignment.runtime)), runs)
     return do_regrade(assignment, by=who)
 
 

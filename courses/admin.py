@@ -26,14 +26,15 @@ class CourseAdmin(admin.ModelAdmin):
 class AssignmentAdmin(admin.ModelAdmin):
     list_display = ("title", "course", "device", "due_at", "max_score", "checks_version")
     search_fields = ("title", "course__title")
-    readonly_fields = ("max_score", "checks_version", "regrades", "created_at", "updated_at")
+    readonly_fields = ("max_score", "checks_version", "regrades", "validation_skipped", "created_at", "updated_at")
     raw_id_fields = ("course",)
 
 
 class GradingInline(admin.TabularInline):
     model = Grading
     extra = 0
-    fields = ("run", "status", "reported", "score", "max_score", "checks_version", "regrade", "finished_at")
+    fields = ("run", "status", "reported", "score", "max_score", "needs_regrade", "checks_version", "regrade",
+              "finished_at")
     readonly_fields = fields
     can_delete = False
 
@@ -43,11 +44,12 @@ class GradingInline(admin.TabularInline):
 
 @admin.register(Submission)
 class SubmissionAdmin(admin.ModelAdmin):
-    list_display = ("id", "assignment", "student", "status", "score", "max_score", "late", "created_at")
-    list_filter = ("status", "late")
+    list_display = ("id", "assignment", "student", "status", "score", "max_score", "needs_regrade", "late",
+                    "created_at")
+    list_filter = ("status", "needs_regrade", "late")
     search_fields = ("student__username", "assignment__title")
     readonly_fields = ("assignment", "student", "code", "created_at", "late", "run", "status", "score", "max_score",
-                       "checks", "message", "error", "log", "graded_at", "grading", "regrading")
+                       "checks", "message", "error", "log", "graded_at", "grading", "regrading", "needs_regrade")
     inlines = [GradingInline]
 
     def has_add_permission(self, request):

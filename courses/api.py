@@ -26,6 +26,7 @@ from .serializers import (
 )
 
 SUBMISSIONS_PAGE = 100
+NEEDS_REGRADE = object()  # a grades.csv cell whose score is not final
 
 
 def _signed_in(request):
@@ -121,7 +122,7 @@ def api_course_archive(request, course_id):
 @api("POST")
 def api_course_assignments(request, course_id):
     membership = _course(request, course_id, instructor=True)
-    assignment = actions.check_create_assignment(membership.course, parse_json(request))
+    assignment = actions.check_create_assignment(membership.course, parse_json(request), user=request.user)
     return JsonResponse(assignment_detail(assignment, INSTRUCTOR), status=201)
 
 
@@ -135,16 +136,18 @@ def api_course_dashboard(request, course_id):
 @api("GET")
 def api_course_grades(request, course_id):
     """One row per student (username, name and email, for a roster), one column per assignment:
-    the score of the student's latest graded submission (empty: none graded), then the total."""
+    the score of the student's latest graded submission (empty: none graded; "needs regrade": its
+    checks crashed, so it has no final score yet), then the total of the final ones."""
     course = _course(request, course_id, instructor=True).course
     assignments = list(course.assignments.order_by("due_at", "created_at"))
     students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
                     .order_by("user__username"))
-    scores: dict[tuple[int, int], float | None] = {}
-    for student_id, assignment_id, score in (Submission.objects.filter(
+    scores: dict[tuple[int, int], object] = {}
+    for student_id, assignment_id, score, needs_regrade in (Submission.objects.filter(
             assignment__course=course, status=GRADED).order_by("id")
-            .values_list("student_id", "assignment_id", "score")):
-        scores[(student_id, assignment_id)] = score  # ids grow with time: the last is the latest
+            .values_list("student_id", "assignment_id", "score", "needs_regrade")):
+        # ids grow with time: the last is the latest
+        scores[(student_id, assignment_id)] = NEEDS_REGRADE if needs_regrade else score
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["username", "name", "email", *[_cell(f"{a.title} (latest graded, of {_number(a.max_score)})")
@@ -152,9 +155,10 @@ def api_course_grades(request, course_id):
                      f"total (of {_number(sum(a.max_score for a in assignments))})"])
     for m in students:
         row = [scores.get((m.user_id, a.pk)) for a in assignments]
+        final = [s for s in row if s is not None and s is not NEEDS_REGRADE]
         writer.writerow([_cell(m.user.username), _cell(m.user.get_full_name()), _cell(m.user.email),
-                         *["" if s is None else _number(s) for s in row],
-                         _number(sum(s for s in row if s is not None))])
+                         *["" if s is None else "needs regrade" if s is NEEDS_REGRADE else _number(s) for s in row],
+                         _number(sum(final))])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="course-{course.pk}-grades.csv"'
     return response
@@ -175,7 +179,7 @@ def _cell(text: str) -> str:
 def api_assignment(request, assignment_id):
     if request.method == "PATCH":
         assignment, role = _assignment(request, assignment_id, instructor=True)
-        assignment = actions.check_update_assignment(assignment, parse_json(request))
+        assignment = actions.check_update_assignment(assignment, parse_json(request), user=request.user)
         return JsonResponse(assignment_detail(assignment, role))
     assignment, role = _assignment(request, assignment_id)
     return JsonResponse(assignment_detail(assignment, role))

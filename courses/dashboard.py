@@ -5,9 +5,10 @@ the websocket /ws/courses/<id>/ sends first, then the updates sent to the course
       "students":    [{id, username}],                       the course's students, by username
       "assignments": [{id, title, max_score, due}],
       "cells":       {"<student>:<assignment>": {status, score, max_score, late, submission,
-                                                 run, run_status, at}},
+                                                 needs_regrade, run, run_status, at}},
       "feed":        [the last 50 items, newest first],
       "errors":      [{exc_type, line, assignment, count, students, message}],   most common first
+      "check_errors": [{assignment, submissions, checks, error, submission, student, at}],
       "histograms":  {"<assignment>": [10 counts of score/max_score: 0-10 %, ..., 90-100 %]},
     }
 
@@ -16,14 +17,19 @@ A cell is a student's latest activity on an assignment: ``status``/``score``/``l
 and ``run_status`` of their latest run (a free run or a submission's). Histograms count each
 student's latest graded submission. Errors group the ``error`` events of the class's runs (free
 runs and submissions' first runs) by assignment, exception type and line; ``count`` is the
-runs that raised it, ``students`` how many students did.
+runs that raised it, ``students`` how many students did. Check errors are the instructor's own:
+per assignment whose checks crashed on a student's latest grade, how many such grades need a
+regrade, and the newest one's crashed checks and traceback. Those grades are provisional: the
+histograms leave them out.
 
 Items (the feed, and the ``update`` messages of the websocket):
 
     {"kind": "run", run, student, assignment, submission (null for a free run), status,
      exc_type?, line?, at}
     {"kind": "submission", submission, student, assignment, status, score, max_score, late,
-     regrading, run, at}
+     regrading, needs_regrade, run, at}
+    {"kind": "check_error", submission, student, assignment, checks, error, at}
+                                                   a grade whose checks crashed (error: the traceback)
     {"kind": "regrade", assignment, regrade, queued, done, at}
     {"kind": "member", user, username, role, at}   joined, added, role changed; role null: removed
                                                    (an instructor who is one no more: socket closed)
@@ -46,7 +52,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
 
 from executor import events as ev
@@ -65,6 +71,8 @@ ERROR_EVENTS_SCANNED = 5000
 # large class, not every run the course ever had.
 RUNS_SCANNED = 2000
 HISTOGRAM_BINS = 10
+# Of a crashed check's traceback, what a dashboard item carries (the submission has all of it).
+CHECK_ERROR_CHARS = 8000
 
 
 def check_snapshot_rate(who: str) -> None:
@@ -131,8 +139,17 @@ def submission_item(submission: Submission) -> dict:
     return {"kind": "submission", "submission": submission.pk, "student": submission.student_id,
             "assignment": submission.assignment_id, "status": submission.status, "score": submission.score,
             "max_score": submission.max_score, "late": submission.late, "regrading": submission.regrading,
-            "run": str(submission.run_id) if submission.run_id else None,
+            "needs_regrade": submission.needs_regrade, "run": str(submission.run_id) if submission.run_id else None,
             "at": _iso(submission.graded_at or submission.created_at)}
+
+
+def check_error_item(submission: Submission) -> dict:
+    """A grade whose checks crashed: which checks could not run and the traceback, for the
+    instructor to fix the checks and regrade."""
+    return {"kind": "check_error", "submission": submission.pk, "student": submission.student_id,
+            "assignment": submission.assignment_id,
+            "checks": [c.get("name") for c in submission.checks if isinstance(c, dict) and c.get("crashed")],
+            "error": submission.error[:CHECK_ERROR_CHARS], "at": _iso(submission.graded_at or submission.created_at)}
 
 
 def regrade_progress(assignment: Assignment) -> dict | None:
@@ -181,13 +198,13 @@ def snapshot(course: Course) -> dict:
         run = submission_runs.get(str(s.run_id))
         cells[f"{s.student_id}:{s.assignment_id}"] = {
             "status": s.status, "score": s.score, "max_score": s.max_score, "late": s.late, "submission": s.pk,
-            "regrading": s.regrading, "run": str(s.run_id) if s.run_id else None,
+            "regrading": s.regrading, "needs_regrade": s.needs_regrade, "run": str(s.run_id) if s.run_id else None,
             "run_status": run.status if run else None, "at": _iso(s.graded_at or s.created_at)}
     for (student_id, assignment_id), course_run in latest_runs.items():
         key = f"{student_id}:{assignment_id}"
         cell = cells.setdefault(key, {"status": None, "score": None, "max_score": None, "late": False,
-                                      "submission": None, "regrading": False, "run": None, "run_status": None,
-                                      "at": None})
+                                      "submission": None, "regrading": False, "needs_regrade": False, "run": None,
+                                      "run_status": None, "at": None})
         run_at = course_run.run.created_at
         submission_run = submission_runs.get(cell["run"]) if cell["run"] else None
         if submission_run is None or run_at > submission_run.created_at:
@@ -204,8 +221,33 @@ def snapshot(course: Course) -> dict:
         "cells": cells,
         "feed": _feed(submissions, course_runs),
         "errors": _common_errors(submissions, course_runs),
+        "check_errors": check_errors(latest_submissions),
         "histograms": _histograms(student_rows, assignments),
     }
+
+
+def assignment_check_errors(assignment: Assignment) -> dict | None:
+    """``check_errors``' entry of one assignment, over its members' latest submissions (the
+    instructor's assignment page), or None."""
+    members = Membership.objects.filter(course_id=assignment.course_id).values_list("user_id", flat=True)
+    latest = (Submission.objects.filter(assignment=assignment, student_id__in=members).values("student_id")
+              .annotate(latest=Max("id")).values_list("latest", flat=True))
+    found = check_errors(Submission.objects.filter(pk__in=list(latest), needs_regrade=True))
+    return found[0] if found else None
+
+
+def check_errors(latest_submissions) -> list[dict]:
+    """Per assignment whose checks crashed on some of these (each student's latest) submissions:
+    how many need a regrade, and the newest one's ``check_error_item``."""
+    crashed: dict[int, list[Submission]] = defaultdict(list)
+    for s in latest_submissions:
+        if s.needs_regrade:
+            crashed[s.assignment_id].append(s)
+    found = []
+    for group in crashed.values():
+        newest = max(group, key=lambda s: (s.graded_at or s.created_at, s.pk))
+        found.append({**check_error_item(newest), "submissions": len(group)})
+    return sorted(found, key=lambda e: e["at"] or "", reverse=True)
 
 
 def _feed(submissions, course_runs) -> list[dict]:
@@ -254,7 +296,7 @@ def _common_errors(submissions, course_runs) -> list[dict]:
 def _histograms(students, assignments) -> dict[str, list[int]]:
     histograms = {str(a.pk): [0] * HISTOGRAM_BINS for a in assignments}
     for s in _latest_per_pair(Submission, students, assignments, status=GRADED):
-        if not s.max_score or s.score is None:
+        if not s.max_score or s.score is None or s.needs_regrade:
             continue
         ratio = min(max(s.score / s.max_score, 0.0), 1.0)
         histograms.setdefault(str(s.assignment_id), [0] * HISTOGRAM_BINS)[

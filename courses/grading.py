@@ -10,7 +10,13 @@
 
 So a submission always ends "graded". Its score is the sum of the points of the checks that
 passed, out of the points of every check reported or declared by the checks' source
-(``courses.checks.declared_checks``): a check the code never reached counts as failed.
+(``courses.checks.declared_checks``): a check the code never reached counts as failed. A grade in
+which a check crashed (the checks' own fault) ``needs_regrade``: its score is provisional, and the
+course's dashboards get a "check_error" item with the traceback at once.
+
+A validation is a grading of the assignment's reference solution or starter code
+(``queue_validation``, ``courses.actions.check_validate_assignment``): the same states and the
+same landing, on the grading alone (no submission), which the instructor's assignment page reads.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from executor.runner import grades
 from playground.actions.runs import do_start_run
 
 from . import checks as checks_source
-from .dashboard import broadcast_on_commit, regrade_item, submission_item
+from .dashboard import broadcast_on_commit, check_error_item, regrade_item, submission_item
 from .models import GRADED, GRADING, QUEUED, Assignment, Grading, Submission
 
 log = logging.getLogger("courses")
@@ -45,6 +51,15 @@ def queue_grading(submission: Submission, assignment: Assignment, regrade: int =
                        grade={"checks": assignment.checks}, runtime=assignment.runtime)
     return Grading.objects.create(submission=submission, run=run, checks_version=assignment.checks_version,
                                   regrade=regrade, declared=checks_source.declared_checks(assignment.checks))
+
+
+def queue_validation(assignment: Assignment, kind: str, code: str) -> Grading:
+    """A graded run of the assignment's reference solution or starter code (``kind``) with its
+    checks as they are now: a grading of no submission."""
+    run = do_start_run(code, assignment.device, owner=None, limits=assignment.limits,
+                       grade={"checks": assignment.checks}, runtime=assignment.runtime)
+    return Grading.objects.create(kind=kind, assignment=assignment, run=run, checks_version=assignment.checks_version,
+                                  declared=checks_source.declared_checks(assignment.checks))
 
 
 def do_grading_started(run_id: str) -> Grading | None:
@@ -119,29 +134,35 @@ def do_settle_stale_gradings(older_than_s: float | None = None) -> list[int]:
     return settled
 
 
+GRADE_FIELDS = ("score", "max_score", "checks", "message", "error", "log", "needs_regrade")
+
+
 def _land(grading: Grading, grade: dict, *, reported: bool) -> None:
     """Write a grade on its grading, and on its submission when no newer grading landed there
     first. Inside the caller's transaction, with the grading's row locked."""
     now = timezone.now()
-    for name in ("score", "max_score", "checks", "message", "error", "log"):
+    for name in GRADE_FIELDS:
         setattr(grading, name, grade[name])
     grading.status, grading.reported, grading.finished_at = GRADED, reported, now
-    grading.save(update_fields=["score", "max_score", "checks", "message", "error", "log", "status", "reported",
-                                "finished_at"])
+    grading.save(update_fields=[*GRADE_FIELDS, "status", "reported", "finished_at"])
+    if grading.submission_id is None:
+        return  # a validation: the instructor's assignment page reads it
     # Only the submission's row is locked: its assignment is read, and every grade of the assignment
     # would otherwise wait for every other (and for each new submission's insert).
     submission = Submission.objects.select_for_update(of=("self",)).select_related("assignment").get(
         pk=grading.submission_id)
     if submission.grading_id is None or grading.pk >= submission.grading_id:
-        for name in ("score", "max_score", "checks", "message", "error", "log"):
+        for name in GRADE_FIELDS:
             setattr(submission, name, grade[name])
         submission.status, submission.graded_at, submission.grading_id = GRADED, now, grading.pk
     submission.regrading = Grading.objects.filter(submission_id=submission.pk, pk__gt=submission.grading_id).exclude(
         status=GRADED).exists()
-    submission.save(update_fields=["score", "max_score", "checks", "message", "error", "log", "status", "graded_at",
-                                   "grading", "regrading"])
+    submission.save(update_fields=[*GRADE_FIELDS, "status", "graded_at", "grading", "regrading"])
     assignment = submission.assignment
     items = [lambda: submission_item(submission)]
+    if submission.grading_id == grading.pk and grading.needs_regrade:
+        # The checks crashed: their traceback on every dashboard now, not at the next look.
+        items.append(lambda: check_error_item(submission))
     if grading.regrade and grading.regrade == assignment.regrades:
         items.append(lambda: regrade_item(assignment))
     broadcast_on_commit(assignment.course_id, *items)

@@ -4,7 +4,9 @@ submission to an assignment is graded by one or more gradings, each a graded run
     Course ─┬─ Membership (user, role)
             ├─ Invitation (username, role): a member only once they accept it
             ├─ Ban (user): removed by an instructor, the join code no longer lets them in
-            └─ Assignment (description, starter code, HIDDEN checks) ─┬─ Submission ── Grading (one per run)
+            └─ Assignment (description, starter code, HIDDEN checks ─┬─ Submission ── Grading (one per run)
+                           and reference solution)                    ├─ Grading (a validation: the checks on the
+                                                                      │  reference solution, on the starter code)
                                                                       └─ CourseRun (a free run on its page)
 
 Public ids are integers: every URL and socket looks them up through ``courses.access``, which
@@ -35,6 +37,14 @@ QUEUED = "queued"
 GRADING = "grading"
 GRADED = "graded"
 GRADE_STATUSES = (QUEUED, GRADING, GRADED)
+
+# What a grading grades: a submission, or (a validation) the assignment's reference solution or
+# its starter code, with the checks as saved.
+SUBMISSION = "submission"
+REFERENCE = "reference"
+STARTER = "starter"
+GRADING_KINDS = (SUBMISSION, REFERENCE, STARTER)
+VALIDATION_KINDS = (REFERENCE, STARTER)
 
 
 def new_join_code() -> str:
@@ -134,13 +144,16 @@ class Ban(models.Model):
 class Assignment(models.Model):
     """``checks`` is hidden: Python run after a submission's code, in its sandbox, reporting named
     checks. It is sent to the executor in the grading task's message and shown to instructors;
-    nothing a student can reach serializes it."""
+    nothing a student can reach serializes it. So is ``reference_solution``: a solution that
+    should get full marks, graded with the checks (with the starter code, which should not) each
+    time either changes (``courses.actions.check_validate_assignment``)."""
 
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)  # Markdown, rendered by snippets.markdown
     starter_code = models.TextField(blank=True)
     checks = models.TextField(blank=True)
+    reference_solution = models.TextField(blank=True)
     device = models.CharField(max_length=40, default="cpu")
     # The runtime its runs and gradings use (runtimes/runtimes.toml), pinned when it is made, so
     # that the course's grades do not move when the site's default does.
@@ -155,6 +168,9 @@ class Assignment(models.Model):
     checks_version = models.PositiveIntegerField(default=1)
     # +1 at each regrade; the gradings it queued carry its number (progress of the last one).
     regrades = models.PositiveIntegerField(default=0)
+    # Why the last save that changed what is graded queued no validation (its runs were refused:
+    # the instructor's budget, a full queue, no executor online); "" when it did.
+    validation_skipped = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -195,6 +211,8 @@ class Submission(models.Model):
     graded_at = models.DateTimeField(null=True, blank=True)
     grading = models.ForeignKey("Grading", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     regrading = models.BooleanField(default=False)  # a newer grading is pending
+    # A check of its grade crashed (the checks' fault): the score is not final until a regrade.
+    needs_regrade = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -205,9 +223,15 @@ class Submission(models.Model):
 
 
 class Grading(models.Model):
-    """One graded run of a submission: its first, or a regrade's."""
+    """One graded run of a submission (its first, or a regrade's), or of the assignment's
+    reference solution or starter code (a validation: ``assignment`` set, no submission; a newer
+    validation replaces it)."""
 
-    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="gradings")
+    kind = models.CharField(max_length=16, choices=[(k, k) for k in GRADING_KINDS], default=SUBMISSION)
+    submission = models.ForeignKey(Submission, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="gradings")
+    assignment = models.ForeignKey(Assignment, null=True, blank=True, on_delete=models.CASCADE,
+                                   related_name="validations")
     run = models.OneToOneField(Run, on_delete=models.PROTECT, related_name="grading")
     checks_version = models.PositiveIntegerField()
     regrade = models.PositiveIntegerField(default=0)  # the assignment's regrade that queued it; 0: a submission
@@ -224,13 +248,20 @@ class Grading(models.Model):
     message = models.TextField(blank=True)
     error = models.TextField(blank=True)
     log = models.TextField(blank=True)
+    needs_regrade = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
+        constraints = [models.CheckConstraint(
+            condition=(models.Q(kind=SUBMISSION, submission__isnull=False, assignment__isnull=True)
+                       | models.Q(kind__in=VALIDATION_KINDS, submission__isnull=True, assignment__isnull=False)),
+            name="grading_of_a_submission_or_a_validation")]
 
     def __str__(self):
+        if self.kind != SUBMISSION:
+            return f"validation {self.pk} of assignment {self.assignment_id}'s {self.kind} ({self.status})"
         return f"grading {self.pk} of submission {self.submission_id} ({self.status})"
 
 

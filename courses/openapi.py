@@ -111,18 +111,22 @@ def paths() -> dict:
         }},
         "/api/courses/{course_id}/grades.csv": {"get": {
             "summary": "Grades as CSV (instructors): a row per student, a column per assignment with the score "
-                       "of the student's latest graded submission, and the total",
+                       "of the student's latest graded submission (\"needs regrade\" while a check of it could "
+                       "not run), and the total",
             "operationId": "getCourseGrades", "parameters": [COURSE_ID],
             "responses": {"200": {"description": "CSV", "content": {"text/csv": {"schema": {"type": "string"}}}},
                           "404": error(NOT_FOUND)},
         }},
         "/api/assignments/{assignment_id}": {
             "parameters": [ASSIGNMENT_ID],
-            "get": {"summary": "An assignment (a student's view has no checks; an instructor's has them and the "
-                               "progress of the last regrade)",
+            "get": {"summary": "An assignment (a student's view has no checks; an instructor's has them, the "
+                               "reference solution, its validation, the checks that crashed and the progress "
+                               "of the last regrade)",
                     "operationId": "getAssignment",
                     "responses": {"200": reply("Assignment", "The assignment"), "404": error(NOT_FOUND)}},
-            "patch": {"summary": "Change an assignment (instructors); changed checks get a new checks_version",
+            "patch": {"summary": "Change an assignment (instructors); changed checks get a new checks_version, "
+                                 "and a change to what is graded (checks, reference solution, starter code, "
+                                 "device, runtime, limits) validates it again",
                       "operationId": "updateAssignment", "requestBody": body("AssignmentRequest"),
                       "responses": {"200": reply("Assignment", "The assignment"), "400": error("Bad input"),
                                     "404": error(NOT_FOUND), "409": error("Archived"),
@@ -221,6 +225,9 @@ def schemas() -> dict:
             "title": {"type": "string", "maxLength": 200},
             "description": {"type": "string", "description": "Markdown (raw HTML is shown as text)"},
             "starter_code": string,
+            "reference_solution": {"type": "string", "description": "Hidden like the checks: a solution that should "
+                                   "get full marks. Saving grades it and the starter code with the checks "
+                                   "(the assignment's validation)"},
             "checks": {"type": "string", "description": "Hidden Python run after a submission's code in its sandbox: "
                        "check(name, passed, points=1, message=\"\") and the helpers of jaxplay.grading"},
             "device": DEVICE,
@@ -244,12 +251,40 @@ def schemas() -> dict:
             "due": when, "results_before_due": boolean, "late": {"type": "boolean", "description": "Past due"},
             "max_score": {"type": "number"}, "created_at": when, "updated_at": when,
             "checks": {"type": "string", "description": "Instructors only"},
+            "reference_solution": {"type": "string", "description": "Instructors only"},
             "checks_version": {"type": "integer", "description": "Instructors only"},
             "regrade": {"oneOf": [{"type": "object", "properties": {"regrade": integer, "queued": integer,
                                                                     "done": integer}}, {"type": "null"}],
-                        "description": "Instructors only: the last regrade's progress"}}},
+                        "description": "Instructors only: the last regrade's progress"},
+            "validation": {"oneOf": [ref("Validation"), {"type": "null"}],
+                           "description": "Instructors only: the checks on the reference solution and the starter "
+                                          "code, as last saved (null: never validated)"},
+            "check_errors": {"oneOf": [ref("CheckError"), {"type": "null"}],
+                             "description": "Instructors only: students' latest grades whose checks crashed"}}},
+        "Validation": {"type": "object", "required": ["reference", "starter", "skipped"], "properties": {
+            "reference": {"oneOf": [ref("ValidationRun"), {"type": "null"}],
+                          "description": "null: no reference solution"},
+            "starter": {"oneOf": [ref("ValidationRun"), {"type": "null"}], "description": "null: no starter code"},
+            "skipped": {"type": ["string", "null"],
+                        "description": "Why the last save queued no validation (the budget, the queue, no executor)"}}},
+        "ValidationRun": {"type": "object", "required": ["status", "score", "max_score", "ok", "checks", "error"],
+                          "properties": {
+            "status": grade_status, "score": number_or_null, "max_score": number_or_null,
+            "full_marks": {"type": ["boolean", "null"]},
+            "ok": {"type": ["boolean", "null"], "description": "As it should be: the reference with full marks, the "
+                   "starter code without (null until graded)"},
+            "needs_regrade": boolean, "checks": {"type": "array", "items": ref("CheckResult")},
+            "message": string, "error": {"type": "string", "description": "The checks' tracebacks"}, "log": string,
+            "checks_version": integer, "run": string, "created_at": when, "finished_at": when}},
+        "CheckError": {"type": "object", "required": ["assignment", "submissions", "checks", "error"], "properties": {
+            "assignment": integer, "submissions": {"type": "integer", "description": "Grades that need a regrade"},
+            "checks": {"type": "array", "items": string, "description": "The checks that could not run (the newest)"},
+            "error": {"type": "string", "description": "The newest one's traceback"},
+            "submission": integer, "student": integer, "at": when}},
         "CheckResult": {"type": "object", "required": ["name", "passed", "points", "message"], "properties": {
-            "name": string, "passed": boolean, "points": {"type": "number"}, "message": string}},
+            "name": string, "passed": boolean, "points": {"type": "number"}, "message": string,
+            "crashed": {"type": "boolean", "description": "The check's own code raised: it could not run (the "
+                        "instructor's to fix, then regrade)"}}},
         "SubmissionCreated": {"type": "object", "required": ["id", "run", "ws"], "properties": {
             "id": integer, "run": {"type": "string", "format": "uuid", "description": "The grading run"},
             "ws": {"type": "string", "description": "Websocket path of the grading run's events"},
@@ -262,6 +297,8 @@ def schemas() -> dict:
             "results": {"type": "string", "enum": ["shown", "after_due"],
                         "description": "after_due: a student's score and checks are withheld until the due date"},
             "late": boolean, "regrading": {"type": "boolean", "description": "A newer grading is on its way"},
+            "needs_regrade": {"type": ["boolean", "null"], "description": "A check could not run (the checks' "
+                              "fault): the score is provisional until a regrade"},
             "run": {"type": ["string", "null"]}, "ws": {"type": ["string", "null"]},
             "created_at": when, "graded_at": when}},
         "Submission": {"allOf": [ref("SubmissionSummary"), {
@@ -283,11 +320,13 @@ def schemas() -> dict:
                                                                                       "username": string}}},
             "assignments": {"type": "array", "items": {"type": "object"}},
             "cells": {"type": "object", "description": "\"<student id>:<assignment id>\": {status, score, "
-                      "max_score, late, submission, regrading, run, run_status, at}"},
+                      "max_score, late, submission, regrading, needs_regrade, run, run_status, at}"},
             "feed": {"type": "array", "items": {"type": "object"}, "description": "The last 50 items, newest first"},
             "errors": {"type": "array", "items": {"type": "object", "properties": {
                 "assignment": integer, "exc_type": string, "line": {"type": ["integer", "null"]},
                 "count": integer, "students": integer, "message": string}}},
+            "check_errors": {"type": "array", "items": ref("CheckError"),
+                             "description": "Per assignment whose checks crashed on students' latest grades"},
             "histograms": {"type": "object", "additionalProperties": {"type": "array", "items": integer},
                            "description": "Per assignment id: 10 counts of score/max_score (0-10 %, ..., 90-100 %)"},
         }},

@@ -1,6 +1,7 @@
 """What courses do when a run's status moves (``playground.signals.run_status_changed``, sent by
-the recorder after its commit): a grading's run moves its grading along, and every run of a
-course (free runs, submissions' first runs) shows up on the course's dashboards."""
+the recorder after its commit): a grading's run (a submission's or a validation's) moves its
+grading along, and every run of a course (free runs, submissions' first runs) shows up on the
+course's dashboards."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = N
         elif status in ev.TERMINAL_STATUSES:
             gradings.do_grading_run_ended(grading)
         submission = grading.submission
+        if submission is None:  # a validation's run: no student's doing
+            return
         if submission.run_id == grading.run_id:  # a regrade's runs are not the student's doing
             broadcast(submission.assignment.course_id,
                       run_item(grading.run, submission.student_id, submission.assignment_id, submission.pk))

@@ -1,7 +1,7 @@
 """JSON shapes of courses in the public API. What a student may see is decided here, by role:
-an assignment's ``checks`` and a submission's ``error`` and ``log`` (which may quote the checks)
-appear only in the instructor's shapes, and a student's results are withheld until the due date
-when the assignment says so."""
+an assignment's ``checks``, ``reference_solution`` and ``validation`` and a submission's
+``error`` and ``log`` (which may quote the checks) appear only in the instructor's shapes, and a
+student's results are withheld until the due date when the assignment says so."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from django.utils import timezone
 
 from snippets import markdown
 
-from .dashboard import regrade_progress
-from .models import INSTRUCTOR, Assignment, Course, Invitation, Membership, Submission
+from .dashboard import assignment_check_errors, regrade_progress
+from .models import (
+    GRADED, INSTRUCTOR, REFERENCE, VALIDATION_KINDS, Assignment, Course, Grading, Invitation, Membership, Submission,
+)
 
 RESULTS_SHOWN = "shown"
 RESULTS_AFTER_DUE = "after_due"
@@ -104,9 +106,46 @@ def assignment_detail(assignment: Assignment, role: str) -> dict:
     }
     if role == INSTRUCTOR:
         detail["checks"] = assignment.checks
+        detail["reference_solution"] = assignment.reference_solution
         detail["checks_version"] = assignment.checks_version
         detail["regrade"] = regrade_progress(assignment)
+        detail["validation"] = validation_summary(assignment)
+        detail["check_errors"] = assignment_check_errors(assignment)
     return detail
+
+
+def check_results(checks) -> list[dict]:
+    """A grade's checks as the API shows them: ``crashed``, the check's own code raised."""
+    return [{"name": c.get("name"), "passed": c.get("passed"), "points": c.get("points"), "message": c.get("message"),
+             "crashed": c.get("crashed") is True} for c in checks if isinstance(c, dict)]
+
+
+def validation_summary(assignment: Assignment) -> dict | None:
+    """The checks on the reference solution and on the starter code (instructors only): the
+    newest validation, or, when the last one was not queued, why (``skipped``); None when there
+    has been none. A graded run is ``ok`` when it went as it should: the reference with full
+    marks, the starter code without."""
+    runs = {g.kind: g for g in Grading.objects.filter(assignment=assignment).order_by("id")}
+    if not runs and not assignment.validation_skipped:
+        return None
+    return {**{kind: _validation_run(runs.get(kind), kind) for kind in VALIDATION_KINDS},
+            "skipped": assignment.validation_skipped or None}
+
+
+def _validation_run(grading: Grading | None, kind: str) -> dict | None:
+    if grading is None:
+        return None
+    graded = grading.status == GRADED
+    full = graded and not grading.needs_regrade and grading.score is not None and grading.max_score is not None \
+        and grading.score >= grading.max_score - 1e-9
+    return {
+        "status": grading.status, "score": grading.score if graded else None,
+        "max_score": grading.max_score if graded else None, "full_marks": full if graded else None,
+        "ok": None if not graded else (full if kind == REFERENCE else not full),
+        "needs_regrade": grading.needs_regrade, "checks": check_results(grading.checks), "message": grading.message,
+        "error": grading.error, "log": grading.log, "checks_version": grading.checks_version,
+        "run": str(grading.run_id), "created_at": _iso(grading.created_at), "finished_at": _iso(grading.finished_at),
+    }
 
 
 def _results_hidden(submission: Submission, role: str) -> bool:
@@ -125,6 +164,8 @@ def submission_summary(submission: Submission, role: str) -> dict:
         "results": RESULTS_AFTER_DUE if hidden else RESULTS_SHOWN,
         "late": submission.late,
         "regrading": submission.regrading,
+        # A check crashed (the checks' fault): the score is provisional until a regrade.
+        "needs_regrade": None if hidden else submission.needs_regrade,
         "run": str(submission.run_id) if submission.run_id else None,
         "ws": f"/ws/runs/{submission.run_id}/" if submission.run_id else None,
         "created_at": _iso(submission.created_at),
@@ -137,8 +178,7 @@ def submission_detail(submission: Submission, role: str) -> dict:
     detail = {
         **submission_summary(submission, role),
         "code": submission.code,
-        "checks": None if hidden else [
-            {k: c.get(k) for k in ("name", "passed", "points", "message")} for c in submission.checks],
+        "checks": None if hidden else check_results(submission.checks),
         "message": None if hidden else submission.message,
     }
     if role == INSTRUCTOR:
@@ -147,7 +187,8 @@ def submission_detail(submission: Submission, role: str) -> dict:
         detail["checks_version"] = submission.grading.checks_version if submission.grading_id else None
         detail["gradings"] = [
             {"id": g.pk, "run": str(g.run_id), "status": g.status, "score": g.score, "max_score": g.max_score,
-             "checks_version": g.checks_version, "regrade": g.regrade, "reported": g.reported,
+             "needs_regrade": g.needs_regrade, "checks_version": g.checks_version, "regrade": g.regrade,
+             "reported": g.reported,
              "created_at": _iso(g.created_at), "finished_at": _iso(g.finished_at)}
             for g in submission.gradings.order_by("id")]
     return detail

@@ -211,7 +211,10 @@ def _student_row(assignment: Assignment, latest: Submission | None, count: int, 
     else:
         row["state"] = "graded"
         row["score"], row["max_score"] = latest.score, latest.max_score
-        if latest.score is not None and latest.max_score is not None:
+        row["provisional"] = latest.needs_regrade
+        if latest.needs_regrade:
+            row["tone"] = "provisional"  # a check crashed: not a score to judge by until the regrade
+        elif latest.score is not None and latest.max_score is not None:
             full = latest.max_score <= 0 or latest.score >= latest.max_score - 1e-9
             row["tone"] = "ok" if full else ("part" if latest.score > 0 else "bad")
     return row

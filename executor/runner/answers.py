@@ -4,9 +4,15 @@ checker's questions about the names the code left, one JSON line a question on s
 inputs a check chose), and what it answers is data the checker judges for itself.
 
     {"id", "op": "get", "name"}                    → {"kind": "callable" | "module" | "value" | "missing", "value"?}
-    {"id", "op": "call", "name", "args", "kwargs", "transform"?: "grad"}
+    {"id", "op": "call", "name", "args", "kwargs", "transform"?}
                                                    → {"value"} | {"error": {"type", "line"}}
     {"id", "op": "lower", "name", "args", "kwargs"} → {"value": a jax.export module (bytes), or {"text"}}
+    {"id", "op": "shape", ...}                      → {"value": jax.eval_shape's ShapeDtypeStructs}
+    {"id", "op": "jaxpr", ...}                      → {"value": make_jaxpr's text, equations and avals}
+
+``transform`` is a chain of JAX transformations to apply to the function first (encoded as
+data: ``[[step, params], ...]``, ``runner.transforms.STEPS``): ``[["grad", {}]]`` answers
+``jax.grad(f)(*args)``, built and run by this process's own JAX as the student's code would.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import json
 import types
 
-from . import common, values
+from . import common, transforms, values
 
 _MISSING = object()
 
@@ -39,14 +45,31 @@ def _get(namespace: dict, name: str) -> dict:
 
 
 def _function(namespace: dict, name: str, transform):
+    """The student's function with the question's chain of transformations: (function, the
+    derivative step that takes the call's leaves, or None)."""
     f = namespace.get(name, _MISSING)
     if f is _MISSING:
         raise NameError(name)
-    if transform == "grad":
-        import jax
+    chain = transforms.clean_chain(values.decode(transform) if isinstance(transform, (dict, list)) else transform)
+    if not chain:
+        return f, None
+    return transforms.build(f, chain)
 
-        f = jax.grad(f)
-    return f
+
+def _call(f, args, kwargs):
+    return f(*args, **kwargs)
+
+
+def _shape(f, args, kwargs):
+    import jax
+
+    return transforms.shape_tree(jax.eval_shape(f, *args, **kwargs))
+
+
+def _jaxpr(f, args, kwargs):
+    import jax
+
+    return transforms.jaxpr_summary(jax.make_jaxpr(f)(*args, **kwargs))
 
 
 def _lower(f, args: list, kwargs: dict):
@@ -71,12 +94,11 @@ def answer(question: dict, namespace: dict) -> dict:
         kwargs = values.decode(question.get("kwargs") or {})
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise values.Unsendable("malformed arguments")
-        f = _function(namespace, name, question.get("transform"))
-        if op == "call":
-            return {"value": values.encode(f(*args, **kwargs))}
-        if op == "lower":
-            return {"value": values.encode(_lower(f, args, kwargs))}
-        return {"error": {"type": "missing"}}
+        f, derivative = _function(namespace, name, question.get("transform"))
+        how = {"call": _call, "lower": _lower, "shape": _shape, "jaxpr": _jaxpr}.get(op)
+        if how is None:
+            return {"error": {"type": "missing"}}
+        return {"value": values.encode(transforms.call_with(f, derivative, args, kwargs, how))}
     except NameError as exc:
         if exc.args == (name,):
             return {"error": {"type": "missing"}}

@@ -25,6 +25,7 @@ import importlib
 import json
 import linecache
 import sys
+import threading
 import time
 import traceback
 
@@ -70,17 +71,62 @@ def _answer_error(name: str, error) -> StudentError:
 
 class StudentFunction:
     """A function of the student's code, called in the student's process: arguments go as data,
-    the result comes back as data (or a StudentError)."""
+    the result comes back as data (or a StudentError). ``chain`` is the JAX transformations a
+    check applied to it (``jax.grad(f)``: ``[("grad", {})]``, ``runner.transforms``), which the
+    student's side applies with its own JAX; called with tracers (the check's own function
+    transformed), it is a JAX function of the checker's (``standin.traced_call``)."""
 
-    def __init__(self, name: str, transform: str | None = None):
+    def __init__(self, name: str, transform=None):
+        from . import transforms
+
         self.__name__ = self.name = name
-        self.transform = transform
+        self.chain = tuple(transforms.clean_chain(transform))
+
+    def then(self, step: str, params: dict) -> StudentFunction:
+        """This function with one more transformation (``jax.<step>(self, **params)``)."""
+        return StudentFunction(self.name, [*self.chain, (step, params)])
+
+    def plain(self) -> StudentFunction:
+        return StudentFunction(self.name)
+
+    def without(self, steps) -> StudentFunction:
+        """This function without the given steps (jit: the same values, uncompiled)."""
+        return StudentFunction(self.name, [(s, p) for s, p in self.chain if s not in steps])
+
+    def _ask(self, op: str, args, kwargs):
+        return session().ask(op, self.name, args=args, kwargs=kwargs, transform=list(self.chain) or None)
 
     def __call__(self, *args, **kwargs):
-        return session().ask("call", self.name, args=args, kwargs=kwargs, transform=self.transform)
+        from . import standin
+
+        if standin.has_tracer((args, kwargs)):
+            return standin.traced_call(self, args, kwargs)
+        result = self._ask("call", args, kwargs)
+        return standin.verify(self, args, kwargs, result) if self.chain else result
+
+    def eval_shape(self, *args, **kwargs):
+        """``jax.eval_shape`` of it, by the student's JAX: ShapeDtypeStructs."""
+        return self._ask("shape", args, kwargs)
+
+    def make_jaxpr(self, *args, **kwargs):
+        """``jax.make_jaxpr`` of it, by the student's JAX (``standin.StudentJaxpr``)."""
+        from .standin import StudentJaxpr
+
+        return StudentJaxpr(self._ask("jaxpr", args, kwargs))
+
+    def lower(self, *args, **kwargs):
+        """``jax.jit(f).lower(*args)``: the module the student's side hands over, read and run by
+        the analyst (``standin.StudentLowered``)."""
+        from .checklib import lowered
+        from .standin import StudentLowered
+
+        return StudentLowered(lowered(self, *args, **kwargs))
 
     def __repr__(self) -> str:
-        return f"<your {'gradient of ' if self.transform == 'grad' else ''}function {self.name}>"
+        text = f"your function {self.name}"
+        for step, _ in self.chain:
+            text = f"jax.{step}({text})"
+        return f"<{text}>"
 
 
 # The modules a student's name may stand for in the checks (``np`` for numpy): the checker's own
@@ -122,6 +168,10 @@ class Session:
         self.next_id = 0
         self.deadline = time.monotonic() + wall_s if wall_s else None
         self.reported: set[str] = set()
+        # A question asked from a JAX callback (XLA's thread, while the check waits in it): one
+        # at a time, and the student's error kept, since JAX raises its own in its place.
+        self.lock = threading.Lock()
+        self.callback_error: StudentError | None = None
 
     # -- the channel ---------------------------------------------------------------------------
 
@@ -136,14 +186,16 @@ class Session:
 
     def ask(self, op: str, name: str, *, args=(), kwargs=None, transform=None):
         """Ask the student's side; the decoded value, or a StudentError."""
-        self.next_id += 1
-        ask_id = self.next_id
         try:
-            payload = {"args": values.encode(list(args)), "kwargs": values.encode(dict(kwargs or {}))}
+            payload = {"args": values.encode(list(args)), "kwargs": values.encode(dict(kwargs or {})),
+                       "transform": values.encode(transform) if transform else None}
         except values.Unsendable as exc:
             raise TypeError(f"the checks cannot send {exc} to the student's code") from None
-        self.channel.send("ask", id=ask_id, op=op, name=name, transform=transform, **payload)
-        answer = self._read_answer(ask_id)
+        with self.lock:
+            self.next_id += 1
+            ask_id = self.next_id
+            self.channel.send("ask", id=ask_id, op=op, name=name, **payload)
+            answer = self._read_answer(ask_id)
         if "error" in answer:
             raise _answer_error(name, answer["error"])
         if op == "get":
@@ -170,6 +222,14 @@ class Session:
             except (values.Unsendable, ValueError, TypeError) as exc:
                 raise StudentError(f"{name} holds a value the checks cannot read", str(exc)[:200]) from None
         raise KeyError(name)  # missing: a NameError in the check
+
+    def student_cause(self, exc: BaseException) -> BaseException:
+        """The student's error behind an exception JAX raised in its place (a check's jitted
+        function whose callback asked the student's side, which answered an error), else ``exc``."""
+        error, self.callback_error = self.callback_error, None
+        if error is not None and not isinstance(exc, StudentError):
+            return error
+        return exc
 
     # -- results -------------------------------------------------------------------------------
 
@@ -198,24 +258,35 @@ def instructor_traceback(exc: BaseException) -> str:
 
 def student_message(exc: BaseException) -> str:
     """What a student is told of a check that raised: the student's side's own words (type and
-    line), an assertion's message (the instructor wrote it), or only that the check could not
-    use the result."""
+    line), an assertion's message (the instructor wrote it), that their code lacks a name the check
+    used, or, for anything else the check's own code raised, only that the check could not run
+    (``grades.CHECK_CRASHED_MESSAGE``: the check is reported crashed, the instructor's to fix)."""
     if isinstance(exc, StudentError):
         return exc.student_message
     if isinstance(exc, AssertionError):
         return grades.text(str(exc), grades.CHECK_MESSAGE_MAX) or "assertion failed"
-    return f"the check could not use your code's result ({type(exc).__name__})"
+    if isinstance(exc, MissingName):
+        return f"your code does not define {exc.name}"
+    return grades.CHECK_CRASHED_MESSAGE
 
 
 def run_checks(source: str, sess: Session) -> str | None:
-    """Run the check source one top-level statement at a time; the instructor's error, if any."""
+    """Run the check source one top-level statement at a time; the instructor's error, if any.
+
+    Whose fault a raised exception is (``crashed_by_checks``): the student's when their side
+    answered with an error (a ``StudentError``), or, in a check, a failed assertion or a name their
+    code lacks; any other is the checks' own crash. A check statement that crashed is reported
+    crashed (it could not run, the grade needs a regrade) and its traceback is the instructor's
+    error. A statement outside the checks that raised leaves the names it would have bound
+    undefined (``ChecksScope.unbound``): a later check that uses one fails the same way, the
+    student's failure or a crash, and the name is never asked of the student's code instead."""
     _session[0] = sess
     linecache.cache[CHECKS_FILENAME] = (len(source), None, source.splitlines(True), CHECKS_FILENAME)
     try:
         tree = ast.parse(source, CHECKS_FILENAME)
     except (SyntaxError, ValueError) as exc:
         return f"the checks do not compile: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})"
-    scope = StudentScope(__name__="__checks__", __builtins__=builtins)
+    scope = ChecksScope(__name__="__checks__", __builtins__=builtins)
     from . import checklib
 
     scope["check"] = checklib.check
@@ -224,20 +295,40 @@ def run_checks(source: str, sess: Session) -> str | None:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         declared = grades.declared_check(call) if call is not None else None
         code = compile(ast.Module([stmt], []), CHECKS_FILENAME, "exec", dont_inherit=True)
+        sess.callback_error = None
         try:
             exec(code, scope)
         except Exception as exc:  # noqa: BLE001 - a check's failure is a result
+            exc = sess.student_cause(exc)
             tb = instructor_traceback(exc)
             if isinstance(exc, StudentError) and exc.detail:
                 tb += f"({exc.detail})\n"
             if declared is not None and declared["name"] not in sess.reported:
+                crashed = crashed_by_checks(exc, in_check=True)
                 sess.record(declared["name"], False, declared["points"], student_message(exc))
-                sess.note(f"check {declared['name']!r}:\n{tb}")
-            else:
-                errors.append(tb)
+                if crashed:
+                    errors.append(f"check {declared['name']!r} could not run:\n{tb}")
+                else:
+                    sess.note(f"check {declared['name']!r}:\n{tb}")
+                continue
+            crashed = crashed_by_checks(exc, in_check=False)
+            scope.leave_undefined(bound_names(stmt), exc, stmt.lineno, crashed=crashed)
+            if not crashed:
+                sess.note(f"line {stmt.lineno} of the checks raised in the student's code:\n{tb}")
+                continue
+            errors.append(tb)
+            report_unrun_checks(sess, stmt)
         except BaseException as exc:  # noqa: BLE001 - SystemExit: the checks end here
             errors.append(instructor_traceback(exc))
             break
+        else:
+            # A ``with check(...):`` block that failed ended quietly (its check reported why): what
+            # it would have bound fails the checks that need it, as that check did.
+            block = check_block_name(stmt)
+            if block is not None:
+                scope.leave_undefined(bound_names(stmt), StudentError(f"this check needs what check {block} "
+                                                                      "computes, which failed"),
+                                      stmt.lineno, crashed=False)
     return "\n".join(errors) or None
 
 
@@ -247,6 +338,9 @@ def serve_checks(request: dict, channel, stdin) -> None:
 
     common.flush_user_streams()
     sess = Session(channel, stdin, request.get("wall_s"))
+    from . import standin
+
+    standin.install()  # jax.grad(f) of a student's f, and the rest (the template imported jax)
     error = None
     try:
         error = run_checks(str(request.get("checks") or ""), sess)
@@ -256,3 +350,107 @@ def serve_checks(request: dict, channel, stdin) -> None:
     channel.send("grade", error=error)
     common.leave(channel.fd, 0)
 
+
+# -- whose fault: the student's code, or the checks' own -----------------------------------------
+
+
+class MissingName(NameError):
+    """A name the check code used that neither it nor the student's code defines: in a check, the
+    student's failure (their code lacks it); elsewhere, the checks' own."""
+
+    def __init__(self, name: str):
+        super().__init__(f"name {name!r} is not defined (not by the checks, nor by the student's code)", name=name)
+
+
+class NotDefined(NameError):
+    """A name an earlier statement of the checks would have bound, had it not crashed."""
+
+    def __init__(self, name: str, line: int, cause: BaseException):
+        super().__init__(f"name {name!r} is not defined: line {line} of the checks, which binds it, raised "
+                         f"{type(cause).__name__}", name=name)
+
+
+def crashed_by_checks(exc: BaseException, *, in_check: bool) -> bool:
+    """Whether an exception of the check code is the checks' own crash (the instructor's to fix)
+    rather than the student's failure: their side's error, or in a check a failed assertion or a
+    name their code lacks."""
+    if isinstance(exc, StudentError):
+        return False
+    return not (in_check and isinstance(exc, (AssertionError, MissingName)))
+
+
+class ChecksScope(StudentScope):
+    """The check code's globals (``StudentScope``), which also remember the names a statement that
+    raised left unbound: such a name raises again what kept it unbound (the student's error, or
+    ``NotDefined``) rather than being asked of the student's code, whose own value would take the
+    checks' place."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unbound: dict[str, tuple[BaseException, int, bool]] = {}
+
+    def leave_undefined(self, names, cause: BaseException, line: int, *, crashed: bool) -> None:
+        for name in names:
+            if name not in self:
+                self.unbound[name] = (cause, line, crashed)
+
+    def __missing__(self, name):
+        if isinstance(name, str) and name in self.unbound:
+            cause, line, crashed = self.unbound[name]
+            if not crashed and isinstance(cause, StudentError):
+                raise StudentError(cause.student_message, f"{name} was not bound: line {line} raised")
+            raise NotDefined(name, line, cause)
+        try:
+            return super().__missing__(name)
+        except KeyError:
+            if isinstance(name, str) and not name.startswith("__") and not hasattr(builtins, name):
+                raise MissingName(name) from None
+            raise
+
+
+def bound_names(stmt: ast.stmt) -> set[str]:
+    """The global names a top-level statement binds (assigned, imported, defined, loop and
+    ``with``/``except`` targets), not those of the functions, classes and comprehensions in it."""
+    names: set[str] = set()
+    pending: list[ast.AST] = [stmt]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name.split(".")[0]) for a in node.names if a.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def report_unrun_checks(sess: Session, stmt: ast.stmt) -> None:
+    """The checks inside a statement that crashed (a loop of checks, a function that reports
+    some) could not run: each declared one it had not reported, and, when it has checks with
+    computed names, one for those (their names are not known)."""
+    computed = False
+    for _, declared in grades.check_calls(stmt):
+        if declared is None:
+            computed = True
+        elif declared["name"] not in sess.reported:
+            sess.record(declared["name"], False, declared["points"], grades.CHECK_CRASHED_MESSAGE)
+    if computed:
+        sess.record(f"the checks at line {stmt.lineno}", False, 0, grades.CHECK_CRASHED_MESSAGE)
+
+
+def check_block_name(stmt: ast.stmt) -> str | None:
+    """The name of the check a top-level ``with check(...):`` statement is ("a check" when
+    computed); None for any other statement."""
+    if not isinstance(stmt, ast.With):
+        return None
+    for item in stmt.items:
+        if grades.is_check_call(item.context_expr):
+            declared = grades.declared_check(item.context_expr, context_manager=True)
+            return repr(declared["name"]) if declared else "a check"
+    return None

@@ -19,6 +19,7 @@ import hashlib
 import re
 
 _MISSING = object()
+SAME_VALUES = frozenset({"jit", "checkpoint", "remat"})  # steps that change no value
 
 
 class Verdict:
@@ -77,6 +78,7 @@ class _Block:
             return False
         if not isinstance(exc, Exception):
             return False  # SystemExit, KeyboardInterrupt: the checks end
+        exc = sess.student_cause(exc)
         sess.record(self.name, False, self.points, checker.student_message(exc))
         sess.note(f"check {self.name!r}:\n{checker.instructor_traceback(exc)}")
         return True
@@ -87,7 +89,7 @@ def student_function(f, transform: str | None = None):
     from .checker import StudentFunction
 
     if isinstance(f, StudentFunction):
-        return StudentFunction(f.name, transform) if transform else f
+        return f.then(transform, {}) if transform else f
     if isinstance(f, str):
         return StudentFunction(f, transform)
     raise TypeError(f"expected a function of the student's code (or its name), got {type(f).__name__}")
@@ -176,10 +178,11 @@ class Lowered:
     whether it computes what the student's function returns on all of them. A verdict passes only
     on a faithful module: text alone can show a fault (a host callback), never a pass."""
 
-    def __init__(self, name: str, args: tuple, kwargs: dict, answer):
+    def __init__(self, name: str, args: tuple, kwargs: dict, answer, fn=None):
         from . import jaxcompat
 
         self.name, self.args, self.kwargs = name, args, kwargs
+        self.fn = fn if fn is not None else student_function(name)  # with the check's transformations
         self.text, self.problem, self.detail = "", "", ""
         self.flops: float | None = None
         self.outputs = None
@@ -221,7 +224,7 @@ class Lowered:
         """The module run (by the analyst) on other arguments."""
         if not self.runnable():
             raise RuntimeError(self.problem or f"{self.name} could not be run by the checks")
-        low = lowered(self.name, *args, **self.kwargs)
+        low = lowered(self.fn, *args, **self.kwargs)
         if not low.runnable():
             raise RuntimeError(f"{self.name} could not be run by the checks")
         return low.outputs[0]
@@ -233,7 +236,7 @@ class Lowered:
         if self._faithful is _MISSING:
             self._faithful = False
             if self.runnable():
-                fn = student_function(self.name)
+                fn = self.fn.without(SAME_VALUES)  # compared with the values, not the compilation
                 self._faithful = all(bool(allclose(fn(*inputs, **self.kwargs), output, rtol=1e-3, atol=1e-5))
                                      for inputs, output in zip(self.inputs, self.outputs))
         return self._faithful
@@ -270,13 +273,13 @@ def lowered(f, *args, **kwargs) -> Lowered:
     fn = student_function(f)
     sess = _session()
     try:
-        key = (fn.name, json.dumps(values.encode([list(args), dict(kwargs)]), sort_keys=True))
+        key = (fn.name, repr(fn.chain), json.dumps(values.encode([list(args), dict(kwargs)]), sort_keys=True))
     except (values.Unsendable, TypeError, ValueError):
         key = None
     cache = sess.__dict__.setdefault("lowerings", {})
     if key is not None and key in cache:
         return cache[key]
-    low = Lowered(fn.name, args, kwargs, sess.ask("lower", fn.name, args=args, kwargs=kwargs))
+    low = Lowered(fn.name, args, kwargs, fn._ask("lower", args, kwargs), fn)
     if key is not None and len(cache) < 64:
         cache[key] = low
     return low

@@ -11,6 +11,10 @@ number) counts 0. A declared check is worth its declared points, whatever a repo
 only its first report counts. A check that never reported fails ("not reached"). A run whose
 student side interfered with grading (``OUTCOME_INTERFERED``) scores 0, with every check failed
 saying so: a forged or garbled grade is never a score.
+
+A check whose own code crashed (``crashed``: the instructor's code raised, not the student's
+function) could not run: it fails with CHECK_CRASHED_MESSAGE and the grade ``needs_regrade``: its
+score is not final until the checks are fixed and the submission graded again.
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ OUTCOME_INTERFERED = "interfered"  # the student's side sent what no honest runn
 OUTCOMES = (OUTCOME_CHECKED, OUTCOME_INCOMPLETE, OUTCOME_NOT_RUN, OUTCOME_INTERFERED)
 
 INTERFERED_MESSAGE = "the submission interfered with grading"
+# What a student sees of a check whose own code crashed (runner/checker.py sends it with
+# ``crashed``; a check reported failed with exactly these words is one).
+CHECK_CRASHED_MESSAGE = "this check could not run; your instructor has been told"
 
 # How the student's code ended, in words ("Your code ...").
 ENDED = {"failed": "raised an exception", "timed_out": "ran out of time", "limit_exceeded": "went over a limit",
@@ -59,15 +66,18 @@ def points(value) -> float:
 
 
 def check_result(item) -> dict | None:
-    """One reported check as it is kept: ``{"name", "passed", "points", "message"}``; None for
-    what is not a check (not a dict, no name)."""
+    """One reported check as it is kept: ``{"name", "passed", "points", "message", "crashed"}``;
+    None for what is not a check (not a dict, no name). A crashed check never passes, and says
+    only CHECK_CRASHED_MESSAGE."""
     if type(item) is not dict:
         return None
     name = text(item.get("name"), CHECK_NAME_MAX).strip()
     if not name:
         return None
-    return {"name": name, "passed": item.get("passed") is True, "points": points(item.get("points")),
-            "message": text(item.get("message"), CHECK_MESSAGE_MAX)}
+    message = text(item.get("message"), CHECK_MESSAGE_MAX)
+    crashed = item.get("crashed") is True or (message == CHECK_CRASHED_MESSAGE and item.get("passed") is not True)
+    return {"name": name, "passed": item.get("passed") is True and not crashed, "points": points(item.get("points")),
+            "message": CHECK_CRASHED_MESSAGE if crashed else message, "crashed": crashed}
 
 
 # -- what a source declares ---------------------------------------------------------------------
@@ -83,7 +93,8 @@ def _number(node) -> float | None:
     return None
 
 
-def _is_check(call) -> bool:
+def is_check_call(call) -> bool:
+    """Whether a syntax tree's node is a call of ``check`` (or of ``<module>.check``)."""
     if not isinstance(call, ast.Call):
         return False
     func = call.func
@@ -95,7 +106,7 @@ def declared_check(call: ast.Call, *, context_manager: bool = False) -> dict | N
     """``{"name", "points"}`` of a ``check("literal", ...)`` call; None when the name is computed.
     Points are the call's third positional argument (second of ``with check(name, points)``) or
     ``points=``, when a number literal; 1 when absent; 0 when not a number or negative."""
-    if not _is_check(call) or not call.args or not isinstance(call.args[0], ast.Constant) \
+    if not is_check_call(call) or not call.args or not isinstance(call.args[0], ast.Constant) \
             or type(call.args[0].value) is not str:
         return None
     node = next((k.value for k in call.keywords if k.arg == "points"), None)
@@ -106,6 +117,14 @@ def declared_check(call: ast.Call, *, context_manager: bool = False) -> dict | N
     return {"name": call.args[0].value, "points": 1.0 if node is None else points(_number(node))}
 
 
+def check_calls(tree: ast.AST) -> list[tuple[ast.Call, dict | None]]:
+    """Every ``check(...)`` call in ``tree`` and what it declares (None: its name is computed)."""
+    in_with = {id(item.context_expr) for node in ast.walk(tree) if isinstance(node, (ast.With, ast.AsyncWith))
+               for item in node.items}
+    return [(node, declared_check(node, context_manager=id(node) in in_with)) for node in ast.walk(tree)
+            if is_check_call(node)]
+
+
 def declared_checks(source: str) -> list[dict]:
     """``[{"name", "points"}]`` in source order, each name once (its first declaration). Source
     that does not parse declares nothing."""
@@ -113,13 +132,7 @@ def declared_checks(source: str) -> list[dict]:
         tree = ast.parse(source or "", filename="<checks>")
     except (SyntaxError, ValueError):
         return []
-    in_with = {id(item.context_expr) for node in ast.walk(tree) if isinstance(node, (ast.With, ast.AsyncWith))
-               for item in node.items}
-    found = []
-    for node in ast.walk(tree):
-        declared = declared_check(node, context_manager=id(node) in in_with) if _is_check(node) else None
-        if declared is not None:
-            found.append((node.lineno, node.col_offset, declared))
+    found = [(node.lineno, node.col_offset, declared) for node, declared in check_calls(tree) if declared is not None]
     seen: set[str] = set()
     result = []
     for _, _, declared in sorted(found, key=lambda f: (f[0], f[1])):
@@ -139,8 +152,9 @@ def max_score(source: str) -> float:
 def grade(reported, declared: list[dict], *, outcome: str, student_status: str | None = None,
           error: str | None = None, log: str = "") -> dict:
     """The grade of one graded run: ``{"score", "max_score", "checks", "message", "error", "log",
-    "outcome"}``. ``checks`` and ``message`` are what the student sees; ``error`` and ``log`` the
-    instructor's. Pure: tests/unit/test_grades.py holds its table."""
+    "outcome", "needs_regrade"}``. ``checks`` and ``message`` are what the student sees; ``error``
+    and ``log`` the instructor's. ``needs_regrade``: a check crashed, so the score is not final.
+    Pure: tests/unit/test_grades.py holds its table."""
     outcome = outcome if outcome in OUTCOMES else OUTCOME_INTERFERED
     declared_points = {d["name"]: points(d.get("points")) for d in declared or []}
     checks, notes = [], []
@@ -166,14 +180,20 @@ def grade(reported, declared: list[dict], *, outcome: str, student_status: str |
             why = "not reached: the checks stopped before it"
         else:
             why = "not reached"
-        checks.append({"name": d["name"], "passed": False, "points": declared_points[d["name"]], "message": why})
+        checks.append({"name": d["name"], "passed": False, "points": declared_points[d["name"]], "message": why,
+                       "crashed": False})
     message = ""
+    crashed = [c["name"] for c in checks if c["crashed"]]
     if outcome == OUTCOME_INTERFERED:
         for check in checks:
-            check["passed"], check["message"] = False, INTERFERED_MESSAGE
+            check["passed"], check["message"], check["crashed"] = False, INTERFERED_MESSAGE, False
+        crashed = []
         message = f"Not graded: {INTERFERED_MESSAGE}"
         notes.insert(0, f"{INTERFERED_MESSAGE}: the student's side sent messages no honest run sends, so no "
                         "check counts")
+    elif crashed:
+        message = "Provisional: a check could not run because of a problem in the checks, not in your code; " \
+                  "your instructor has been told and will grade it again"
     elif ended:
         message = f"Your code {status_words(student_status)}" + (
             "; the checks it did not reach count as failed" if missing else "")
@@ -181,7 +201,10 @@ def grade(reported, declared: list[dict], *, outcome: str, student_status: str |
         message = "The checks did not run"
     elif outcome == OUTCOME_INCOMPLETE:
         message = "The checks stopped before the end; those not reached count as failed"
-    errors = [e for e in [error if type(error) is str else None, *notes] if e]
+    headline = (f"{len(crashed)} check{'s' if len(crashed) > 1 else ''} could not run because the checks raised "
+                f"({', '.join(map(repr, crashed[:20]))}): this grade needs a regrade once they are fixed"
+                if crashed else None)
+    errors = [e for e in [headline, error if type(error) is str else None, *notes] if e]
     return {
         "score": round(sum(c["points"] for c in checks if c["passed"]), 6),
         "max_score": round(sum(c["points"] for c in checks), 6),
@@ -190,4 +213,5 @@ def grade(reported, declared: list[dict], *, outcome: str, student_status: str |
         "error": text("\n".join(errors), ERROR_MAX),
         "log": text(log, LOG_MAX),
         "outcome": outcome,
+        "needs_regrade": bool(crashed),
     }

@@ -167,11 +167,11 @@ RUNNER_MESSAGES: dict[str, Event] = {
 #
 #   supervisor → checker stdin:   {"checks", "wall_s"}, then {"id", "answer": {kind, value, error}} a line
 #   supervisor → student stdin:   {"id", "op", "name", "args", "kwargs", "transform"} a line
-ASK_OPS = ("get", "call", "lower", "analyse")  # "analyse": to the analyst (runner/analyst.py)
-CHECK_FIELDS = {"name": STR, "passed": BOOL, "points": NUM, "message": STR}
+ASK_OPS = ("get", "call", "lower", "shape", "jaxpr", "analyse")  # "analyse": to the analyst (runner/analyst.py)
+CHECK_FIELDS = {"name": STR, "passed": BOOL, "points": NUM, "message": STR, "crashed": BOOL}
 CHECKER_MESSAGES: dict[str, Event] = {
     "ask": Event("A question for the student's side: a name's value, a call, a lowering.",
-                 {"id": INT, "op": STR, "name": STR, "args": JSON, "kwargs": JSON, "transform": STR},
+                 {"id": INT, "op": STR, "name": STR, "args": JSON, "kwargs": JSON, "transform": JSON},
                  required=("id", "op", "name")),
     "check": Event("One check's result, sent as it is decided.", CHECK_FIELDS, required=("name",)),
     "note": Event("Text for the instructor alone (a traceback, a helper's detail).", {"text": STR},

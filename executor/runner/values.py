@@ -7,7 +7,8 @@
 ``None``, ``bool``, ``int``, ``float`` (NaN and infinities too), ``complex``, ``str``,
 ``bytes``, ``list``, ``tuple``, a ``namedtuple`` (as a tuple with its field names), ``dict``
 (keys of those kinds), and arrays (NumPy's, JAX's, and their scalars) of numeric or boolean
-dtype. Anything else (a class of the student's, a function, an object dtype) is refused with
+dtype, and ``jax.ShapeDtypeStruct`` (a shape and a dtype, for ``eval_shape`` and the checks'
+abstract calls). Anything else (a class of the student's, a function, an object dtype) is refused with
 ``Unsendable``: nothing crosses as code, never through pickle, and no ``__eq__`` or
 ``__array__`` of the student's reaches the checker, which receives only NumPy arrays and Python
 builtins it builds itself. Both directions are bounded (depth, items, bytes), so a recursive or
@@ -115,7 +116,23 @@ def encode(value, _depth: int = 0, _budget: _Budget | None = None):
         return {"$t": items}
     if isinstance(value, dict):
         return {"$d": [[encode(k, _depth + 1, budget), encode(v, _depth + 1, budget)] for k, v in dict.items(value)]}
+    spec = _shape_spec(value)
+    if spec is not None:
+        return {"$s": spec}
     raise Unsendable(f"a {_type_name(value)}")
+
+
+def _shape_spec(value) -> dict | None:
+    """A ``jax.ShapeDtypeStruct`` as data (its shape and dtype); None for anything else."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None or type(value) is not jax.ShapeDtypeStruct:
+        return None
+    name = value.dtype.name
+    if name not in DTYPES:
+        raise Unsendable(f"a shape of dtype {short_name(name)}")
+    return {"shape": [int(n) for n in value.shape], "dtype": name}
 
 
 def _encode_array(array, budget: _Budget) -> dict:
@@ -175,6 +192,8 @@ def decode(data, _depth: int = 0, _budget: _Budget | None = None):
         return out
     if "$a" in data and type(data["$a"]) is dict:
         return _decode_array(data["$a"], budget)
+    if "$s" in data and type(data["$s"]) is dict:
+        return _decode_shape(data["$s"])
     raise Unsendable("a malformed value")
 
 
@@ -219,3 +238,14 @@ def _decode_array(spec: dict, budget: _Budget):
     budget.take(size, 0)
     array = np.frombuffer(raw, dtype=np_dtype).reshape(shape).copy()
     return array[()] if spec.get("scalar") is True and not shape else array
+
+
+def _decode_shape(spec: dict):
+    import jax
+    import numpy as np
+
+    dtype, shape = spec.get("dtype"), spec.get("shape")
+    if dtype not in DTYPES or type(shape) is not list or len(shape) > 32 \
+            or not all(type(n) is int and 0 <= n < 2**40 for n in shape):
+        raise Unsendable("a malformed shape")
+    return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))

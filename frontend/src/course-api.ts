@@ -35,8 +35,48 @@ export interface AssignmentDetail {
   limits?: Record<string, number> | null;
   /** Instructors only. */
   checks?: string;
+  /** Instructors only: hidden like the checks. */
+  reference_solution?: string;
   /** Instructors only: the last regrade's progress. */
   regrade?: { regrade: number; queued: number; done: number } | null;
+  /** Instructors only: the checks on the reference solution and the starter code (null: never). */
+  validation?: Validation | null;
+  /** Instructors only: the students' latest grades whose checks crashed (null: none). */
+  check_errors?: CheckError | null;
+}
+
+/** One graded run of a validation: the reference solution's or the starter code's. */
+export interface ValidationRun {
+  status: SubmissionStatus;
+  score: number | null;
+  max_score: number | null;
+  full_marks?: boolean | null;
+  /** As it should be (the reference with full marks, the starter code without); null until graded. */
+  ok: boolean | null;
+  needs_regrade?: boolean;
+  checks: CheckResult[];
+  message?: string;
+  /** The checks' tracebacks. */
+  error: string;
+  log?: string;
+}
+
+export interface Validation {
+  reference: ValidationRun | null;
+  starter: ValidationRun | null;
+  /** Why the last save queued no validation. */
+  skipped: string | null;
+}
+
+/** Grades whose checks crashed: how many need a regrade, and the newest one's checks and traceback. */
+export interface CheckError {
+  assignment: number;
+  submissions: number;
+  checks: string[];
+  error: string;
+  submission?: number;
+  student?: number;
+  at?: string | null;
 }
 
 export interface CheckResult {
@@ -46,6 +86,8 @@ export interface CheckResult {
   /** The check's points when passed (when the server says). */
   max_points?: number | null;
   message: string;
+  /** The check's own code raised: it could not run (the instructor's to fix). */
+  crashed?: boolean;
 }
 
 export type SubmissionStatus = "queued" | "grading" | "graded";
@@ -62,6 +104,8 @@ export interface Submission {
   created_at: string | null;
   graded_at: string | null;
   regrading: boolean;
+  /** A check could not run (the checks' fault): the score is provisional until a regrade. */
+  needs_regrade?: boolean | null;
   checks: CheckResult[] | null;
   /** "after_due": the score and checks are shown after the due date. */
   results?: string | null;
@@ -108,6 +152,7 @@ export interface AssignmentFields {
   description?: string;
   starter_code?: string;
   checks?: string;
+  reference_solution?: string;
   device?: string;
   /** The runtime its runs and gradings use (GET /api/runtimes). */
   runtime?: string;

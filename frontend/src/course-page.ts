@@ -99,23 +99,27 @@ export function scoreTone(score: number | null | undefined, max: number | null |
   return score > 0 ? "part" : "bad";
 }
 
-/** A submission's checks: passed or failed, each with its message and points. */
+/** A submission's checks: passed, failed or could not run (its own code crashed), each with its
+ *  message and points. */
 export function checkList(checks: NonNullable<Submission["checks"]>): HTMLElement {
   const list = el("ul", "check-list");
   list.setAttribute("aria-label", "Checks");
   for (const check of checks) {
     const worth = typeof check.points === "number" ? check.points : null;
     const got = check.passed ? worth : 0;
-    const icon = el("span", "check-icon", check.passed ? "✓" : "✗");
+    const crashed = Boolean(check.crashed);
+    const icon = el("span", "check-icon", check.passed ? "✓" : crashed ? "!" : "✗");
     icon.setAttribute("aria-hidden", "true");
+    const state = check.passed ? "Passed: " : crashed ? "Could not run: " : "Failed: ";
     const item = el("li", "check",
       icon,
       el("span", "check-text",
-        el("span", "check-name", el("span", "visually-hidden", check.passed ? "Passed: " : "Failed: "), check.name),
+        el("span", "check-name", el("span", "visually-hidden", state), check.name),
         check.message ? el("span", "check-message", check.message) : null),
-      worth === null ? null : el("span", "check-points", `${points(got)} / ${points(worth)}`),
+      worth === null ? null : el("span", "check-points", crashed ? `– / ${points(worth)}` : `${points(got)} / ${points(worth)}`),
     );
     item.dataset.passed = String(Boolean(check.passed));
+    if (crashed) item.dataset.crashed = "true";
     list.append(item);
   }
   if (checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));

@@ -165,7 +165,7 @@ def test_an_instructor_makes_a_course_and_an_assignment_and_a_student_joins(brow
         ines.keyboard.type("Squares")
         ines.keyboard.press("Enter")
         expect(ines).to_have_url(re.compile(r"/assignments/\d+/#edit$"))
-        ines.wait_for_function("() => window.playground && window.playground.editors().length === 3")
+        ines.wait_for_function("() => window.playground && window.playground.editors().length === 4")
         expect(ines.get_by_role("tab", name="Edit")).to_have_attribute("aria-selected", "true")
         ines.fill("#edit-description", DESCRIPTION)
         ines.fill("#edit-due", "2099-01-31T23:59")
@@ -374,7 +374,7 @@ def test_an_instructor_regrades_with_live_progress(browser: Browser, live_stack,
 
         # Lenient checks: "square of 3" now accepts x + x at 3 (6 is not 9, so it checks 2 + 2).
         ines.get_by_role("tab", name="Edit").click()
-        ines.wait_for_function("() => window.playground.editors().length === 3")
+        ines.wait_for_function("() => window.playground.editors().length === 4")
         lenient = CHECKS.replace("allclose(square(3.0), 9.0)", "allclose(square(2.0), 4.0)")
         ines.evaluate("c => window.playground.editors()[2].setValue(c)", lenient)
         ines.get_by_role("button", name="Save").click()
@@ -387,6 +387,126 @@ def test_an_instructor_regrades_with_live_progress(browser: Browser, live_stack,
                                                           timeout=GRADE_TIMEOUT_MS)
         expect(first.locator(".score")).to_have_text("3 / 3")
         expect(ines.locator("#regrade-progress")).to_have_attribute("aria-valuetext", "1 of 1 regraded")
+
+
+# Validation and checks that crash -----------------------------------------------------------------
+
+REFERENCE_MARKER = "REFERENCE_SOLUTION_MARKER_3391"
+WRONG_REFERENCE = f"# {REFERENCE_MARKER}\n" + WRONG
+# A helper line of the instructor's that raises: the check that needs it cannot run.
+CRASHING_CHECKS = CHECKS.replace('check("square of 3", allclose(square(3.0), 9.0), points=2)',
+                                 'expected = undefined_helper(3)\n'
+                                 'check("square of 3", allclose(square(3.0), expected), points=2)')
+DANGER = {"light": "rgb(198, 40, 40)", "dark": "rgb(248, 113, 113)"}
+
+
+def test_the_instructor_sees_the_validation_with_a_failing_reference_in_red(browser: Browser, live_stack, people,
+                                                                            course):
+    from courses.actions import check_update_assignment
+    from courses.models import Assignment
+
+    course, assignment = course
+
+    def save_reference(code: str) -> None:
+        """As the page saves it: the reference and the starter code are graded with the checks."""
+        off_the_loop(lambda: check_update_assignment(Assignment.objects.get(pk=assignment.pk),
+                                                     {"reference_solution": code}, user=people["ines"]))
+
+    save_reference(WRONG_REFERENCE)  # x + x, which misses "square of 3"
+    for size in ("wide", "phone"):
+        with browser_as(browser, live_stack, people["ines"], size=size) as ines:
+            open_assignment(ines, assignment.pk)
+            ines.get_by_role("tab", name="Edit").click()
+            ines.wait_for_function("() => window.playground.editors().length === 4")
+            assert ines.evaluate("window.playground.editors()[3].getValue()") == WRONG_REFERENCE
+            reference = ines.locator(".validation-run[data-kind='reference']")
+            expect(reference).to_have_attribute("data-ok", "false", timeout=GRADE_TIMEOUT_MS)
+            expect(reference.locator(".score")).to_have_text("1 / 3")
+            verdict = reference.locator(".validation-verdict")
+            expect(verdict).to_have_text("Does not get every point: “square of 3” failed.")
+            assert verdict.evaluate("e => getComputedStyle(e).color") == DANGER["light"]
+            assert reference.evaluate("e => getComputedStyle(e).borderLeftColor") == DANGER["light"]
+            expect(reference.locator(".check[data-passed=false]")).to_contain_text("square of 3")
+            starter = ines.locator(".validation-run[data-kind='starter']")
+            expect(starter).to_have_attribute("data-ok", "true", timeout=GRADE_TIMEOUT_MS)
+            expect(starter.locator(".score")).to_have_text("0 / 3")
+            expect(starter.locator(".validation-verdict")).to_have_text(
+                "Does not get every point, as starter code should not.")
+            ines.locator(".validation").scroll_into_view_if_needed()
+            assert_accessible(ines, f"the validation at {size}")
+            no_sideways_scroll(ines)
+            ines.locator(".validation").screenshot(path=str(SCREENS / f"courses-validation-{size}.png"))
+            shoot(ines, f"validation-page-{size}", full_page=False)
+
+            # Fixed in the page: the reference gets every point, live, without a reload.
+            if size == "wide":
+                ines.evaluate("code => window.playground.editors()[3].setValue(code)", CORRECT)
+                ines.get_by_role("button", name="Save").click()
+                expect(ines.locator("#edit-saved")).to_have_text("Saved.")
+                expect(reference.locator(".score")).to_have_text("3 / 3", timeout=GRADE_TIMEOUT_MS)
+                expect(reference).to_have_attribute("data-ok", "true")
+                expect(reference.locator(".validation-verdict")).to_have_text("Gets every point, as it should.")
+                save_reference(WRONG_REFERENCE)
+
+    # The student's page has neither the reference nor its validation.
+    with browser_as(browser, live_stack, people["sam"]) as sam:
+        bodies: list[str] = []
+
+        def keep(response):
+            try:
+                if "json" in (response.headers.get("content-type") or ""):
+                    bodies.append(response.text())
+            except Exception:  # noqa: BLE001 - a body already gone
+                pass
+
+        sam.on("response", keep)
+        open_assignment(sam, assignment.pk)
+        assert REFERENCE_MARKER not in sam.content() and not any(REFERENCE_MARKER in b for b in bodies)
+        expect(sam.locator(".validation")).to_have_count(0)
+
+
+def test_checks_that_crash_show_the_instructor_the_traceback_and_the_student_a_provisional_grade(
+        browser: Browser, live_stack, people, course):
+    from courses.actions import do_submit, do_update_assignment
+
+    course, assignment = course
+    off_the_loop(do_update_assignment, assignment, {"checks": CRASHING_CHECKS})
+    with browser_as(browser, live_stack, people["ines"]) as ines:
+        open_dashboard(ines, course.pk)
+        off_the_loop(do_submit, assignment, people["sam"], CORRECT)
+        # The dashboard is told at once, over its socket: which check, and the traceback.
+        crashes = ines.locator("#check-errors")
+        expect(crashes).to_be_visible(timeout=GRADE_TIMEOUT_MS)
+        expect(crashes.locator(".crash-item")).to_contain_text("“square of 3” could not run")
+        crashes.locator("summary").click()
+        expect(crashes.locator("pre")).to_contain_text("undefined_helper")
+        expect(cell(ines, people["sam"], assignment)).to_have_attribute("data-tone", "crashed")
+        for size in ("wide", "phone"):
+            ines.set_viewport_size({"width": SIZES[size][0], "height": SIZES[size][1]})
+            assert_accessible(ines, f"dashboard with checks that crashed, {size}")
+            no_sideways_scroll(ines)
+            crashes.screenshot(path=str(SCREENS / f"courses-check-errors-dashboard-{size}.png"))
+
+        ines.set_viewport_size({"width": 1440, "height": 900})
+        open_assignment(ines, assignment.pk)
+        ines.get_by_role("tab", name="Submissions").click()
+        notice = ines.locator("#check-errors")
+        expect(notice).to_contain_text("The checks crashed on 1 student’s latest submission")
+        expect(ines.locator(".submission").first.locator(".chip-danger")).to_have_text("needs regrade")
+        shoot(ines, "check-errors-assignment-wide", full_page=False)
+
+    with browser_as(browser, live_stack, people["sam"], size="phone") as sam:
+        open_assignment(sam, assignment.pk)
+        sam.get_by_role("tab", name="Submissions").click()
+        submission = sam.locator(".submission").first
+        expect(submission.locator(".score-provisional")).to_have_text("1 / 3")
+        expect(submission.locator(".chip-warn")).to_have_text("provisional")
+        expect(submission.locator(".check[data-crashed=true]")).to_contain_text(
+            "this check could not run; your instructor has been told")
+        assert "undefined_helper" not in sam.content()
+        assert_accessible(sam, "a provisional grade, phone")
+        no_sideways_scroll(sam)
+        shoot(sam, "provisional-student-phone")
 
 
 # Hidden checks, results after the due date -------------------------------------------------------
@@ -540,7 +660,7 @@ def test_every_course_page_passes_axe_and_lays_out_at_each_width(browser: Browse
 
         open_assignment(ines, assignment.pk)
         ines.get_by_role("tab", name="Edit").click()
-        ines.wait_for_function("() => window.playground.editors().length === 3")
+        ines.wait_for_function("() => window.playground.editors().length === 4")
         for size in SIZES:
             width, height = SIZES[size]
             ines.set_viewport_size({"width": width, "height": height})

@@ -243,7 +243,7 @@ def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_gu
                          checks="", device="cpu")
     with browser_as(browser, live_stack, people["ines"], size=size) as ines:
         open_assignment(ines, blank.pk)
-        ines.wait_for_function("() => window.playground.editors().length === 3")
+        ines.wait_for_function("() => window.playground.editors().length === 4")
         expect(ines.locator("#brief-no-description")).to_be_visible()
         ines.get_by_role("tab", name="Edit").click()
         note = ines.locator("#edit-editors-note")
@@ -272,7 +272,7 @@ def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_gu
         other = off_the_loop(do_create_assignment, course_, title="Other", description="", starter_code="",
                              checks="", device="cpu")
         open_assignment(ines, other.pk)
-        ines.wait_for_function("() => window.playground.editors().length === 3")
+        ines.wait_for_function("() => window.playground.editors().length === 4")
         ines.get_by_role("tab", name="Edit").click()
         ines.evaluate("code => window.playground.editors()[1].setValue(code)", "x = 1\n")
         ines.get_by_role("button", name="Save").click()

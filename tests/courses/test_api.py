@@ -545,8 +545,9 @@ class TestReadSubmissions:
         assert response.status_code == 200
         body = response.json()
         assert (body["status"], body["score"], body["max_score"], body["results"]) == ("graded", 3.0, 5.0, "shown")
-        assert body["checks"] == [{"name": "square of 3", "passed": False, "points": 2.0, "message": "wrong"},
-                                  {"name": "keeps the shape", "passed": True, "points": 3.0, "message": ""}]
+        assert body["checks"] == [
+            {"name": "square of 3", "passed": False, "points": 2.0, "message": "wrong", "crashed": False},
+            {"name": "keeps the shape", "passed": True, "points": 3.0, "message": "", "crashed": False}]
         assert body["code"] == WRONG
         assert not {"error", "log", "gradings", "checks_version"} & set(body)
         assert MARKER not in response.content.decode()

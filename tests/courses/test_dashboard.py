@@ -45,7 +45,7 @@ def test_a_cell_shows_the_latest_submission_and_run(course, assignment, student,
     cells = snapshot(course)["cells"]
     assert cells[f"{student.pk}:{assignment.pk}"] | {"at": None} == {
         "status": "queued", "score": None, "max_score": None, "late": False, "submission": latest.pk,
-        "regrading": False, "run": str(latest.run_id), "run_status": "queued", "at": None}
+        "regrading": False, "needs_regrade": False, "run": str(latest.run_id), "run_status": "queued", "at": None}
     assert cells[f"{cleo.pk}:{assignment.pk}"]["status"] is None  # ran, never submitted
     assert cells[f"{cleo.pk}:{assignment.pk}"]["run"] == str(free.pk)
 

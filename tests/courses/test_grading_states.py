@@ -83,7 +83,7 @@ def test_checks_the_code_never_reached_count_as_failed(submission):
     graded = fresh(submission)
     assert (graded.score, graded.max_score) == (2.0, 5.0)
     assert graded.checks[1] == {"name": "keeps the shape", "passed": False, "points": 3.0,
-                                "message": "not reached: the checks stopped before it"}
+                                "message": "not reached: the checks stopped before it", "crashed": False}
     assert graded.message == "Your code ran out of time; the checks it did not reach count as failed"
 
 

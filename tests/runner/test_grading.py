@@ -115,7 +115,7 @@ def test_a_name_the_code_does_not_define_fails_its_check(grade):
     run, result = grade("raise SystemExit(3)")
     assert run.status == "failed"
     messages = {c["name"]: c["message"] for c in result["checks"]}
-    assert messages["square of 3"] == "the check could not use your code's result (NameError)"
+    assert messages["square of 3"] == "your code does not define square"
     assert result["score"] == 0
 
 
@@ -549,5 +549,52 @@ answers._get = lambda ns, name: {"kind": "module", "value": "runner.__main__"} i
 """
     _run, result = grade(student)
     assert {c["name"]: c["message"] for c in result["checks"]}["square of 3"] == \
-        "the check could not use your code's result (NameError)", result
+        "your code does not define square", result
     assert "usage:" not in result["log"]
+
+
+# Whose fault: a check that crashes is the instructor's, never the student's grade -------------------
+
+CRASHED = "this check could not run; your instructor has been told"
+
+
+def test_a_helper_that_crashes_leaves_its_checks_unrun_and_its_names_are_never_the_students(grade):
+    checks = """
+from jaxplay.grading import allclose, check
+expected = undefined_helper(3)
+check("value", allclose(square(3.0), expected), 2)
+with check("block", points=1):
+    assert allclose(square(2.0), expected - 5.0)
+check("plain", allclose(square(1.0), 1.0))
+"""
+    # The student's own `expected` never stands in for the one the crashed line would have made.
+    _run, result = grade("def square(x):\n    return x * x\nexpected = 9.0\n", checks=checks)
+    by_name = {c["name"]: c for c in result["checks"]}
+    assert {n: (c["passed"], c["crashed"]) for n, c in by_name.items()} == {
+        "value": (False, True), "block": (False, True), "plain": (True, False)}, result
+    assert by_name["value"]["message"] == by_name["block"]["message"] == CRASHED
+    assert result["needs_regrade"] is True and (result["score"], result["max_score"]) == (1.0, 4.0)
+    assert "undefined_helper" in result["error"] and "'expected' is not defined" in result["error"]
+    assert "Provisional" in result["message"]
+
+
+def test_a_checks_own_exception_could_not_run_and_the_students_stay_theirs(grade):
+    checks = """
+from jaxplay.grading import allclose, check
+check("own code", allclose(square(3.0), 9.0) and len(9.0) > 0, 2)
+check("their code", allclose(square(3.0), 9.0), 1)
+with check("asserted", points=1):
+    assert float(square(2.0)) == 4.0, "square(2) should be 4"
+"""
+    _run, result = grade("def square(x):\n    return x * x\n", checks=checks)
+    assert {c["name"]: (c["passed"], c["crashed"]) for c in result["checks"]} == {
+        "own code": (False, True), "their code": (True, False), "asserted": (True, False)}, result
+    assert result["needs_regrade"] is True and "TypeError" in result["error"]
+
+    _run, result = grade("def square(x):\n    return {}[x]\n", checks=checks)
+    assert {c["message"] for c in result["checks"]} == {"square raised KeyError at line 2 of your code"}, result
+    assert result["needs_regrade"] is False and not any(c["crashed"] for c in result["checks"])
+
+    _run, result = grade("def square(x):\n    return x + 1\n", checks=checks)
+    assert {c["name"]: c["message"] for c in result["checks"]}["asserted"] == "square(2) should be 4"
+    assert result["needs_regrade"] is False

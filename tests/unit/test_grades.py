@@ -85,3 +85,19 @@ def test_declared_checks_are_the_same_on_both_sides():
 
     source = 'check("a", ok, 2)\nwith check("b", points=3):\n    pass\ncheck(f"c{i}", True)\n'
     assert declared_checks(source) == grades.declared_checks(source) == DECLARED
+
+
+def test_a_check_whose_code_crashed_fails_and_the_grade_needs_a_regrade():
+    crashed = {"name": "a", "passed": True, "points": 2, "message": "TypeError at line 3", "crashed": True}
+    grade = grades.grade([crashed, check("b", points=3)], DECLARED, outcome="checked", student_status="succeeded")
+    assert grade["needs_regrade"] is True and (grade["score"], grade["max_score"]) == (3.0, 5.0)
+    a = grade["checks"][0]
+    assert (a["passed"], a["crashed"], a["message"]) == (False, True, grades.CHECK_CRASHED_MESSAGE)
+    assert grade["message"].startswith("Provisional") and "'a'" in grade["error"].splitlines()[0]
+    # The checker's words for it are the same report.
+    said = grades.check_result(check("a", False, 2, grades.CHECK_CRASHED_MESSAGE))
+    assert said["crashed"] is True
+    # A forgery is no score, and no regrade makes it one.
+    forged = grades.grade([crashed], DECLARED, outcome="interfered", student_status="succeeded")
+    assert forged["needs_regrade"] is False and not any(c["crashed"] for c in forged["checks"])
+    assert grades.grade([check("a", points=2)], DECLARED, outcome="checked")["needs_regrade"] is False

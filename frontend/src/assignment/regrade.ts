@@ -1,13 +1,15 @@
 // Regrade, on an instructor's assignment page.
-import { getAssignment, listSubmissions, regrade } from "../course-api";
+import { getAssignment, listSubmissions, regrade, type AssignmentDetail } from "../course-api";
 import { errorText, setError } from "../course-page";
 import { maybeById } from "../dom";
 import { POLL_FOR_MS, POLL_MS, type AssignmentData } from "./model";
 import type { SubmissionsPane } from "./submissions";
 
 /** Regrade: the latest submission of each student graded again with the current checks, its
- *  progress live (the assignment's last regrade: queued and done), the list following. */
-export function bindRegrade(data: AssignmentData, submissions: SubmissionsPane): { start(): Promise<void> } | null {
+ *  progress live (the assignment's last regrade: queued and done), the list following, and the
+ *  assignment as each poll answers it to ``onDetail`` (the grades whose checks crashed). */
+export function bindRegrade(data: AssignmentData, submissions: SubmissionsPane,
+                            onDetail: (detail: AssignmentDetail) => void = () => {}): { start(): Promise<void> } | null {
   const button = maybeById<HTMLButtonElement>("regrade-button");
   const progress = maybeById<HTMLProgressElement>("regrade-progress");
   const noteBox = maybeById("regrade-note");
@@ -38,6 +40,7 @@ export function bindRegrade(data: AssignmentData, submissions: SubmissionsPane):
         let progressNow: { queued: number; done: number } | null = null;
         try {
           const detail = await getAssignment(data.id);
+          onDetail(detail);
           const r = detail.regrade;
           if (r && typeof r.queued === "number" && typeof r.done === "number") progressNow = { queued: r.queued, done: r.done };
           submissions.set(await listSubmissions(data.id));

@@ -1,5 +1,6 @@
-// The assignment's settings, on an instructor's page: the form, its starter code and hidden
-// checks editors, and the brief brought up to date after a save.
+// The assignment's settings, on an instructor's page: the form, its starter code, hidden checks
+// and reference solution editors, the brief brought up to date after a save, and the validation
+// a save starts (./validation.ts).
 import { ApiError, formatCode } from "../api";
 import { getAssignment, updateAssignment, type AssignmentDetail } from "../course-api";
 import { dateTime, errorText, points, setError } from "../course-page";
@@ -11,6 +12,7 @@ import type { StatusLine } from "../status";
 import { currentTheme } from "../theme";
 import { editorWorkerUrl } from "../workbench";
 import type { AssignmentData } from "./model";
+import type { ValidationView } from "./validation";
 
 /** An ISO date as a datetime-local field's value, in the reader's time zone. */
 function localInput(iso: string | null): string {
@@ -21,13 +23,15 @@ function localInput(iso: string | null): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
-/** The settings form: title, description, due date, device, limits, starter code, checks. */
+/** The settings form: title, description, due date, device, limits, starter code, checks and
+ *  reference solution (the last two hidden from students, asked of the API). */
 export function bindEditing(
   data: AssignmentData,
   editors: CodeEditor[],
   tabs: Tabs,
   status: StatusLine,
   regrader: { start(): Promise<void> } | null,
+  validation: ValidationView,
   onSaved: (fresh: AssignmentDetail) => void,
 ): void {
   const form = byId<HTMLFormElement>("edit-form");
@@ -77,20 +81,33 @@ export function bindEditing(
     starterEditor.editor.focus();
   });
   let checksEditor: CodeEditor | null = null;
+  let referenceEditor: CodeEditor | null = null;
   let savedChecks = "";
   const checksHost = byId("edit-checks");
+  const referenceHost = byId("edit-reference");
   checksHost.textContent = "Loading the checks…";
+  referenceHost.textContent = "Loading the reference solution…";
   void getAssignment(data.id).then(
     (detail) => {
       checksHost.textContent = "";
+      referenceHost.textContent = "";
       savedChecks = typeof detail.checks === "string" ? detail.checks : "";
       checksEditor = sub("edit-checks", "Hidden checks editor", savedChecks, false); // the names it reads are the student's
+      referenceEditor = sub("edit-reference", "Reference solution editor",
+        typeof detail.reference_solution === "string" ? detail.reference_solution : "");
       if (detail.limits && typeof detail.limits.wall_s === "number" && !wall.value) wall.value = String(detail.limits.wall_s);
+      validation.show(detail);
     },
     (e) => {
       checksHost.textContent = `Could not load the checks: ${errorText(e)}`;
+      referenceHost.textContent = `Could not load the reference solution: ${errorText(e)}`;
     },
   );
+  maybeById("edit-reference-from-attempt")?.addEventListener("click", () => {
+    if (!referenceEditor) return;
+    referenceEditor.setCode(editors[0].getCode());
+    referenceEditor.editor.focus();
+  });
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
@@ -117,12 +134,14 @@ export function bindEditing(
     if (wall.value.trim() && Number.isFinite(wallValue) && wallValue > 0) fields.limits = { wall_s: wallValue };
     const checksChanged = checksEditor !== null && checksEditor.getCode() !== savedChecks;
     if (checksEditor) fields.checks = checksEditor.getCode();
+    if (referenceEditor) fields.reference_solution = referenceEditor.getCode();
     try {
       await updateAssignment(data.id, fields);
       if (checksEditor) savedChecks = checksEditor.getCode();
       const fresh = await getAssignment(data.id);
       refreshBrief(data, fresh);
       onSaved(fresh);
+      validation.show(fresh);
       saved.textContent = "Saved.";
       status.say("The assignment is saved.");
       if (checksChanged && regrader) regradeOffer.hidden = false;

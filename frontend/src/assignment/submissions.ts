@@ -7,7 +7,7 @@ import type { AssignmentData } from "./model";
 
 /** What makes a submission's shown details out of date. */
 function signature(s: Submission): string {
-  return [s.status, s.score, s.max_score, s.graded_at, s.regrading, s.results].join("|");
+  return [s.status, s.score, s.max_score, s.graded_at, s.regrading, s.needs_regrade, s.results].join("|");
 }
 
 /** The submissions: a student's own, or, for an instructor, everyone's; latest first. Each
@@ -116,6 +116,14 @@ export class SubmissionsPane implements Pane {
     const meta = el("div", "submission-meta", when);
     if (s.late) meta.append(el("span", "chip chip-warn", "late"));
     if (s.regrading) meta.append(el("span", "chip chip-accent", "regrading"));
+    if (s.needs_regrade) {
+      const instructor = this.data.role === "instructor";
+      const chip = el("span", instructor ? "chip chip-danger" : "chip chip-warn", instructor ? "needs regrade" : "provisional");
+      chip.title = instructor
+        ? "A check could not run because the checks raised: fix them, then regrade"
+        : "A check could not run because of a problem in the checks; your instructor has been told";
+      meta.append(chip);
+    }
     head.replaceChildren(el("div", "submission-name", title, meta), this.outcome(s));
   }
 
@@ -130,6 +138,12 @@ export class SubmissionsPane implements Pane {
       badge.dataset.status = "queued";
       badge.title = "Results after the due date";
       return badge;
+    }
+    if (s.needs_regrade) {
+      // Not a score to judge by: a check could not run, the checks' fault.
+      const score = el("span", "score score-provisional", `${points(s.score)} / ${points(s.max_score)}`);
+      score.setAttribute("aria-label", `Provisional score: ${points(s.score)} of ${points(s.max_score)} points, until a regrade`);
+      return score;
     }
     const score = el("span", `score score-${scoreTone(s.score, s.max_score)}`,
       `${points(s.score)} / ${points(s.max_score)}`);

@@ -141,6 +141,7 @@ function submissionChecks(s: Submission): Node[] {
   head.append(el("span", "muted", ` submitted ${dateTime(s.created_at)}`));
   if (s.late) head.append(" ", el("span", "chip chip-warn", "late"));
   if (s.regrading) head.append(" ", el("span", "chip chip-accent", "regrading"));
+  if (s.needs_regrade) head.append(" ", el("span", "chip chip-danger", "needs regrade: the checks crashed"));
   nodes.push(head);
   if (s.message) nodes.push(el("p", "submission-message", s.message));
   if (Array.isArray(s.checks)) nodes.push(checkList(s.checks));

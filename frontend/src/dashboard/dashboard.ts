@@ -1,15 +1,18 @@
 // A course's live dashboard (/courses/<id>/dashboard, instructors): the class's grid of students
 // × assignments, the feed of runs and submissions, the most common errors and the score
-// histograms. The course's websocket (/ws/courses/<id>/) sends a snapshot, then every change as
-// it happens; a cell opens on that student's latest code, output and checks (./cell-detail.ts).
-import { clockTime, dateTime, points, scoreTone } from "../course-page";
+// histograms, and the assignments whose checks crashed on students' grades (with the traceback,
+// the moment one lands). The course's websocket (/ws/courses/<id>/) sends a snapshot, then every
+// change as it happens; a cell opens on that student's latest code, output and checks
+// (./cell-detail.ts).
+import { clockTime, dateTime, points, scoreTone, textDetails } from "../course-page";
 import { byId, el } from "../dom";
 import { isTerminal } from "../events";
 import { CLOSE_CODES } from "../protocol.gen";
 import { statusWord } from "../status";
 import { CellDetail } from "./cell-detail";
 import {
-  BUSY, describeCell, emptyCell, type AssignmentInfo, type Cell, type CommonError, type Item, type Snapshot, type Student,
+  BUSY, describeCell, emptyCell, type AssignmentInfo, type Cell, type CheckErrors, type CommonError, type Item,
+  type Snapshot, type Student,
 } from "./model";
 
 /** What the page tells the dashboard (#dashboard-data). */
@@ -31,6 +34,7 @@ export class Dashboard {
   private assignments: AssignmentInfo[] = [];
   private cells = new Map<string, Cell>();
   private feed: Item[] = [];
+  private checkErrors = new Map<number, CheckErrors>();
   private readonly buttons = new Map<string, HTMLTableCellElement>();
   /** The cell the grid's one Tab stop is on (arrow keys move it). */
   private focusKey: string | null = null;
@@ -50,6 +54,8 @@ export class Dashboard {
   private readonly histograms = byId("histograms");
   private readonly histogramsEmpty = byId("histograms-empty");
   private readonly live = byId("live-state");
+  private readonly checkErrorsBox = byId("check-errors");
+  private readonly checkErrorsList = byId("check-errors-list");
   private readonly detail: CellDetail;
 
   private hasSnapshot = false;
@@ -164,6 +170,8 @@ export class Dashboard {
       this.renderFeed();
     }
     this.renderErrors(Array.isArray(snapshot.errors) ? snapshot.errors : []);
+    this.checkErrors = new Map((Array.isArray(snapshot.check_errors) ? snapshot.check_errors : []).map((e) => [e.assignment, e]));
+    this.renderCheckErrors();
     this.renderHistograms(snapshot.histograms ?? {});
   }
 
@@ -192,6 +200,16 @@ export class Dashboard {
     if (item.kind === "regrade" && item.done !== undefined && item.queued !== undefined && item.done >= item.queued) {
       this.scheduleResync();
     }
+    if (item.kind === "check_error" && typeof item.assignment === "number") {
+      // Shown at once, traceback and all; the snapshot that follows counts the grades exactly.
+      const known = this.checkErrors.get(item.assignment);
+      this.checkErrors.set(item.assignment, {
+        assignment: item.assignment, submissions: known?.submissions ?? 1, checks: item.checks ?? [],
+        error: item.error ?? "", submission: item.submission ?? undefined, student: item.student, at: item.at,
+      });
+      this.renderCheckErrors();
+      this.scheduleResync();
+    }
     this.feed = this.feed.filter((f) => !(sameSubject(f, item)));
     this.feed.unshift(item);
     this.feed = this.feed.slice(0, FEED_LENGTH);
@@ -217,6 +235,7 @@ export class Dashboard {
     cell.max_score = item.max_score ?? null;
     cell.late = Boolean(item.late);
     cell.regrading = Boolean(item.regrading);
+    cell.needs_regrade = Boolean(item.needs_regrade);
     if (item.run && (cell.run === null || item.status === "queued")) {
       cell.run = item.run;
       cell.run_status = cell.run_status && item.run === cell.run ? cell.run_status : "queued";
@@ -410,6 +429,11 @@ export class Dashboard {
         : el("span", "feed-status status-running", status === "graded" ? "graded" : status === "queued" ? "submitted" : status);
       li.append(el("span", "feed-text", el("strong", null, who), " submitted ", el("span", "feed-assignment", what), ": ",
         outcome, item.late ? el("span", "chip chip-warn", "late") : null));
+    } else if (item.kind === "check_error") {
+      li.dataset.status = "failed";
+      const names = (item.checks ?? []).map((n) => `“${n}”`).join(", ");
+      li.append(el("span", "feed-text", "The checks of ", el("span", "feed-assignment", what), " crashed on ",
+        el("strong", null, who), "’s submission", names ? `: ${names} could not run` : ""));
     } else if (item.kind === "regrade") {
       li.append(el("span", "feed-text", "Regrading ", el("span", "feed-assignment", what), `: ${item.done ?? 0} of ${item.queued ?? 0} done`));
     } else if (item.kind === "member" || item.kind === "member_removed") {
@@ -421,6 +445,25 @@ export class Dashboard {
       li.append(el("span", "feed-text", item.kind.replace(/_/g, " ")));
     }
     return li;
+  }
+
+  /** The assignments whose checks crashed on students' latest grades: the instructor's to fix. */
+  private renderCheckErrors(): void {
+    const entries = [...this.checkErrors.values()].filter((e) => e.submissions > 0);
+    this.checkErrorsBox.hidden = entries.length === 0;
+    this.checkErrorsList.replaceChildren(...entries.map((e) => {
+      const title = this.assignments.find((a) => a.id === e.assignment)?.title ?? `Assignment ${e.assignment}`;
+      const link = el("a", "crash-assignment", title);
+      link.href = `/assignments/${e.assignment}/#submissions`;
+      const n = e.submissions;
+      const names = e.checks.map((c) => `“${c}”`).join(", ");
+      const li = el("li", "crash-item",
+        el("p", "crash-lead", link, `: ${n} student${n === 1 ? "’s" : "s’"} latest grade${n === 1 ? "" : "s"} need${n === 1 ? "s" : ""} a regrade`,
+          names ? ` (${names} could not run)` : "", ". Fix the checks, then regrade."),
+        textDetails("Traceback", e.error || "(none was sent)", "submission-error"));
+      li.dataset.assignment = String(e.assignment);
+      return li;
+    }));
   }
 
   private renderErrors(errors: CommonError[]): void {
@@ -477,5 +520,6 @@ function sameSubject(a: Item, b: Item): boolean {
   if (a.kind === "run") return Boolean(a.run) && a.run === b.run;
   if (a.kind === "submission") return a.submission !== undefined && a.submission === b.submission;
   if (a.kind === "regrade") return a.assignment === b.assignment && a.regrade === b.regrade;
+  if (a.kind === "check_error") return a.submission === b.submission;
   return false;
 }

@@ -22,13 +22,15 @@ export interface Cell {
   late: boolean;
   submission: number | null;
   regrading?: boolean;
+  /** A check of its grade crashed: the score is provisional until a regrade. */
+  needs_regrade?: boolean;
   run: string | null;
   run_status: string | null;
   at: string | null;
 }
 
 export interface Item {
-  kind: "run" | "submission" | "regrade" | "member_removed" | string;
+  kind: "run" | "submission" | "regrade" | "check_error" | "member_removed" | string;
   run?: string | null;
   student?: number;
   assignment?: number;
@@ -40,6 +42,10 @@ export interface Item {
   max_score?: number | null;
   late?: boolean;
   regrading?: boolean;
+  needs_regrade?: boolean;
+  /** check_error: the checks that could not run, and the traceback. */
+  checks?: string[];
+  error?: string;
   regrade?: number;
   queued?: number;
   done?: number;
@@ -58,12 +64,25 @@ export interface CommonError {
   message?: string;
 }
 
+/** An assignment whose checks crashed on students' latest grades (the instructor's to fix). */
+export interface CheckErrors {
+  assignment: number;
+  /** How many of those grades need a regrade. */
+  submissions: number;
+  checks: string[];
+  error: string;
+  submission?: number;
+  student?: number;
+  at?: string | null;
+}
+
 export interface Snapshot {
   students: Student[];
   assignments: AssignmentInfo[];
   cells: Record<string, Cell>;
   feed: Item[];
   errors: CommonError[];
+  check_errors?: CheckErrors[];
   histograms: Record<string, number[]>;
 }
 
@@ -72,7 +91,7 @@ export const BUSY = new Set(["queued", "running", "grading"]);
 
 export function emptyCell(): Cell {
   return { status: null, score: null, max_score: null, late: false, submission: null, regrading: false,
-           run: null, run_status: null, at: null };
+           needs_regrade: false, run: null, run_status: null, at: null };
 }
 
 /** What a cell shows: the latest submission's score or state, and the latest run's. */
@@ -81,7 +100,11 @@ export function describeCell(cell: Cell | undefined): { main: string; sub: strin
   const parts: string[] = [];
   let main = "";
   let tone = "none";
-  if (cell.status === "graded" && typeof cell.score === "number") {
+  if (cell.status === "graded" && typeof cell.score === "number" && cell.needs_regrade) {
+    main = `${points(cell.score)}/${points(cell.max_score)}`;
+    tone = "crashed";
+    parts.push(`provisionally ${points(cell.score)} of ${points(cell.max_score)}: the checks crashed, needs a regrade`);
+  } else if (cell.status === "graded" && typeof cell.score === "number") {
     main = `${points(cell.score)}/${points(cell.max_score)}`;
     tone = scoreTone(cell.score, cell.max_score);
     parts.push(`scored ${points(cell.score)} of ${points(cell.max_score)}`);
@@ -121,6 +144,7 @@ export function describeCell(cell: Cell | undefined): { main: string; sub: strin
       parts.push(`latest run ${word}`);
     }
   }
+  if (cell.needs_regrade && !sub) sub = "regrade";
   if (cell.late && !sub) sub = "late";
   if (cell.submission === null) parts.unshift("not submitted");
   return { main: main || "–", sub, label: parts.join(", "), tone };

@@ -1,10 +1,12 @@
 // An assignment's page (/assignments/<id>/): the workbench with the starter code (or the person's
 // draft), its results in a tab of the page's own, Submit, the submissions with their checks and
 // score (or "results after the due date"), and, for instructors, the assignment's settings,
-// starter code and hidden checks, and Regrade with its progress (src/assignment/).
+// starter code, hidden checks and reference solution, the validation of the checks on the last
+// two, the grades whose checks crashed, and Regrade with its progress (src/assignment/).
 //
-// The hidden checks never reach a student's page: the server renders none, and only an
-// instructor's page asks for them (GET /api/assignments/<id> answers them to instructors only).
+// The hidden checks and the reference solution never reach a student's page: the server renders
+// neither, and only an instructor's page asks for them (GET /api/assignments/<id> answers them to
+// instructors only).
 import "../style.css";
 import "../courses.css";
 
@@ -14,6 +16,7 @@ import { POLL_FOR_MS, POLL_MS, type AssignmentData } from "../assignment/model";
 import { ResultsPane, StaticPane } from "../assignment/panes";
 import { bindEditing } from "../assignment/settings";
 import { SubmissionsPane } from "../assignment/submissions";
+import { ValidationView } from "../assignment/validation";
 import { getSubmission, listSubmissions, startAssignmentRun, submit, type NewSubmission, type Submission } from "../course-api";
 import { errorText, localizeTimes, points, showFlash } from "../course-page";
 import { findDevice } from "../devices";
@@ -188,6 +191,8 @@ function main(data: AssignmentData): void {
       if (s.status === "graded") {
         if (s.results === "after_due" || typeof s.score !== "number") {
           announcer.say("Submission received. Results after the due date.");
+        } else if (s.needs_regrade) {
+          announcer.say("Submission graded provisionally: a check could not run, and your instructor has been told.");
         } else {
           announcer.say(`Submission graded: ${points(s.score)} of ${points(s.max_score)} points.`);
         }
@@ -219,9 +224,10 @@ function main(data: AssignmentData): void {
     (error) => status.say(`Could not load the submissions: ${errorText(error)}`, "error"),
   );
 
-  const regrader = instructor ? bindRegrade(data, submissions) : null;
-  if (instructor && editForm) {
-    bindEditing(data, editors, tabs, status, regrader, (fresh) => {
+  const validation = instructor ? new ValidationView(data.id, maybeById("validation-runs"), maybeById("check-errors")) : null;
+  const regrader = instructor ? bindRegrade(data, submissions, (detail) => validation?.showCrashes(detail.check_errors ?? null)) : null;
+  if (instructor && editForm && validation) {
+    bindEditing(data, editors, tabs, status, regrader, validation, (fresh) => {
       // An attempt still at the old starter code (or empty) follows the new one: the large editor
       // shows what a student starts from.
       const untouched = code.getCode() === starter;
