@@ -4,6 +4,7 @@
     python -m bench.grading --n 50
     python -m bench.grading --overhead 15    # what grading adds to one run (sandbox only)
     python -m bench.grading --transforms 9   # what one check that transforms the student's f costs
+    python -m bench.grading --validation 5   # saving an assignment to both validation scores shown
 
 One course of ``n`` students (accounts and API tokens made directly in the stack's database), one
 small assignment with five hidden checks (values, a gradient against finite differences, "no
@@ -199,6 +200,46 @@ def measure(stack: Stack, n: int) -> dict:
     return results
 
 
+def validation(stack: Stack, n: int) -> dict:
+    """Saving an assignment with a reference solution, through the API, to the moment its
+    instructor's view shows both scores (the reference's and the starter code's): ``n`` saves that
+    change the checks, each waited out before the next, polled every 50 ms as the page does
+    (every second); then the same with the reference wrong, which must be flagged."""
+    teacher = make_people(stack, 0)["instructor"]
+    status, course = call(stack, "POST", "/api/courses", teacher, {"title": "Bench validation"})
+    assert status == 201, course
+    status, made = call(stack, "POST", f"/api/courses/{course['id']}/assignments", teacher,
+                        {"title": "Squares", "starter_code": "def square(x):\n    ...\n", "checks": CHECKS,
+                         "reference_solution": STUDENT})
+    assert status == 201, made
+
+    def landed(assignment_id: int, t0: float) -> tuple[float, dict]:
+        while True:
+            status, body = call(stack, "GET", f"/api/assignments/{assignment_id}", teacher)
+            v = body.get("validation") or {}
+            if all((v.get(k) or {}).get("status") == "graded" for k in ("reference", "starter")):
+                return (time.monotonic() - t0) * 1000, v
+            assert time.monotonic() - t0 < 180, v
+            time.sleep(0.05)
+
+    out = {}
+    for label, reference, ok in (("reference right", STUDENT, True),
+                                 ("reference wrong", STUDENT.replace("x * x", "x + x"), False)):
+        times = []
+        for i in range(n):
+            t0 = time.monotonic()
+            status, body = call(stack, "PATCH", f"/api/assignments/{made['id']}", teacher,
+                                {"checks": CHECKS + f"# save {label} {i}\n", "reference_solution": reference})
+            assert status == 200, body
+            ms, v = landed(made["id"], t0)
+            assert v["reference"]["ok"] is ok and v["starter"]["ok"] is True, v
+            times.append(ms)
+        out[label] = {"saves": n, "median_ms": round(statistics.median(times), 1), "max_ms": round(max(times), 1),
+                      "reference": f"{v['reference']['score']} / {v['reference']['max_score']}",
+                      "starter": f"{v['starter']['score']} / {v['starter']['max_score']}"}
+    return out
+
+
 def overhead(n: int) -> dict:
     """What grading adds to one run, in the sandbox without the web side (executor.local): the
     student's code alone, graded with one trivial check, with the five checks, and the checker's
@@ -282,12 +323,19 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=200, help="students (submissions per round)")
     parser.add_argument("--transforms", type=int, default=0, metavar="N",
                         help="what one check that transforms the student's function adds (N gradings each)")
+    parser.add_argument("--validation", type=int, default=0, metavar="N",
+                        help="saving an assignment to both validation scores shown (N saves each way)")
     parser.add_argument("--overhead", type=int, default=0, metavar="N",
                         help="only measure what grading adds to one run (medians of N runs), without the web side")
     parser.add_argument("--slots", type=int, default=1,
                         help="runners each executor worker runs at once (EXECUTOR_CONCURRENCY; default 1, so that "
                              "a second worker is a second node's worth)")
     args = parser.parse_args()
+    if args.validation:
+        with own_stack("grading") as stack:
+            results = validation(stack, args.validation)
+        print(json.dumps(results, indent=2))
+        return 0
     if args.transforms:
         results = transforms(args.transforms)
         print(json.dumps(results, indent=2))

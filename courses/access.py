@@ -12,7 +12,7 @@ changes). A student removed from a course no longer sees it, nor their submissio
 
 from __future__ import annotations
 
-from .models import INSTRUCTOR, Assignment, Course, Membership, Submission
+from .models import INSTRUCTOR, VALIDATION_KINDS, Assignment, Course, Grading, Membership, Submission
 
 
 def _id(value) -> int | None:
@@ -74,3 +74,13 @@ def access_submission_for_user(submission_id, user) -> tuple[Submission, str] | 
     if role == INSTRUCTOR or (role is not None and submission.student_id == user.pk):
         return submission, role
     return None
+
+
+def guard_validation_run(run, user) -> bool | None:
+    """An assignment's validation runs (its reference solution and starter code graded) are its
+    instructors' alone, as its checks and reference are: False for anyone else, None otherwise."""
+    course_id = Grading.objects.filter(run_id=run.pk, kind__in=VALIDATION_KINDS).values_list(
+        "assignment__course_id", flat=True).first()
+    if course_id is None:
+        return None
+    return _signed_in(user) and Membership.objects.filter(course_id=course_id, user=user, role=INSTRUCTOR).exists()

@@ -141,7 +141,8 @@ def _validation_run(grading: Grading | None, kind: str) -> dict | None:
     return {
         "status": grading.status, "score": grading.score if graded else None,
         "max_score": grading.max_score if graded else None, "full_marks": full if graded else None,
-        "ok": None if not graded else (full if kind == REFERENCE else not full),
+        # A check that crashed wants the instructor's eye on either, whatever the score.
+        "ok": None if not graded else (not grading.needs_regrade and (full if kind == REFERENCE else not full)),
         "needs_regrade": grading.needs_regrade, "checks": check_results(grading.checks), "message": grading.message,
         "error": grading.error, "log": grading.log, "checks_version": grading.checks_version,
         "run": str(grading.run_id), "created_at": _iso(grading.created_at), "finished_at": _iso(grading.finished_at),

@@ -79,11 +79,12 @@ for i, key in ipairs(KEYS) do
   end
 end
 local before = redis.call('ZCARD', KEYS[1])
+local last = redis.call('ZCARD', KEYS[#KEYS])
 for _, key in ipairs(KEYS) do
   redis.call('ZADD', key, ARGV[1], ARGV[3])
   redis.call('EXPIRE', key, ARGV[4])
 end
-return {0, before, ARGV[1]}
+return {0, before, ARGV[1], last}
 """
 
 # What a refusal adds for someone signed out: what they share, and with whom.
@@ -243,8 +244,8 @@ def admit(client: str, device: str, run_id: str, room: str | None = None) -> int
     if not counted:
         return 0
     expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
-    full, count, oldest = redis.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted],
-                                     now, now - expire_s, run_id, KEY_TTL_S, *[c for _, c in counted])
+    full, count, oldest, *rest = redis.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted],
+                                            now, now - expire_s, run_id, KEY_TTL_S, *[c for _, c in counted])
     if int(full):
         redis.delete(_client_of(run_id), _room_of(run_id))
         key, at_most = counted[int(full) - 1]
@@ -260,7 +261,12 @@ def admit(client: str, device: str, run_id: str, room: str | None = None) -> int
             raise refuse(f"{whose} {int(count)} runs queued or running (at most {at_most} at once)", "active_runs",
                          retry)
     # The person's count before this run; a person whose own cap is off is always at the first step.
-    return priority(int(count)) if counted[0][0] == client else 0
+    step = priority(int(count)) if counted[0][0] == client else 0
+    if room is not None and counted[-1][0] == room and rest:
+        # A room's runs past an address's share wait behind everyone else's first runs: a script
+        # minting identities queues 40 runs, and a person elsewhere must not wait behind them all.
+        step = max(step, priority(int(rest[0]) // max(1, limits["address_active"])))
+    return step
 
 
 def priority(active_before: int) -> int:

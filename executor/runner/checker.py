@@ -32,6 +32,7 @@ import traceback
 from . import grades, values
 
 CHECKS_FILENAME = "<checks>"
+MAX_LINE = 1_000_000  # a student's line as the student is told it: a number, not a channel
 
 _session: list = [None]  # the checks session of this process (a checker runs one)
 
@@ -54,7 +55,7 @@ class StudentError(Exception):
 def _answer_error(name: str, error) -> StudentError:
     error = error if type(error) is dict else {}
     kind = values.short_name(error.get("type") or "Exception")
-    line = error.get("line") if type(error.get("line")) is int else None
+    line = error.get("line") if type(error.get("line")) is int and 0 < error.get("line") <= MAX_LINE else None
     reason = error.get("reason") if type(error.get("reason")) is str else ""
     if kind == "timeout":
         return StudentError(f"{name} did not return in time")
@@ -110,9 +111,11 @@ class StudentFunction:
 
     def make_jaxpr(self, *args, **kwargs):
         """``jax.make_jaxpr`` of it, by the student's JAX (``standin.StudentJaxpr``)."""
-        from .standin import StudentJaxpr
+        from .standin import StudentJaxpr, proven_traceable
+        from .transforms import SAME_VALUES
 
-        return StudentJaxpr(self._ask("jaxpr", args, kwargs))
+        proven_traceable(self.without(SAME_VALUES), args, kwargs)  # the jaxpr is the side's word
+        return StudentJaxpr(self._ask("jaxpr", args, kwargs), self.name)
 
     def lower(self, *args, **kwargs):
         """``jax.jit(f).lower(*args)``: the module the student's side hands over, read and run by
@@ -172,6 +175,7 @@ class Session:
         # at a time, and the student's error kept, since JAX raises its own in its place.
         self.lock = threading.Lock()
         self.callback_error: StudentError | None = None
+        self.student_values: dict[int, tuple[str, object]] = {}  # id -> (name, the value itself)
 
     # -- the channel ---------------------------------------------------------------------------
 
@@ -218,10 +222,20 @@ class Session:
             raise KeyError(name)
         if kind == "value":
             try:
-                return values.decode(answer.get("value"))
+                return self.remember(name, values.decode(answer.get("value")))
             except (values.Unsendable, ValueError, TypeError) as exc:
                 raise StudentError(f"{name} holds a value the checks cannot read", str(exc)[:200]) from None
         raise KeyError(name)  # missing: a NameError in the check
+
+    def remember(self, name: str, value):
+        """A value of the student's code, as the checks got it: known by its identity after."""
+        self.student_values[id(value)] = (name, value)
+        return value
+
+    def student_value_name(self, value) -> str | None:
+        """The student's name of a value the checks got from their code, else None."""
+        known = self.student_values.get(id(value))
+        return known[0] if known is not None and known[1] is value else None
 
     def student_cause(self, exc: BaseException) -> BaseException:
         """The student's error behind an exception JAX raised in its place (a check's jitted
@@ -229,6 +243,11 @@ class Session:
         error, self.callback_error = self.callback_error, None
         if error is not None and not isinstance(exc, StudentError):
             return error
+        if type(exc) is TypeError and "object is not callable" in str(exc):
+            # ``square = 9`` in the student's code, and a check's ``square(3.0)``: theirs.
+            for name, value in self.student_values.values():
+                if not callable(value) and f"'{type(value).__name__}' object is not callable" in str(exc):
+                    return StudentError(f"{name} is not a function")
         return exc
 
     # -- results -------------------------------------------------------------------------------

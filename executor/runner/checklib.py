@@ -18,8 +18,9 @@ from __future__ import annotations
 import hashlib
 import re
 
+from .transforms import SAME_VALUES  # steps that change no value
+
 _MISSING = object()
-SAME_VALUES = frozenset({"jit", "checkpoint", "remat"})  # steps that change no value
 
 
 class Verdict:
@@ -104,7 +105,10 @@ def allclose(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> Ver
     import jax
     import numpy as np
 
-    a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    try:
+        a_leaves, a_tree = jax.tree_util.tree_flatten(actual)
+    except (TypeError, ValueError) as exc:  # a dict whose keys cannot be sorted, say
+        return Verdict(False, "the result is not structured like the expected one", str(exc)[:200])
     e_leaves, e_tree = jax.tree_util.tree_flatten(expected)
     if a_tree != e_tree:
         return Verdict(False, "the result is not structured like the expected one",
@@ -113,9 +117,9 @@ def allclose(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> Ver
         where = f" (leaf {i})" if len(a_leaves) > 1 else ""
         try:
             a = np.array(a, dtype=np.complex128 if np.iscomplexobj(e) or np.iscomplexobj(a) else np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return Verdict(False, f"the result{where} is not a number or an array", f"got {type(a).__name__}")
-        e = np.asarray(e, dtype=a.dtype)
+        e = np.asarray(e, dtype=a.dtype)  # the expected value is the check's: its failure is the check's
         if a.shape != e.shape:
             return Verdict(False, f"the result{where} has shape {a.shape}, not the expected shape",
                            f"expected shape {e.shape}")
@@ -233,12 +237,20 @@ class Lowered:
     def faithful(self) -> bool:
         """The module computes what the student's function returns, on the check's arguments and
         on fresh ones drawn after it was handed over."""
+        from .checker import StudentError
+
+        if isinstance(self._faithful, StudentError):
+            raise self._faithful  # the function's own failure, the same each time it is asked
         if self._faithful is _MISSING:
             self._faithful = False
             if self.runnable():
                 fn = self.fn.without(SAME_VALUES)  # compared with the values, not the compilation
-                self._faithful = all(bool(allclose(fn(*inputs, **self.kwargs), output, rtol=1e-3, atol=1e-5))
-                                     for inputs, output in zip(self.inputs, self.outputs))
+                try:
+                    self._faithful = all(bool(allclose(fn(*inputs, **self.kwargs), output, rtol=1e-3, atol=1e-5))
+                                         for inputs, output in zip(self.inputs, self.outputs))
+                except StudentError as exc:
+                    self._faithful = exc
+                    raise
         return self._faithful
 
 

@@ -13,7 +13,7 @@ import functools
 import inspect
 
 from . import transforms
-from .checklib import SAME_VALUES
+from .transforms import SAME_VALUES
 
 # jax's functions wrapped in the checker: a student's function given to one grows that step.
 WRAPPED = ("grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "vmap", "jit", "pmap",
@@ -58,6 +58,7 @@ def _wrap(name: str, original):
         student = _student_function_type()
         if isinstance(fun, student):
             return fun.then(name, step_params(name, original, fun, args, kwargs))
+        _not_a_student_value(name, fun)
         if fun is None:
             return original(*args, **kwargs)
         return original(fun, *args, **kwargs)
@@ -71,6 +72,7 @@ def _wrap_eval_shape(original):
     def eval_shape(fun, *args, **kwargs):
         if isinstance(fun, _student_function_type()):
             return fun.eval_shape(*args, **kwargs)
+        _not_a_student_value("eval_shape", fun)
         return original(fun, *args, **kwargs)
 
     eval_shape.__jaxplay_original__ = original
@@ -84,10 +86,22 @@ def _wrap_make_jaxpr(original):
             if args or kwargs:
                 raise TypeError("jax.make_jaxpr(f) of a student's function takes no other parameters")
             return fun.make_jaxpr
+        _not_a_student_value("make_jaxpr", fun)
         return original(fun, *args, **kwargs)
 
     make_jaxpr.__jaxplay_original__ = original
     return make_jaxpr
+
+
+def _not_a_student_value(name: str, fun) -> None:
+    """A value of the student's code given where a function goes (``f = 0.5`` and a check's
+    ``jax.grad(f)``) is the student's failure, as calling it would be: not the checks' crash."""
+    from .checker import StudentError, session
+
+    sess = session()
+    student_name = sess.student_value_name(fun) if sess is not None and not callable(fun) else None
+    if student_name is not None:
+        raise StudentError(f"{student_name} is not a function, so jax.{name} cannot take it")
 
 
 def install() -> None:
@@ -158,6 +172,8 @@ class _Call:
         from .checker import session
 
         args, kwargs = self.arguments(dyn)
+        if op == "call":
+            proven_traceable(self.fn, args, kwargs)
         return session().ask(op, self.fn.name, args=args, kwargs=kwargs, transform=self.chain(order))
 
 
@@ -175,9 +191,38 @@ def _standin(call: _Call, order: int):
     def standin_jvp(primals, tangents):
         out = standin(*primals)
         jacobian = _standin(call, order + 1)(*primals)
-        return out, _contract(out, jacobian, tangents, call.wrt)
+        return out, _answered(call, lambda: _contract(out, jacobian, tangents, call.wrt))
 
     return standin
+
+
+def _arrays_only(call: _Call, value) -> None:
+    """What a function JAX traces returns: arrays and numbers, at least one (``None``, a string,
+    an empty structure are the student's failure, which JAX would report at home)."""
+    import jax
+    import numpy as np
+
+    try:
+        leaves = jax.tree_util.tree_leaves(value)
+    except (TypeError, ValueError):
+        leaves = [None]
+    if not leaves or not all(isinstance(leaf, (np.ndarray, np.generic, int, float, complex, bool)) for leaf in leaves):
+        from .checker import StudentError
+
+        kind = "None" if value is None else "no arrays" if not leaves else "what is not an array"
+        raise StudentError(f"{call.fn.name} returned {kind}, where the check's function traced by JAX needs arrays")
+
+
+def _answered(call: _Call, use):
+    """``use()`` of what the student's side answered; a value shaped unlike what JAX needs there
+    (a string, a Jacobian of the wrong structure) is the side's failure, not the check's."""
+    try:
+        return use()
+    except (TypeError, ValueError, OverflowError, IndexError) as exc:
+        from .checker import StudentError
+
+        raise StudentError(f"{call.fn.name} answered with values JAX cannot use here",
+                           f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _evaluate(call: _Call, order: int, dyn):
@@ -190,10 +235,16 @@ def _evaluate(call: _Call, order: int, dyn):
     from . import jaxcompat
 
     if not any(jaxcompat.is_tracer(d) for d in dyn):
-        return jax.tree_util.tree_map(jnp.asarray, call.ask("call", order, [np.asarray(d) for d in dyn]))
+        value = call.ask("call", order, [np.asarray(d) for d in dyn])
+        _arrays_only(call, value)
+        return _answered(call, lambda: jax.tree_util.tree_map(jnp.asarray, value))
     specs = [jax.ShapeDtypeStruct(tuple(d.shape), d.dtype) for d in dyn]
     shape = call.ask("shape", order, specs)
     out_leaves, out_tree = jax.tree_util.tree_flatten(shape)
+    if not out_leaves or not all(type(leaf) is jax.ShapeDtypeStruct for leaf in out_leaves):
+        from .checker import StudentError
+
+        raise StudentError(f"{call.fn.name} answered jax.eval_shape of it with what is no shape")
 
     def callback(*concrete):
         from .checker import StudentError, session
@@ -288,13 +339,28 @@ class StudentJaxpr:
     (``str()``, ``pretty_print()``), ``eqns`` (``.jaxpr.eqns`` too), ``in_avals`` and
     ``out_avals`` as ShapeDtypeStructs."""
 
-    def __init__(self, data: dict):
-        data = data if isinstance(data, dict) else {}
-        self.text = str(data.get("text", ""))
-        self.eqns = [StudentEqn(e) for e in data.get("eqns") or [] if isinstance(e, dict)]
+    def __init__(self, data: dict, name: str = "f"):
+        import jax
+
+        def avals(key):
+            value = data.get(key)
+            if not isinstance(value, list) or not all(a is None or type(a) is jax.ShapeDtypeStruct for a in value):
+                raise ValueError(key)
+            return value
+
+        try:
+            if not isinstance(data, dict) or not isinstance(data.get("text"), str) \
+                    or not isinstance(data.get("eqns"), list) or not all(isinstance(e, dict) for e in data["eqns"]):
+                raise ValueError("the jaxpr")
+            self.text = data["text"]
+            self.eqns = [StudentEqn(e) for e in data["eqns"]]
+            self.in_avals, self.out_avals = avals("in_avals"), avals("out_avals")
+        except ValueError as exc:
+            from .checker import StudentError
+
+            raise StudentError(f"{name} answered jax.make_jaxpr of it in a form the checks cannot read",
+                               str(exc)) from None
         self.eqn_count = data.get("eqn_count") if type(data.get("eqn_count")) is int else len(self.eqns)
-        self.in_avals = list(data.get("in_avals") or [])
-        self.out_avals = list(data.get("out_avals") or [])
         self.consts = []
 
     @property
@@ -360,26 +426,29 @@ def verify(fn, args: tuple, kwargs: dict, result):
     plain calls on the same arguments, and the instructor is told. ``value_and_grad``'s value
     must be the plain call's; a gradient is compared with central differences of the function's
     own values, and a disagreement goes to the instructor's log."""
+    try:
+        return _verify(fn, args, kwargs, result)
+    except (TypeError, ValueError, OverflowError, IndexError, KeyError, AttributeError) as exc:
+        from .checker import StudentError
+
+        raise StudentError(f"{fn.name} answered {fn!r} with values the checks cannot compare",
+                           f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+def _verify(fn, args: tuple, kwargs: dict, result):
     from .checker import session
 
     steps = [(s, p) for s, p in fn.chain if s not in SAME_VALUES]
     plain = fn.plain()
     if not steps or (len(steps) == 1 and steps[0][0] == "vmap" and _default_axes(steps[0][1]) and not kwargs):
         batched = bool(steps)
-        low = _lowered(fn, args, kwargs)
-        if low is not None and low.runnable():
-            for inputs, output in zip(low.inputs, low.outputs):
-                if batched:
-                    _rows_agree(fn, plain, inputs, output)
-                else:
-                    _agree(fn, output, plain(*inputs, **kwargs), "as compiled")
-            return low.outputs[0]
-        session().note(f"{fn!r}: its module calls back to the host, so the analyst could not run it; "
-                       "the student's side's values were checked against plain calls only")
-        if batched:
-            _rows_agree(fn, plain, args, result)
-        else:
-            _agree(fn, result, plain(*args, **kwargs), "under jax.jit")
+        low = _runnable(fn, args, kwargs)
+        for inputs, output in zip(low.inputs, low.outputs):
+            if batched:
+                _rows_agree(fn, plain, inputs, output)
+            else:
+                _agree(fn, output, plain(*inputs, **kwargs), "as compiled")
+        return low.outputs[0]
     if any(step in transforms.DERIVATIVES for step, _ in steps):
         _traceable(fn, plain, args, kwargs)
     if len(steps) == 1 and steps[0][0] == "value_and_grad" and not steps[0][1].get("has_aux"):
@@ -391,16 +460,46 @@ def verify(fn, args: tuple, kwargs: dict, result):
     return result
 
 
-def _lowered(fn, args, kwargs):
-    """The transformed function lowered by the student's side and run by the analyst; None when
-    the arguments cannot be lowered on (a value no module takes)."""
+def _runnable(fn, args, kwargs):
+    """The transformed function lowered by the student's side and run by the analyst. Text alone
+    (a module that calls back to the host, which the analyst cannot run) never passes: what the
+    side says of such a function cannot be held against anything but its own word."""
     from .checker import StudentError
     from .checklib import lowered
 
     low = lowered(fn, *args, **kwargs)
     if low.problem:
         raise StudentError(low.problem, low.detail)
+    if not low.runnable():
+        raise StudentError(f"{fn.name} calls back to the host (jax.debug.print, a callback), so the checks cannot "
+                           "run what it compiles to", f"custom calls: {', '.join(low.custom_calls) or 'none'}")
     return low
+
+
+def proven_traceable(fn, args: tuple, kwargs: dict) -> None:
+    """A check's own function traces through ``fn``: on the student's machine that needs JAX to
+    trace it, so its lowering at these arguments must compute its values (``_traceable``), once
+    per shapes and static values in a grading (a vmap's rows share one)."""
+    from .checker import session
+
+    sess = session()
+    done = sess.__dict__.setdefault("traceable", set())
+    key = (fn.name, repr(fn.chain), _signature((args, kwargs)))
+    if key in done:
+        return
+    _traceable(fn, fn, args, kwargs)
+    done.add(key)
+
+
+def _signature(tree) -> str:
+    """The shapes and dtypes of a call's arrays and the values of everything else."""
+    import jax
+    import numpy as np
+
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    parts = [f"{np.shape(leaf)}{np.asarray(leaf).dtype}" if isinstance(leaf, (np.ndarray, np.generic, float))
+             else repr(leaf)[:200] for leaf in leaves]
+    return f"{treedef}|{'|'.join(parts)}"
 
 
 def _traceable(fn, plain, args, kwargs) -> None:
@@ -409,13 +508,9 @@ def _traceable(fn, plain, args, kwargs) -> None:
     values are drawn for them too), must be a module that computes its values."""
     import numpy as np
 
-    from .checker import session
-
     args = tuple(np.asarray(a, dtype=np.float32) if type(a) is float else a for a in args)
-    low = _lowered(plain, args, kwargs)
-    if not low.runnable():
-        session().note(f"{fn!r}: {fn.name}'s module calls back to the host, so the analyst could not check it")
-    elif not low.faithful:
+    low = _runnable(plain, args, kwargs)
+    if not low.faithful:
         from .checker import StudentError
 
         raise StudentError(f"what {fn.name} compiles to does not compute what {fn.name} returns",
@@ -465,7 +560,10 @@ def _central_difference_gap(plain, args: tuple, grad) -> str:
     if not isinstance(x, (np.ndarray, np.floating)) or not np.issubdtype(np.asarray(x).dtype, np.floating):
         return ""
     x = np.asarray(x)
-    g = np.asarray(grad, dtype=np.float64)
+    try:
+        g = np.asarray(grad, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return ""
     if g.shape != x.shape:
         return ""
     direction = np.random.default_rng().normal(size=x.shape)
@@ -473,9 +571,9 @@ def _central_difference_gap(plain, args: tuple, grad) -> str:
     try:
         up = float(np.asarray(plain((x + eps * direction).astype(x.dtype), *args[1:])))
         down = float(np.asarray(plain((x - eps * direction).astype(x.dtype), *args[1:])))
-    except (TypeError, ValueError):
+        estimate, claimed = (up - down) / (2 * eps), float(np.sum(g * direction))
+    except (TypeError, ValueError, OverflowError):
         return ""
-    estimate, claimed = (up - down) / (2 * eps), float(np.sum(g * direction))
     if abs(estimate - claimed) <= 0.05 * max(abs(estimate), abs(claimed)) + 1e-3:
         return ""
     return f"its derivative along a random direction is {claimed:.4g}, central differences of its values give " \

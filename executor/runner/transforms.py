@@ -54,6 +54,8 @@ STEPS: dict[str, tuple[str, ...]] = {
 }
 # What each reads of its function's derivative, for the checker's verification.
 DERIVATIVES = frozenset({"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "derivative"})
+# Steps that change no value: a result under them must equal a plain call's.
+SAME_VALUES = frozenset({"jit", "checkpoint", "remat"})
 # Operations on a (transformed) function besides calling it.
 OPS = ("call", "shape", "jaxpr", "lower")
 MAX_STEPS = 16

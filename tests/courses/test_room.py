@@ -226,6 +226,20 @@ def test_each_browsers_first_run_is_taken_before_anyones_second(settings):
     assert steps[0] < steps[1] < steps[3]
 
 
+def test_a_rooms_runs_past_an_addresss_share_wait_behind_everyone_elses_first_runs(settings):
+    # Forty identities minted by one script, one run each: the ninth and later are queued at later
+    # steps, so a person at another address (a first run: step 0) is taken before them.
+    from playground import quotas
+
+    shares(settings)
+    room = f"room:ip:{ROOM}"
+    steps = [quotas.check_admit_run(f"anon:{i}", "cpu", str(uuid.uuid4()), room=room) for i in range(40)]
+    assert steps[:8] == [quotas.priority(0)] * 8
+    assert steps[8:16] == [quotas.priority(1)] * 8 and steps[16:24] == [quotas.priority(2)] * 8
+    assert set(steps[24:]) == {quotas.priority(3)}
+    assert quotas.check_admit_run("anon:elsewhere", "cpu", str(uuid.uuid4()), room="room:ip:198.51.100.77") == 0
+
+
 def test_the_page_gives_a_browser_its_identity_once(settings):
     page = Client().get("/")
     cookie = page.cookies[BROWSER_COOKIE]

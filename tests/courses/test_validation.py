@@ -121,6 +121,21 @@ def test_a_student_never_gets_the_reference_solution_nor_its_validation(course, 
     assert REFERENCE_MARKER not in instructor_client.get(f"/assignments/{made['id']}/").content.decode()
 
 
+@pytest.mark.django_db
+def test_a_validation_run_is_its_instructors_alone_even_to_whoever_holds_its_id(
+        course, instructor_client, student_client, outsider_client, executor_online):
+    from django.test import Client
+
+    made = create(instructor_client, course)
+    runs = validations(made["id"])
+    for kind in ("reference", "starter"):
+        path = f"/api/runs/{runs[kind].run_id}"
+        assert instructor_client.get(path).status_code == 200
+        for someone in (student_client, outsider_client, Client()):
+            response = someone.get(path)
+            assert response.status_code == 404 and REFERENCE_MARKER not in response.content.decode()
+
+
 # On the live stack: the validation's graded runs land ----------------------------------------------
 
 def wait_validated(client, assignment_id: int, timeout: float = 120) -> dict:

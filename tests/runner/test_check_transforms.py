@@ -136,3 +136,114 @@ def test_a_student_error_inside_the_checks_own_jitted_function_is_the_students(g
     result = grade(code, checks)
     assert messages(result) == {"jitted": (False, "g raised KeyError at line 5 of your code"),
                                 "block": (False, "g raised KeyError at line 5 of your code")}, result
+
+
+# Untraceable code whose runner answers every question itself: a module of a host callback for
+# each lowering (which the analyst cannot run), values from finite differences for derivatives.
+FORGED_WITH_CALLBACKS = NUMPY + """
+import runner.answers as A
+from runner import transforms, values
+real = A.answer
+TEXT = ('module @jit_f { func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {\\n'
+        '  %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) : (tensor<f32>) -> tensor<f32>\\n'
+        '  return %0 : tensor<f32> } }')
+def D(x, k):
+    return np.sin(x) ** 2 if k == 0 else (D(x + 1e-2, k - 1) - D(x - 1e-2, k - 1)) / 2e-2
+def forged(q, ns):
+    if q.get("op") == "get" or q.get("name") != "f":
+        return real(q, ns)
+    t = q.get("transform")
+    chain = transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)
+    order = sum({"grad": 1, "hessian": 2}.get(s, 0) for s, _ in chain)
+    if q.get("op") == "lower":
+        return {"value": values.encode({"text": TEXT})}
+    x = np.asarray(values.decode(q["args"])[0], dtype=np.float64)
+    return {"value": values.encode(np.asarray(D(x, order), dtype=np.float32))}
+A.answer = forged
+"""
+# Answers made to crash the checker's own code, so that failures would be booked as the checks'.
+CRASHING = CORRECT + """
+import runner.answers as A
+from runner import transforms, values
+real = A.answer
+def crashing(q, ns):
+    if q.get("op") == "get" or q.get("name") != "f":
+        return real(q, ns)
+    t = q.get("transform")
+    steps = [s for s, _ in transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)]
+    if q.get("op") == "lower":
+        return {"value": values.encode({"text": ""})}
+    if q.get("op") == "jaxpr":
+        return {"value": {"$d": [["text", "sin"], ["eqns", 5]]}}
+    return {"value": "abc" if steps == ["grad"] else 10 ** 400}
+A.answer = crashing
+"""
+
+
+def test_a_side_that_hands_over_host_callbacks_for_every_lowering_earns_nothing(grade):
+    result = grade(FORGED_WITH_CALLBACKS, CHECKS)
+    seen = messages(result)
+    for name in ("grad", "vmap", "jit", "hessian"):
+        assert seen[name] == (False, "f calls back to the host (jax.debug.print, a callback), so the checks cannot "
+                                     "run what it compiles to"), (name, seen[name])
+
+
+def test_answers_made_to_crash_the_checks_are_the_students_failure_not_a_regrade(grade):
+    result = grade(CRASHING, CHECKS + "check('own function', allclose(jax.grad(lambda t: 3 * f(t))(0.3), 1.0))\n")
+    assert not result["needs_regrade"], result["checks"]
+    assert not any(c["crashed"] for c in result["checks"]), result["checks"]
+    assert result["score"] == 0.0
+
+
+def test_a_student_value_where_a_function_goes_is_the_students_failure(grade):
+    result = grade("f = 0.5\n", CHECKS)
+    assert not result["needs_regrade"]
+    assert messages(result)["grad"] == (False, "f is not a function, so jax.grad cannot take it")
+
+
+def test_a_line_number_is_a_number_not_a_channel(grade):
+    code = "def f(x):\n    raise ValueError\nimport runner.answers as A\nreal = A._error\n" \
+           "A._error = lambda exc: {**real(exc), 'line': 10 ** 300}\n"
+    result = grade(code, "from jaxplay.grading import check\ncheck('call', f(1.0) == 1)\n")
+    assert messages(result) == {"call": (False, "f raised ValueError")}
+
+
+def test_a_student_value_called_by_a_check_is_the_students_failure(grade):
+    result = grade("square = 9\n", "from jaxplay.grading import allclose, check\n"
+                                   "check('square of 3', allclose(square(3.0), 9.0))\n")
+    assert not result["needs_regrade"]
+    assert messages(result) == {"square of 3": (False, "square is not a function")}
+
+
+def test_the_checks_own_function_cannot_be_passed_with_finite_differences_of_untraceable_code(grade):
+    # Plain values and "derivative" answers from NumPy, and an honest lowering (of NumPy: it fails).
+    code = NUMPY + """
+import runner.answers as A
+from runner import transforms, values
+real = A.answer
+def D(x, k):
+    return np.sin(x) ** 2 if k == 0 else (D(x + 1e-2, k - 1) - D(x - 1e-2, k - 1)) / 2e-2
+def forged(q, ns):
+    t = q.get("transform")
+    chain = transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)
+    if q.get("op") != "call" or not chain or chain[-1][0] != "derivative":
+        return real(q, ns)
+    order = int(chain[-1][1]["order"])
+    value = np.asarray(D(np.asarray(values.decode(q["args"])[0], dtype=np.float64), order), dtype=np.float32)
+    for _ in range(order):
+        value = (value,)
+    return {"value": values.encode(value)}
+A.answer = forged
+"""
+    checks = "from jaxplay.grading import allclose, check\nimport jax\nimport numpy as np\n" \
+             "check('own grad', allclose(jax.grad(lambda t: 3 * f(t))(0.3), 3 * np.sin(0.6), rtol=1e-3))\n"
+    result = grade(code, checks)
+    assert messages(result) == {"own grad": (False, "f raised TracerArrayConversionError at line 4 of your code")}
+
+
+def test_starter_code_that_returns_none_fails_the_checks_own_function_as_the_students(grade):
+    checks = "from jaxplay.grading import allclose, check\nimport jax\nimport numpy as np\n" \
+             "check('own grad', allclose(jax.grad(lambda t: 3 * f(t))(0.3), 1.0))\n"
+    result = grade("def f(x):\n    ...\n", checks)
+    assert not result["needs_regrade"], result["checks"]
+    assert not result["checks"][0]["passed"] and not result["checks"][0]["crashed"], result["checks"]
