@@ -475,6 +475,16 @@ def check_validate_assignment(assignment: Assignment, *, user=None) -> None:
     do_validate_assignment(assignment, runs, by=who)
 
 
+
+def _instructors_run(by: str | None, run_id, admitted: list[str]) -> int:
+    """The priority of a graded run an instructor's action queues (a regrade's, a validation's):
+    the regrade step, its seconds counted against ``by`` (their client key; None: no one's), its
+    id added to ``admitted`` so that a failure releases it."""
+    if by is None:
+        return quotas.REGRADE_STEP
+    admitted.append(str(run_id))
+    return quotas.admit_regrade(by, str(run_id))
+
 def do_validate_assignment(assignment: Assignment, runs: list[tuple[str, str]], *, by: str | None = None,
                            skipped: str = "") -> None:
     """Replace the assignment's validation with a graded run of each ``(kind, code)`` (none: no
@@ -486,11 +496,7 @@ def do_validate_assignment(assignment: Assignment, runs: list[tuple[str, str]], 
             Grading.objects.filter(assignment=assignment).delete()
             for kind, code in runs:
                 run_id = uuid.uuid4()
-                priority = quotas.REGRADE_STEP
-                if by is not None:
-                    run_ids.append(str(run_id))
-                    priority = quotas.admit_regrade(by, str(run_id))
-                with quotas.starting(run_id, priority):
+                with quotas.starting(run_id, _instructors_run(by, run_id, run_ids)):
                     queue_validation(assignment, kind, code)
             if assignment.validation_skipped != skipped:
                 assignment.validation_skipped = skipped
@@ -602,11 +608,7 @@ def do_regrade(assignment: Assignment, *, by: str | None = None) -> int:
             submissions = list(Submission.objects.filter(pk__in=list(_latest_submissions(assignment))).order_by("pk"))
             for submission in submissions:
                 run_id = uuid.uuid4()
-                priority = quotas.REGRADE_STEP
-                if by is not None:
-                    run_ids.append(str(run_id))
-                    priority = quotas.admit_regrade(by, str(run_id))
-                with quotas.starting(run_id, priority):
+                with quotas.starting(run_id, _instructors_run(by, run_id, run_ids)):
                     queue_grading(submission, assignment, regrade=assignment.regrades)
             Submission.objects.filter(pk__in=[s.pk for s in submissions]).update(regrading=True)
             broadcast_on_commit(assignment.course_id, lambda: regrade_item(assignment))

@@ -1,5 +1,6 @@
 // What the course's websocket tells the dashboard: the class (students, assignments), a cell per
 // student and assignment, the feed's items, the common errors; and what a cell shows.
+import type { CheckError } from "../course-api";
 import { points, scoreTone } from "../course-page";
 import { statusWord } from "../status";
 
@@ -64,17 +65,9 @@ export interface CommonError {
   message?: string;
 }
 
-/** An assignment whose checks crashed on students' latest grades (the instructor's to fix). */
-export interface CheckErrors {
-  assignment: number;
-  /** How many of those grades need a regrade. */
-  submissions: number;
-  checks: string[];
-  error: string;
-  submission?: number;
-  student?: number;
-  at?: string | null;
-}
+/** An assignment whose checks crashed on students' latest grades (the instructor's to fix): the
+ * API's shape, one definition for the assignment page and the dashboard. */
+export type CheckErrors = CheckError;
 
 export interface Snapshot {
   students: Student[];
