@@ -247,3 +247,19 @@ def test_starter_code_that_returns_none_fails_the_checks_own_function_as_the_stu
     result = grade("def f(x):\n    ...\n", checks)
     assert not result["needs_regrade"], result["checks"]
     assert not result["checks"][0]["passed"] and not result["checks"][0]["crashed"], result["checks"]
+
+
+def test_a_result_whose_dict_keys_cannot_be_sorted_fails_as_the_students(grade):
+    code = CORRECT + """
+import runner.answers as A
+from runner import transforms, values
+real = A.answer
+def unsortable(q, ns):
+    if q.get("op") == "call" and q.get("transform"):
+        return {"value": {"$d": [[1, 0.0], ["a", 0.0]]}}
+    return real(q, ns)
+A.answer = unsortable
+"""
+    result = grade(code, CHECKS)
+    assert not result["needs_regrade"], result["checks"]
+    assert not any(c["passed"] or c["crashed"] for c in result["checks"] if c["name"] in ("grad", "hessian"))
