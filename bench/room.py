@@ -39,6 +39,7 @@ def press_run_together(stack: Stack, people: int, address: str = ADDRESS, code: 
     each: the server's first answer (``reply``), the run's events (``watched``, None when
     refused) and the seconds from its start sent to its ``finished`` received (``finished_s``),
     or what went wrong (``error``)."""
+    from websockets.exceptions import WebSocketException
     from websockets.sync.client import connect
 
     sent = [stack.page_cookie(address) if cookies else "" for _ in range(people)]
@@ -58,7 +59,9 @@ def press_run_together(stack: Stack, people: int, address: str = ADDRESS, code: 
             done = watched is not None and watched.finished is not None
             results[i] = {"reply": reply, "watched": watched,
                           "finished_s": watched.arrived[-1] - t0 if done else None}
-        except Exception as exc:  # noqa: BLE001 - reported with the others' results
+        except (OSError, TimeoutError, ValueError, threading.BrokenBarrierError, WebSocketException) as exc:
+            # A person whose socket failed is counted as refused and said; the barrier is broken so
+            # that the others do not wait for them.
             opened.abort()
             results[i] = {"reply": {}, "watched": None, "finished_s": None, "error": repr(exc)}
 

@@ -10,6 +10,7 @@ CPU executor worker, as subprocesses against the machine's Redis and the test da
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -177,6 +178,21 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "PYTHONUNBUFFERED": "1",
         **{k: str(v) for k, v in extra.items()},
     }
+
+
+@contextlib.contextmanager
+def own_stack(name: str, redis_db: int, tmp_path_factory, **env):
+    """A whole stack of a test module's own, on the test database: its own Redis database
+    (``redis_db``, emptied first), and ``env`` over the suite's environment (``stack_env``)."""
+    import redis
+
+    url = TEST_REDIS_URL.rsplit("/", 1)[0] + f"/{redis_db}"
+    redis.Redis.from_url(url).flushdb()
+    stack = Stack.launch(stack_env(url, **env), tmp_path_factory.mktemp(f"{name}-stack-logs"))
+    try:
+        yield stack
+    finally:
+        stack.stop()
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser
 
-from bench.stack import Stack
-from tests.conftest import TEST_REDIS_URL, stack_env
+from tests.conftest import own_stack
 
 from .playground import open_playground, run_status, start_code, wait_until_finished
 
@@ -22,17 +21,10 @@ SNIPPET = "import time\ntime.sleep(3)\nprint('done')\n"
 
 @pytest.fixture(scope="module")
 def shares_stack(django_db_setup, django_db_blocker, tmp_path_factory):
-    import redis
-
-    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/12"
-    redis.Redis.from_url(url).flushdb()
-    env = stack_env(url, RUN_RATE_LIMIT_PER_MINUTE="30", RUN_MAX_ACTIVE_PER_CLIENT="4", RUN_BUDGET_S_PER_HOUR="1800",
-                    RUN_BUDGET_S_PER_DAY="14400", RUN_QUEUE_MAX="500")
-    stack = Stack.launch(env, tmp_path_factory.mktemp("room-browser-logs"))
-    try:
+    with own_stack("room-browser", 8, tmp_path_factory, RUN_RATE_LIMIT_PER_MINUTE="30",
+                   RUN_MAX_ACTIVE_PER_CLIENT="4", RUN_BUDGET_S_PER_HOUR="1800", RUN_BUDGET_S_PER_DAY="14400",
+                   RUN_QUEUE_MAX="500") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def test_ten_people_in_their_own_browsers_behind_one_address_all_run_at_once(browser: Browser, shares_stack):

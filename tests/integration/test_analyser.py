@@ -12,7 +12,7 @@ import time
 import pytest
 
 from bench.stack import Stack
-from tests.conftest import TEST_REDIS_URL, stack_env
+from tests.conftest import own_stack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,23 +21,15 @@ HEAD = "import jax\nimport jax.numpy as jnp\n"
 
 @pytest.fixture(scope="module")
 def analyser_stack(django_db_setup, django_db_blocker, tmp_path_factory):
-    import redis
-
-    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/9"
-    redis.Redis.from_url(url).flushdb()
     # The web side waits up to 6 s here (3 by default): these tests check what is answered on a
     # busy machine; how fast is bench.analyse's to measure.
-    env = stack_env(url, ANALYSER_PROCESSES="2", ANALYSE_RATE_LIMIT_PER_MINUTE="0", ANALYSE_TIMEOUT_S="6",
-                    EXECUTOR_POOL_SIZE="1")
-    stack = Stack.launch(env, tmp_path_factory.mktemp("analyser-stack-logs"))
-    try:
+    with own_stack("analyser", 9, tmp_path_factory, ANALYSER_PROCESSES="2", ANALYSE_RATE_LIMIT_PER_MINUTE="0",
+                   ANALYSE_TIMEOUT_S="6", EXECUTOR_POOL_SIZE="1") as stack:
         deadline = time.monotonic() + 300
         while ask(stack, "complete", HEAD + "jnp.ein")[0] != 200:
             assert time.monotonic() < deadline, f"no analyser answered; logs in {stack.logdir}"
             time.sleep(1)
         yield stack
-    finally:
-        stack.stop()
 
 
 def ask(stack: Stack, op: str, code: str, line: int | None = None, column: int | None = None, **extra):

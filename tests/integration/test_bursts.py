@@ -15,25 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bench.record import one_client
-from bench.stack import Stack
-from tests.conftest import TEST_REDIS_URL, stack_env
+from tests.conftest import own_stack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
 def burst_stack(django_db_setup, django_db_blocker, tmp_path_factory):
-    import redis
-
-    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/10"
-    redis.Redis.from_url(url).flushdb()
-    env = stack_env(url, RUN_MAX_ACTIVE_PER_CLIENT="4", RUN_BUDGET_S_PER_HOUR="1800", RUN_QUEUE_MAX="500",
-                    TRUSTED_PROXIES="1", EXECUTOR_CONCURRENCY="2")
-    stack = Stack.launch(env, tmp_path_factory.mktemp("burst-stack-logs"))
-    try:
+    with own_stack("burst", 10, tmp_path_factory, RUN_MAX_ACTIVE_PER_CLIENT="4", RUN_BUDGET_S_PER_HOUR="1800",
+                   RUN_QUEUE_MAX="500", TRUSTED_PROXIES="1", EXECUTOR_CONCURRENCY="2") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")

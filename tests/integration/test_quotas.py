@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bench.stack import Stack
-from tests.conftest import TEST_REDIS_URL, stack_env
+from tests.conftest import own_stack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -20,19 +20,11 @@ SLEEP = "import time\ntime.sleep({s})\nprint('done')\n"
 
 @pytest.fixture(scope="module")
 def quota_stack(django_db_setup, django_db_blocker, tmp_path_factory):
-    import redis
-
-    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/12"
-    redis.Redis.from_url(url).flushdb()
     # Its clients are addresses (no one signs in): an address's cap is set to a person's, 2.
-    env = stack_env(url, RUN_MAX_ACTIVE_PER_CLIENT="2", RUN_MAX_ACTIVE_PER_ADDRESS="2", RUN_BUDGET_S_PER_HOUR="3",
-                    RUN_BUDGET_S_PER_DAY="0",
-                    RUN_QUEUE_MAX="3", TRUSTED_PROXIES="1", EXECUTOR_CONCURRENCY="1", EXECUTOR_POOL_SIZE="1")
-    stack = Stack.launch(env, tmp_path_factory.mktemp("quota-stack-logs"))
-    try:
+    with own_stack("quota", 12, tmp_path_factory, RUN_MAX_ACTIVE_PER_CLIENT="2", RUN_MAX_ACTIVE_PER_ADDRESS="2",
+                   RUN_BUDGET_S_PER_HOUR="3", RUN_BUDGET_S_PER_DAY="0", RUN_QUEUE_MAX="3", TRUSTED_PROXIES="1",
+                   EXECUTOR_CONCURRENCY="1", EXECUTOR_POOL_SIZE="1") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def released(stack: Stack, run_id: str, timeout: float = 30) -> None:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bench.room import press_run_together
-from bench.stack import Stack
-from tests.conftest import TEST_REDIS_URL, stack_env
+from tests.conftest import own_stack
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,19 +18,12 @@ ROOM, SCHOOL = "198.51.100.77", "198.51.100.78"
 
 @pytest.fixture(scope="module")
 def room_stack(django_db_setup, django_db_blocker, tmp_path_factory):
-    import redis
-
-    url = TEST_REDIS_URL.rsplit("/", 1)[0] + "/13"
-    redis.Redis.from_url(url).flushdb()
     # Fair shares as deployed (web/settings.py's defaults): a person's 4 runs at once and 30 a
     # minute, the address's 8 for requests with no identity, the room's 40.
-    env = stack_env(url, TRUSTED_PROXIES="1", RUN_RATE_LIMIT_PER_MINUTE="30", RUN_MAX_ACTIVE_PER_CLIENT="4",
-                    RUN_BUDGET_S_PER_HOUR="1800", RUN_BUDGET_S_PER_DAY="14400", RUN_QUEUE_MAX="500")
-    stack = Stack.launch(env, tmp_path_factory.mktemp("room-stack-logs"))
-    try:
+    with own_stack("room", 13, tmp_path_factory, TRUSTED_PROXIES="1", RUN_RATE_LIMIT_PER_MINUTE="30",
+                   RUN_MAX_ACTIVE_PER_CLIENT="4", RUN_BUDGET_S_PER_HOUR="1800", RUN_BUDGET_S_PER_DAY="14400",
+                   RUN_QUEUE_MAX="500") as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def test_thirty_browsers_behind_one_address_press_run_at_once(room_stack):
