@@ -52,45 +52,24 @@ def step_params(name: str, original, fun, args: tuple, kwargs: dict) -> dict:
     return params
 
 
-def _wrap(name: str, original):
+def _wrap(name: str, original, of_student):
+    """``jax.<name>`` in the checker: ``of_student(fun, args, kwargs)`` for a student's function,
+    jax's own for anything else."""
     @functools.wraps(original)
     def wrapper(fun=None, *args, **kwargs):
-        student = _student_function_type()
-        if isinstance(fun, student):
-            return fun.then(name, step_params(name, original, fun, args, kwargs))
+        if isinstance(fun, _student_function_type()):
+            return of_student(fun, args, kwargs)
         _not_a_student_value(name, fun)
-        if fun is None:
-            return original(*args, **kwargs)
-        return original(fun, *args, **kwargs)
+        return original(*args, **kwargs) if fun is None else original(fun, *args, **kwargs)
 
     wrapper.__jaxplay_original__ = original
     return wrapper
 
 
-def _wrap_eval_shape(original):
-    @functools.wraps(original)
-    def eval_shape(fun, *args, **kwargs):
-        if isinstance(fun, _student_function_type()):
-            return fun.eval_shape(*args, **kwargs)
-        _not_a_student_value("eval_shape", fun)
-        return original(fun, *args, **kwargs)
-
-    eval_shape.__jaxplay_original__ = original
-    return eval_shape
-
-
-def _wrap_make_jaxpr(original):
-    @functools.wraps(original)
-    def make_jaxpr(fun, *args, **kwargs):
-        if isinstance(fun, _student_function_type()):
-            if args or kwargs:
-                raise TypeError("jax.make_jaxpr(f) of a student's function takes no other parameters")
-            return fun.make_jaxpr
-        _not_a_student_value("make_jaxpr", fun)
-        return original(fun, *args, **kwargs)
-
-    make_jaxpr.__jaxplay_original__ = original
-    return make_jaxpr
+def _make_jaxpr(fun, args: tuple, kwargs: dict):
+    if args or kwargs:
+        raise TypeError("jax.make_jaxpr(f) of a student's function takes no other parameters")
+    return fun.make_jaxpr
 
 
 def _not_a_student_value(name: str, fun) -> None:
@@ -114,9 +93,14 @@ def install() -> None:
     for name in WRAPPED:
         original = getattr(jax, name, None)
         if original is not None:
-            setattr(jax, name, _wrap(name, original))
-    jax.eval_shape = _wrap_eval_shape(jax.eval_shape)
-    jax.make_jaxpr = _wrap_make_jaxpr(jax.make_jaxpr)
+            setattr(jax, name, _wrap(name, original, functools.partial(_step, name, original)))
+    jax.eval_shape = _wrap("eval_shape", jax.eval_shape, lambda fun, args, kwargs: fun.eval_shape(*args, **kwargs))
+    jax.make_jaxpr = _wrap("make_jaxpr", jax.make_jaxpr, _make_jaxpr)
+
+
+def _step(name: str, original, fun, args: tuple, kwargs: dict):
+    """``jax.<name>(fun, ...)`` of a student's function: it with that step more."""
+    return fun.then(name, step_params(name, original, fun, args, kwargs))
 
 
 # -- the stand-in traced by the check's own code ---------------------------------------------------

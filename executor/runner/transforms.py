@@ -56,8 +56,6 @@ STEPS: dict[str, tuple[str, ...]] = {
 DERIVATIVES = frozenset({"grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "derivative"})
 # Steps that change no value: a result under them must equal a plain call's.
 SAME_VALUES = frozenset({"jit", "checkpoint", "remat"})
-# Operations on a (transformed) function besides calling it.
-OPS = ("call", "shape", "jaxpr", "lower")
 MAX_STEPS = 16
 JAXPR_TEXT_MAX = 1024**2
 JAXPR_EQNS_MAX = 5000
