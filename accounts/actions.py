@@ -32,15 +32,16 @@ log = logging.getLogger("accounts")
 
 # Sign-ups and password resets -------------------------------------------------------------------
 
-def check_sign_up(form, *, client: str, course=None):
+def check_sign_up(form, *, client: str, bucket: tuple[str, int, str] | None = None):
     """Save a valid ``UserCreationForm`` as a new account, at most SIGNUP_RATE_LIMIT_PER_HOUR an
     hour from one address (accounts made in bulk are for spam, and each would have fair shares of
-    its own). ``course``: the course whose join link the person came from. A class signs up there
-    together, often behind one address, so those sign-ups count apart: at most
-    SIGNUP_RATE_LIMIT_PER_COURSE_HOUR an hour through the course's link, and as many from the
-    address through any course's (anyone may make a course, and its link, so the address's bound
-    is what stops a bot that does)."""
-    if course is None:
+    its own). ``bucket``: ``(key, limit, what)``, what a sign-up through a link that takes a group
+    in counts against instead (a course's join link: ``courses.actions.members.sign_up_bucket``).
+    A class signs up there together, often behind one address, so those sign-ups count apart: at
+    most ``limit`` an hour through that link (``key``, from any addresses; ``what`` names them in
+    the refusal), and as many from the address through any such link (anyone may make a course,
+    and its link, so the address's bound is what stops a bot that does)."""
+    if bucket is None:
         try:
             check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "sign-ups from your address")
         except ActionError as exc:
@@ -48,9 +49,9 @@ def check_sign_up(form, *, client: str, course=None):
                               "room may sign up through it", status=exc.status, headers=exc.headers,
                               data=exc.data) from None
     else:
-        limit = settings.SIGNUP_RATE_LIMIT_PER_COURSE_HOUR
+        key, limit, what = bucket
         check_rate("signups-by-join-link", client, limit, 3600, "sign-ups through join links from your address")
-        check_rate("signups-of-course", f"course:{course.pk}", limit, 3600, "sign-ups through this course's join link")
+        check_rate("signups-through", key, limit, 3600, what)
     return do_sign_up(form)
 
 

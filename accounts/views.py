@@ -4,7 +4,7 @@ checks access, calls one action and responds; feedback travels in Django's messa
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -15,12 +15,11 @@ from django.core.paginator import Paginator
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from courses.actions import course_of_join_link
 from playground.actions.runs import check_cancel_run, check_delete_run
 from snippets.access import access_own_snippets
 from snippets.actions import do_hide_snippet
@@ -53,26 +52,40 @@ def _first_line(code: str) -> str:
 @never_cache
 @require_http_methods(["GET", "POST"])
 def signup(request):
+    """Sign up, then go on to ``next`` (a page of this site). A page that people sign up to reach
+    may have a sign-up of its own (``_own_sign_up``: a course's join link, whose sign-up names the
+    course and counts apart from the address's): the sign-up link of the sign-in page it sent
+    them to leads there."""
     if request.user.is_authenticated:
         return redirect("account")
     next_url = request.POST.get("next", request.GET.get("next", ""))
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, require_https=request.is_secure()):
         next_url = ""
-    client = request_client_key(request)
-    # Come from a course's join link (it brings the person back there to join): the page names the
-    # course, and the sign-up counts against the course's bound, not the address's.
-    course = course_of_join_link(next_url, client=client)
+    own = _own_sign_up(next_url) if request.method == "GET" and next_url else None
+    if own is not None:
+        return redirect(own)
     form = SignUpForm(request.POST if request.method == "POST" else None)
-    context = {"form": form, "next": next_url, "course": course}
+    context = {"form": form, "next": next_url}
     if form.is_bound and form.is_valid():
         try:
-            user = check_sign_up(form, client=client, course=course)
+            user = check_sign_up(form, client=request_client_key(request))
         except ActionError as exc:
             form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
             return _with_headers(render(request, "accounts/signup.html", context, status=exc.status), exc.headers)
         login(request, user)
         return redirect(next_url or settings.LOGIN_REDIRECT_URL)
     return render(request, "accounts/signup.html", context)
+
+
+def _own_sign_up(next_url: str) -> str | None:
+    """The sign-up of its own of the page at ``next_url``: the URL named "<the page's name>-signup"
+    with the page's arguments (``course-join-signup``, say), or None when it has none. Accounts
+    know no app: an app that takes people in through a page of its own names its sign-up so."""
+    try:
+        match = resolve(urlsplit(next_url).path)
+        return reverse(f"{match.url_name}-signup", args=match.args, kwargs=match.kwargs)
+    except (Resolver404, NoReverseMatch):
+        return None
 
 
 class LoginView(auth_views.LoginView):

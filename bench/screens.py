@@ -131,7 +131,10 @@ import django, json, time
 django.setup()
 from django.contrib.auth import get_user_model
 from django.test import Client
-from courses.actions import check_create_assignment, do_create_course, do_join_course, do_start_course_run, do_submit
+from courses.actions.assignments import check_create_assignment
+from courses.actions.courses import do_create_course
+from courses.actions.members import do_join_course
+from courses.actions.submissions import do_start_course_run, do_submit
 User = get_user_model()
 ines, _ = User.objects.get_or_create(username="ines")
 course = do_create_course(ines, "JAX 101")

@@ -14,7 +14,13 @@ from web.api import api, parse_json, query_int
 from web.clients import request_client_key
 from web.errors import ActionError
 
-from . import actions
+from .actions.assignments import check_create_assignment, check_update_assignment
+from .actions.courses import check_archive_course, check_create_course
+from .actions.members import (
+    check_add_member, check_answer_invitation, check_join_course, check_lift_ban, check_remove_member,
+    pending_invitations,
+)
+from .actions.submissions import check_regrade, check_start_course_run, check_submit
 from .access import (
     access_assignment_for_user, access_course_for_user, access_submission_for_user, courses_for_user,
 )
@@ -55,7 +61,7 @@ def _assignment(request, assignment_id, *, instructor: bool = False):
 def api_courses(request):
     user = _signed_in(request)
     if request.method == "POST":
-        course = actions.check_create_course(parse_json(request), user=user)
+        course = check_create_course(parse_json(request), user=user)
         return JsonResponse(course_created(course), status=201)
     roles = dict(Membership.objects.filter(user=user).values_list("course_id", "role"))
     return JsonResponse({"courses": [course_summary(c, roles[c.pk]) for c in courses_for_user(user)]})
@@ -64,7 +70,7 @@ def api_courses(request):
 @api("POST")
 def api_course_join(request):
     user = _signed_in(request)
-    membership = actions.check_join_course(parse_json(request), user=user)
+    membership = check_join_course(parse_json(request), user=user)
     return JsonResponse(course_summary(membership.course, membership.role))
 
 
@@ -78,51 +84,51 @@ def api_course_members(request, course_id):
     """202 and an invitation, the same whether or not anyone has the username; 200 when a member's
     role changed at once."""
     membership = _course(request, course_id, instructor=True)
-    answer = actions.check_add_member(membership, parse_json(request))
+    answer = check_add_member(membership, parse_json(request))
     return JsonResponse(answer, status=202 if answer["status"] == "invited" else 200)
 
 
 @api("DELETE")
 def api_course_ban(request, course_id, user_id):
-    actions.check_lift_ban(_course(request, course_id, instructor=True).course, user_id)
+    check_lift_ban(_course(request, course_id, instructor=True).course, user_id)
     return HttpResponse(status=204)
 
 
 @api("GET")
 def api_me_invitations(request):
     user = _signed_in(request)
-    return JsonResponse({"invitations": [invitation_summary(i) for i in actions.pending_invitations(user)]})
+    return JsonResponse({"invitations": [invitation_summary(i) for i in pending_invitations(user)]})
 
 
 @api("POST")
 def api_invitation_accept(request, invitation_id):
-    membership = actions.check_answer_invitation(invitation_id, _signed_in(request), accept=True)
+    membership = check_answer_invitation(invitation_id, _signed_in(request), accept=True)
     return JsonResponse(course_summary(membership.course, membership.role))
 
 
 @api("POST")
 def api_invitation_decline(request, invitation_id):
-    actions.check_answer_invitation(invitation_id, _signed_in(request), accept=False)
+    check_answer_invitation(invitation_id, _signed_in(request), accept=False)
     return HttpResponse(status=204)
 
 
 @api("DELETE")
 def api_course_member(request, course_id, user_id):
-    actions.check_remove_member(_course(request, course_id), user_id)
+    check_remove_member(_course(request, course_id), user_id)
     return HttpResponse(status=204)
 
 
 @api("POST")
 def api_course_archive(request, course_id):
     membership = _course(request, course_id, instructor=True)
-    course = actions.check_archive_course(membership.course, parse_json(request))
+    course = check_archive_course(membership.course, parse_json(request))
     return JsonResponse(course_summary(course, membership.role))
 
 
 @api("POST")
 def api_course_assignments(request, course_id):
     membership = _course(request, course_id, instructor=True)
-    assignment = actions.check_create_assignment(membership.course, parse_json(request), user=request.user)
+    assignment = check_create_assignment(membership.course, parse_json(request), user=request.user)
     return JsonResponse(assignment_detail(assignment, INSTRUCTOR), status=201)
 
 
@@ -179,7 +185,7 @@ def _cell(text: str) -> str:
 def api_assignment(request, assignment_id):
     if request.method == "PATCH":
         assignment, role = _assignment(request, assignment_id, instructor=True)
-        assignment = actions.check_update_assignment(assignment, parse_json(request), user=request.user)
+        assignment = check_update_assignment(assignment, parse_json(request), user=request.user)
         return JsonResponse(assignment_detail(assignment, role))
     assignment, role = _assignment(request, assignment_id)
     return JsonResponse(assignment_detail(assignment, role))
@@ -188,7 +194,7 @@ def api_assignment(request, assignment_id):
 @api("POST")
 def api_assignment_runs(request, assignment_id):
     assignment, _ = _assignment(request, assignment_id)
-    run = actions.check_start_course_run(assignment, parse_json(request), user=request.user)
+    run = check_start_course_run(assignment, parse_json(request), user=request.user)
     return JsonResponse(run_summary(run), status=201)
 
 
@@ -196,7 +202,7 @@ def api_assignment_runs(request, assignment_id):
 def api_assignment_submissions(request, assignment_id):
     assignment, role = _assignment(request, assignment_id)
     if request.method == "POST":
-        submission = actions.check_submit(assignment, parse_json(request), user=request.user)
+        submission = check_submit(assignment, parse_json(request), user=request.user)
         return JsonResponse({"id": submission.pk, "run": str(submission.run_id),
                              "ws": f"/ws/runs/{submission.run_id}/", "status": submission.status,
                              "late": submission.late}, status=201)
@@ -217,7 +223,7 @@ def api_assignment_submissions(request, assignment_id):
 @api("POST")
 def api_assignment_regrade(request, assignment_id):
     assignment, _ = _assignment(request, assignment_id, instructor=True)
-    queued = actions.check_regrade(assignment, user=request.user)
+    queued = check_regrade(assignment, user=request.user)
     assignment.refresh_from_db(fields=["regrades"])
     return JsonResponse({"queued": queued, "regrade": assignment.regrades}, status=202)
 

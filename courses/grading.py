@@ -1,12 +1,14 @@
 """A submission's grading: the statuses it goes through, and its result landing.
 
-    do_submit / do_regrade ─▶ Grading(queued) + a graded Run, queued on commit (courses.actions)
+    do_submit / do_regrade ─▶ Grading(queued) + a graded Run, queued on commit
+                              (courses.actions.submissions)
     the run starts (run_status_changed "running") ─▶ grading, and the submission if it has no grade yet
     recorder.record_grade(run_id, result)          ─▶ graded: on the grading, and on the submission
                                                       unless a newer grading of it landed first
     the run ends and no result came within COURSES_GRADE_GRACE_S (cancelled before it started,
     lost by the watchdog: nothing in the executor sent one) ─▶ graded with score 0 and a message
-    saying why (recorder.settle_grading); a real result that still arrives replaces it.
+    saying why (recorder.settle_grading, which courses.receivers schedules at the run's end); a
+    real result that still arrives replaces it.
 
 So a submission always ends "graded". Its score is the sum of the points of the checks that
 passed, out of the points of every check reported or declared by the checks' source
@@ -15,13 +17,15 @@ which a check crashed (the checks' own fault) ``needs_regrade``: its score is pr
 course's dashboards get a "check_error" item with the traceback at once.
 
 A validation is a grading of the assignment's reference solution or starter code
-(``queue_validation``, ``courses.actions.check_validate_assignment``): the same states and the
-same landing, on the grading alone (no submission), which the instructor's assignment page reads.
+(``queue_validation``, ``courses.actions.assignments.check_validate_assignment``): the same
+states and the same landing, on the grading alone (no submission), which the instructor's
+assignment page reads.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -44,20 +48,26 @@ def grade_grace_s() -> float:
     return float(settings.COURSES_GRADE_GRACE_S)
 
 
-def queue_grading(submission: Submission, assignment: Assignment, regrade: int = 0) -> Grading:
+def queue_grading(submission: Submission, assignment: Assignment, *, run_id: uuid.UUID | None, priority: int,
+                  regrade: int = 0) -> Grading:
     """A graded run of the submission's code with the assignment's checks as they are now. The
-    checks go to the executor in the task's message only (``do_start_run(grade=...)``)."""
+    checks go to the executor in the task's message only (``do_start_run(grade=...)``). ``run_id``
+    and ``priority``: what its admission took and gave (``courses.actions.submissions``; None: a new id)."""
     run = do_start_run(submission.code, assignment.device, owner=None, limits=assignment.limits,
-                       grade={"checks": assignment.checks}, runtime=assignment.runtime)
+                       grade={"checks": assignment.checks}, runtime=assignment.runtime, run_id=run_id,
+                       priority=priority)
     return Grading.objects.create(submission=submission, run=run, checks_version=assignment.checks_version,
                                   regrade=regrade, declared=checks_source.declared_checks(assignment.checks))
 
 
-def queue_validation(assignment: Assignment, kind: str, code: str) -> Grading:
+def queue_validation(assignment: Assignment, kind: str, code: str, *, run_id: uuid.UUID | None,
+                     priority: int) -> Grading:
     """A graded run of the assignment's reference solution or starter code (``kind``) with its
-    checks as they are now: a grading of no submission."""
+    checks as they are now: a grading of no submission. ``run_id`` and ``priority`` as
+    ``queue_grading``'s."""
     run = do_start_run(code, assignment.device, owner=None, limits=assignment.limits,
-                       grade={"checks": assignment.checks}, runtime=assignment.runtime)
+                       grade={"checks": assignment.checks}, runtime=assignment.runtime, run_id=run_id,
+                       priority=priority)
     return Grading.objects.create(kind=kind, assignment=assignment, run=run, checks_version=assignment.checks_version,
                                   declared=checks_source.declared_checks(assignment.checks))
 
@@ -167,16 +177,3 @@ def _land(grading: Grading, grade: dict, *, reported: bool) -> None:
         items.append(lambda: regrade_item(assignment))
     broadcast_on_commit(assignment.course_id, *items)
 
-
-def do_grading_run_ended(grading: Grading) -> None:
-    """The grading's run ended: its result is on its way (the executor sends it first) or will
-    never come. Settle it after the grace unless it lands meanwhile."""
-    if grading.status == GRADED:
-        return
-    grace = grade_grace_s()
-    if grace <= 0:
-        do_settle_grading(grading.pk)
-        return
-    from .tasks import settle_grading
-
-    settle_grading.apply_async(args=[grading.pk], countdown=grace)

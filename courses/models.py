@@ -100,7 +100,7 @@ class Membership(models.Model):
 
 class Invitation(models.Model):
     """An instructor asked someone, by username, to join as an instructor or a student: they
-    become a member only when they accept it (``courses.actions.check_answer_invitation``).
+    become a member only when they accept it (``courses.actions.members.check_answer_invitation``).
     ``user`` is None when no one had the username: the instructor sees such an invitation as any
     other (their answer never says who exists), and no one can accept it (a name taken later does
     not inherit it). It lapses at ``expires_at``."""
@@ -146,7 +146,7 @@ class Assignment(models.Model):
     checks. It is sent to the executor in the grading task's message and shown to instructors;
     nothing a student can reach serializes it. So is ``reference_solution``: a solution that
     should get full marks, graded with the checks (with the starter code, which should not) each
-    time either changes (``courses.actions.check_validate_assignment``)."""
+    time either changes (``courses.actions.assignments.check_validate_assignment``)."""
 
     course = models.ForeignKey(Course, on_delete=models.CASCADE, related_name="assignments")
     title = models.CharField(max_length=200)

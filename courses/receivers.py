@@ -8,12 +8,13 @@ from __future__ import annotations
 from django.dispatch import receiver
 
 from executor import events as ev
-from playground.actions.runs import run_facts
+from playground.models import run_facts
 from playground.signals import run_status_changed
 
 from . import grading as gradings
 from .dashboard import broadcast, run_item
-from .models import CourseRun, Grading
+from .models import GRADED, CourseRun, Grading
+from .tasks import settle_grading
 
 
 @receiver(run_status_changed, dispatch_uid="courses.run_status_changed")
@@ -28,7 +29,7 @@ def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = N
         if status == ev.STATUS_RUNNING:
             gradings.do_grading_started(run_id)
         elif status in ev.TERMINAL_STATUSES:
-            gradings.do_grading_run_ended(grading)
+            do_grading_run_ended(grading)
         submission = grading.submission
         if submission is None:  # a validation's run: no student's doing
             return
@@ -40,3 +41,16 @@ def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = N
     if course_run is not None:
         broadcast(course_run.assignment.course_id, run_item(course_run.run, course_run.student_id,
                                                             course_run.assignment_id))
+
+
+def do_grading_run_ended(grading: Grading) -> None:
+    """The grading's run ended: its result is on its way (the executor sends it first) or will
+    never come. Settle it after the grace (``grading.do_settle_grading``, as a recorder task)
+    unless it lands meanwhile."""
+    if grading.status == GRADED:
+        return
+    grace = gradings.grade_grace_s()
+    if grace <= 0:
+        gradings.do_settle_grading(grading.pk)
+        return
+    settle_grading.apply_async(args=[grading.pk], countdown=grace)

@@ -8,6 +8,7 @@ urlpatterns = [
     path("courses/", views.courses_page, name="courses"),
     path("courses/checks", views.checks_guide, name="course-checks-guide"),
     path("courses/join/<str:code>", views.join_page, name="course-join"),
+    path("courses/join/<str:code>/signup", views.join_signup, name="course-join-signup"),
     path("courses/invitations/<str:invitation_id>/accept", views.invitation_accept, name="course-invitation-accept"),
     path("courses/invitations/<str:invitation_id>/decline", views.invitation_decline,
          name="course-invitation-decline"),

@@ -1,12 +1,14 @@
-"""The course pages: one's courses, the join link, a course, an assignment (the editor) and a
-course's live dashboard. A page checks access (``courses.access``) and renders; what changes
-something goes through the JSON API from the page's script.
+"""The course pages: one's courses, the join link (and signing up through it: ``accounts``' form,
+counted against the course's bound), a course, an assignment (the editor) and a course's live
+dashboard. A page checks access (``courses.access``) and renders; what changes something goes
+through the JSON API from the page's script.
 
-Signed out, every course page but the join link sends to the sign-in page and back: it says
-nothing about whether the course exists (the join link names its course; codes that name none
-count against the address, as joining counts against an account). Signed in, a course one is
-not a member of is "not found" (404), and so is a dashboard to a student. An assignment's hidden
-checks are never rendered into any page: an instructor's page asks the API for them.
+Signed out, every course page but the join link and its sign-up sends to the sign-in page and
+back: it says nothing about whether the course exists (the join link names its course; codes
+that name none count against the address, as joining counts against an account). Signed in, a
+course one is not a member of is "not found" (404), and so is a dashboard to a student. An
+assignment's hidden checks are never rendered into any page: an instructor's page asks the API
+for them.
 """
 
 from __future__ import annotations
@@ -14,25 +16,29 @@ from __future__ import annotations
 import redis.exceptions
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Count, F
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.actions import check_sign_up
+from accounts.forms import SignUpForm
 from playground import devices, runtimes
 from snippets import markdown
 from web.clients import request_client_key
 from web.errors import ActionError
 
 from .access import access_assignment_for_user, access_course_for_user, courses_for_user
-from .actions import (
-    check_answer_invitation, check_join_link, check_join_rate, check_lift_ban, check_not_banned, normalize_join_code,
-    pending_invitations,
+from .actions.members import (
+    check_answer_invitation, check_join_link, check_join_rate, check_lift_ban, check_not_banned, course_of_join_link,
+    normalize_join_code, pending_invitations, sign_up_bucket,
 )
 from .models import GRADED, INSTRUCTOR, JOIN_CODE_ALPHABET, STUDENT, Assignment, Ban, Course, Membership, Submission
 
@@ -194,6 +200,39 @@ def join_page(request, code):
         context["removed"] = True
         return render(request, "courses/join.html", context, status=exc.status)
     return render(request, "courses/join.html", context)
+
+
+# /courses/join/<code>/signup ---------------------------------------------------------------------
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def join_signup(request, code):
+    """Sign up through a course's join link (its page's "Create an account"): the page names the
+    course, the new person is signed in and back on the join link, one click from joining, and
+    the sign-up counts against the course's bound, not the address's (``sign_up_bucket``: a
+    class signs up together, often behind one address). A code that names no course (looked up
+    as the join page does, ``course_of_join_link``), or an archived course's, is a sign-up like
+    any other, counted against the address, and comes back to the link all the same."""
+    if request.user.is_authenticated:
+        return redirect("account")
+    join_url = reverse("course-join", args=[code])
+    client = request_client_key(request)
+    course = course_of_join_link(code, client=client)
+    form = SignUpForm(request.POST if request.method == "POST" else None)
+    context = {"form": form, "next": join_url, "course": course,
+               "action": reverse("course-join-signup", args=[code])}
+    if form.is_bound and form.is_valid():
+        try:
+            user = check_sign_up(form, client=client, bucket=sign_up_bucket(course) if course is not None else None)
+        except ActionError as exc:
+            form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
+            response = render(request, "courses/join_signup.html", context, status=exc.status)
+            for name, value in exc.headers.items():
+                response[name] = value
+            return response
+        login(request, user)
+        return redirect(join_url)
+    return render(request, "courses/join_signup.html", context)
 
 
 # /courses/<id>/ ----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from executor import events as ev
 from executor import registry
 from web import metrics as _process_metrics  # noqa: F401 - its directory is ready before anything counts
 
-from .models import Run
+from .models import Run, run_facts
 from .signals import run_status_changed
 
 log = logging.getLogger("playground")
@@ -65,8 +65,6 @@ def on_run_status_changed(sender, run_id: str, status: str, run: dict | None = N
 def _count_status(run_id: str, status: str, run: dict | None) -> None:
     if status not in ev.TERMINAL_STATUSES:
         return  # only ends are counted here
-    from .actions.runs import run_facts
-
     run = run or run_facts(run_id)
     if run is None:
         return

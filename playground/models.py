@@ -46,6 +46,22 @@ class Run(models.Model):
         return self.status in ev.TERMINAL_STATUSES
 
 
+# What the listeners of a run's status read of it (``signals.run_status_changed``'s ``run``): the
+# recorder reads them once for every listener (metrics, quotas, courses' receivers), which
+# otherwise each asked for their own columns, three queries a status. ``grading`` and
+# ``course_run`` are the reverse relations of the apps that keep runs of their own (courses).
+RUN_FACTS = ("device", "runtime", "created_at", "finished_at", "wall_ms", "grading", "course_run")
+
+
+def run_facts(run_id: str) -> dict | None:
+    """The run's RUN_FACTS as stored (``grading`` and ``course_run``: the ids of what it is in a
+    course, or None); None when it is not stored."""
+    # Sliced rather than first(): a row named by its key needs no ORDER BY, whose expression
+    # Django resolves and compiles anew for every batch the recorder stores.
+    found = list(Run.objects.filter(id=run_id).values(*RUN_FACTS)[:1])
+    return found[0] if found else None
+
+
 class RunEvent(models.Model):
     """An event of a run, exactly as browsers receive it (``data`` includes seq and type)."""
 

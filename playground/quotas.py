@@ -39,7 +39,6 @@ from __future__ import annotations
 import math
 import time
 from contextlib import contextmanager
-from contextvars import ContextVar
 
 from django.conf import settings
 from django.dispatch import receiver
@@ -51,6 +50,7 @@ from web.clients import client_key, is_address_key
 from web.errors import ActionError
 from web.ratelimit import check_rate
 
+from .models import run_facts
 from .redis import get_redis
 from .signals import run_status_changed
 
@@ -178,29 +178,6 @@ def regrade_queue_depth(device: str) -> int:
     return get_redis().llen(registry.queue_lists(device)[-1])
 
 
-# The admission of the run about to be started where the code that starts it cannot be handed
-# it (courses.grading.queue_grading starts a submission's run): {"run_id", "priority"}.
-_pending: ContextVar[dict | None] = ContextVar("playground_quotas_pending", default=None)
-
-
-@contextmanager
-def starting(run_id, priority: int):
-    """Within the block, the next ``pending_admission()`` answers this run id and priority."""
-    token = _pending.set({"run_id": run_id, "priority": priority})
-    try:
-        yield
-    finally:
-        _pending.reset(token)
-
-
-def pending_admission() -> dict:
-    """``do_start_run``'s ``run_id`` and ``priority`` for the run admitted by the enclosing
-    ``starting`` block (once: a second run in the block gets its own id), else {}."""
-    pending = _pending.get()
-    _pending.set(None)
-    return dict(pending or {})
-
-
 def check_queue_length(device: str, queue_length: int) -> None:
     cap = _limits(_kind(device))["queue_max"]
     if cap and queue_length >= cap:
@@ -297,7 +274,5 @@ _budget_key = shares.budget_key
 def _on_run_status_changed(sender, run_id: str, status: str, run: dict | None = None, **kwargs) -> None:
     if status not in ev.TERMINAL_STATUSES:
         return
-    from .actions.runs import run_facts
-
     run = run or run_facts(run_id) or {}
     release(run_id, wall_ms=run.get("wall_ms"), device=run.get("device"))

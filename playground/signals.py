@@ -8,7 +8,7 @@ snippets' saved runs).
                                         refuses by raising ActionError (which the caller sees)
     run_status_changed(run_id, status, run)  sent by the recorder once the stored status moved
                                         (running, then the terminal one), after its commit;
-                                        ``run``: its stored facts (actions.runs.run_facts),
+                                        ``run``: its stored facts (models.run_facts),
                                         or None (a listener called by hand reads them)
 """
 

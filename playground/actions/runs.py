@@ -20,7 +20,7 @@ from web.api import plain_text
 from web.clients import Client
 from web.errors import ActionError
 
-from ..models import Run, RunEvent
+from ..models import Run, RunEvent, run_facts
 from ..signals import run_cancelling, run_started, run_status_changed
 from .. import devices, metrics, quotas, runtimes
 from ..redis import get_event_log, get_redis
@@ -102,13 +102,9 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
-    ``priority``: the queue's priority step (quotas.priority; 0, the first, by default). Without
-    a ``run_id``, a run started within ``quotas.starting`` takes that admission's id and priority
-    (a submission's or a regrade's run, which ``courses.grading.queue_grading`` starts).
+    ``run_id``: the id its admission took (``quotas``; None: a new one). ``priority``: the
+    queue's priority step its admission gave (quotas.priority; 0, the first, by default).
     ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue."""
-    if run_id is None:
-        pending = quotas.pending_admission()
-        run_id, priority = pending.get("run_id"), pending.get("priority", priority)
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
     runtime = runtimes.current(runtime)  # a retired id (an assignment's, say) runs on its successor
@@ -196,19 +192,6 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
                     moved.append(e["status"])
         if moved:
             transaction.on_commit(lambda: _announce(run_id, moved))
-
-
-# What the listeners of a run's status read of it (run_status_changed's ``run``).
-RUN_FACTS = ("device", "runtime", "created_at", "finished_at", "wall_ms", "grading", "course_run")
-
-
-def run_facts(run_id: str) -> dict | None:
-    """The run's RUN_FACTS as stored (``grading`` and ``course_run``: the ids of what it is in a
-    course, or None); None when it is not stored."""
-    # Sliced rather than first(): a row named by its key needs no ORDER BY, whose expression
-    # Django resolves and compiles anew for every batch the recorder stores.
-    found = list(Run.objects.filter(id=run_id).values(*RUN_FACTS)[:1])
-    return found[0] if found else None
 
 
 def _announce(run_id: str, statuses: list[str]) -> None:

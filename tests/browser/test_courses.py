@@ -75,7 +75,9 @@ def off_the_loop(fn, *args, **kwargs):
 @pytest.fixture
 def course(people):
     """JAX 101, taught by ines, taken by sam (otto is no member), with one assignment."""
-    from courses.actions import do_create_assignment, do_create_course, do_join_course
+    from courses.actions.assignments import do_create_assignment
+    from courses.actions.courses import do_create_course
+    from courses.actions.members import do_join_course
 
     course = off_the_loop(do_create_course, people["ines"], "JAX 101")
     off_the_loop(do_join_course, course, people["sam"])
@@ -362,7 +364,7 @@ def test_the_dashboard_shows_a_students_run_and_submission_live(browser: Browser
 
 
 def test_an_instructor_regrades_with_live_progress(browser: Browser, live_stack, people, course):
-    from courses.actions import do_submit
+    from courses.actions.submissions import do_submit
 
     course, assignment = course
     off_the_loop(do_submit, assignment, people["sam"], WRONG)
@@ -403,7 +405,7 @@ DANGER = {"light": "rgb(198, 40, 40)", "dark": "rgb(248, 113, 113)"}
 
 def test_the_instructor_sees_the_validation_with_a_failing_reference_in_red(browser: Browser, live_stack, people,
                                                                             course):
-    from courses.actions import check_update_assignment
+    from courses.actions.assignments import check_update_assignment
     from courses.models import Assignment
 
     course, assignment = course
@@ -468,7 +470,8 @@ def test_the_instructor_sees_the_validation_with_a_failing_reference_in_red(brow
 
 def test_checks_that_crash_show_the_instructor_the_traceback_and_the_student_a_provisional_grade(
         browser: Browser, live_stack, people, course):
-    from courses.actions import do_submit, do_update_assignment
+    from courses.actions.assignments import do_update_assignment
+    from courses.actions.submissions import do_submit
 
     course, assignment = course
     off_the_loop(do_update_assignment, assignment, {"checks": CRASHING_CHECKS})
@@ -601,7 +604,7 @@ def test_the_students_code_is_kept_as_a_draft_and_starter_code_is_one_click_away
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_every_course_page_passes_axe_and_lays_out_at_each_width(browser: Browser, live_stack, people, course,
                                                                theme: str):
-    from courses.actions import do_start_course_run, do_submit
+    from courses.actions.submissions import do_start_course_run, do_submit
 
     course, assignment = course
     off_the_loop(do_submit, assignment, people["sam"], CORRECT)
@@ -696,7 +699,8 @@ def test_a_whole_class_on_the_dashboard(browser: Browser, live_stack, people, co
     (the grid shows what the snapshot says), for a person to look at and for axe."""
     from django.utils import timezone
 
-    from courses.actions import do_create_assignment, do_join_course
+    from courses.actions.assignments import do_create_assignment
+    from courses.actions.members import do_join_course
     from courses.models import CourseRun, Submission
     from playground.models import Run, RunEvent
 
@@ -769,7 +773,9 @@ def test_the_course_pages_work_from_the_keyboard(browser: Browser, live_stack, p
 
 def test_the_dashboard_grid_is_one_tab_stop_and_arrow_keys_move_in_it(browser: Browser, live_stack, people,
                                                                       course, django_user_model):
-    from courses.actions import do_create_assignment, do_join_course, do_submit
+    from courses.actions.assignments import do_create_assignment
+    from courses.actions.members import do_join_course
+    from courses.actions.submissions import do_submit
 
     course, first = course
     second = off_the_loop(do_create_assignment, course, title="Cubes", description="", starter_code="",

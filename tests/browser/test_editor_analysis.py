@@ -194,7 +194,9 @@ def test_a_links_reader_hovers_the_shapes_of_its_saved_run(analysers, browser, l
 def test_an_assignments_editor_knows_jax_too(analysers, browser, live_stack, django_user_model):
     """A student's editor on an assignment's page: the same completion, signatures, hover and
     problems, for the runtime the assignment runs on."""
-    from courses.actions import do_create_assignment, do_create_course, do_join_course
+    from courses.actions.assignments import do_create_assignment
+    from courses.actions.courses import do_create_course
+    from courses.actions.members import do_join_course
 
     teacher = django_user_model.objects.create_user("teacher", password="a long pass phrase")
     student = django_user_model.objects.create_user("student", password="a long pass phrase")

@@ -236,7 +236,7 @@ def test_the_embed_stacks_at_a_blogs_width_and_shows_the_description(browser: Br
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_guide(
         browser: Browser, live_stack, people, course, size: str):  # noqa: F811
-    from courses.actions import do_create_assignment
+    from courses.actions.assignments import do_create_assignment
 
     course_, _ = course
     blank = off_the_loop(do_create_assignment, course_, title="Blank", description="", starter_code="",

@@ -51,7 +51,8 @@ def outsider_client(outsider):
 
 @pytest.fixture
 def course(instructor, student):
-    from courses.actions import do_create_course, do_join_course
+    from courses.actions.courses import do_create_course
+    from courses.actions.members import do_join_course
 
     course = do_create_course(instructor, "JAX 101")
     do_join_course(course, student)
@@ -60,7 +61,7 @@ def course(instructor, student):
 
 @pytest.fixture
 def assignment(course):
-    from courses.actions import do_create_assignment
+    from courses.actions.assignments import do_create_assignment
 
     return do_create_assignment(course, title="Squares", description="Write `square(x)`.", starter_code=STARTER,
                                 checks=CHECKS, device="cpu", limits={"wall_s": 20})

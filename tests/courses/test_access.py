@@ -9,7 +9,8 @@ from django.contrib.auth.models import AnonymousUser
 from courses.access import (
     access_assignment_for_user, access_course_for_user, access_submission_for_user, courses_for_user,
 )
-from courses.actions import do_archive_course, do_create_course, do_join_course, do_remove_member
+from courses.actions.courses import do_archive_course, do_create_course
+from courses.actions.members import do_join_course, do_remove_member
 from courses.models import Membership, Submission
 
 pytestmark = pytest.mark.django_db

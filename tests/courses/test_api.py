@@ -11,7 +11,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from courses.actions import do_archive_course, do_create_assignment, do_join_course, do_set_member
+from courses.actions.assignments import do_create_assignment
+from courses.actions.courses import do_archive_course
+from courses.actions.members import do_join_course, do_set_member
 from courses.grading import do_record_grade
 from courses.models import Assignment, CourseRun, Grading, Invitation, Membership, Submission
 from playground.models import Run, RunEvent
@@ -194,7 +196,7 @@ class TestMembers:
         assert instructor_client.delete(f"/api/courses/{course.pk}/members/{student.pk}").status_code == 204
 
     def test_invitations_are_rate_limited(self, course, instructor_client):
-        from courses.actions import INVITATIONS_PER_HOUR
+        from courses.actions.members import INVITATIONS_PER_HOUR
 
         path = f"/api/courses/{course.pk}/members"
         for n in range(INVITATIONS_PER_HOUR):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from websockets.sync.client import connect
 
-from courses.actions import do_create_assignment
+from courses.actions.assignments import do_create_assignment
 from courses.models import Submission
 
 from .helpers import CORRECT, STARTER, bearer, make_token, patch, post

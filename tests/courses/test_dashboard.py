@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from courses.actions import do_join_course, do_start_course_run, do_submit
+from courses.actions.members import do_join_course
+from courses.actions.submissions import do_start_course_run, do_submit
 from courses.dashboard import run_item, snapshot
 from courses.grading import do_record_grade
 from playground.models import Run, RunEvent
@@ -93,7 +94,7 @@ def test_histograms_count_each_students_latest_graded_score(course, assignment, 
 
 
 def test_instructors_and_removed_students_are_not_rows(course, assignment, instructor, student, executor_online):
-    from courses.actions import do_remove_member
+    from courses.actions.members import do_remove_member
 
     do_submit(assignment, instructor, CORRECT)
     do_remove_member(course.memberships.get(user=student))

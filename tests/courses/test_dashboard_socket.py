@@ -11,7 +11,8 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from courses.actions import do_create_course, do_remove_member, do_set_member
+from courses.actions.courses import do_create_course
+from courses.actions.members import do_remove_member, do_set_member
 from courses.grading import do_record_grade
 from courses.models import CourseRun, Grading, Submission
 from courses.receivers import on_run_status_changed
@@ -174,7 +175,7 @@ async def test_a_co_instructor_who_is_removed_is_disconnected(course, instructor
 
 
 async def test_a_student_joining_appears_live(course, instructor, outsider):
-    from courses.actions import do_join_course
+    from courses.actions.members import do_join_course
 
     comm = await connect(course.pk, await sync_to_async(session_cookie)(instructor))
     try:

@@ -22,7 +22,8 @@ import pytest
 from django.test import Client
 
 from bench.stack import recorded_to_the_end
-from courses.actions import do_create_assignment, do_join_course
+from courses.actions.assignments import do_create_assignment
+from courses.actions.members import do_join_course
 from courses.models import Submission
 from playground.models import Run, RunEvent
 

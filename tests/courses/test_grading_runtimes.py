@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from courses.actions import do_create_assignment
+from courses.actions.assignments import do_create_assignment
 from playground.models import Run, RunEvent
 from tests.conftest import OLD_RUNTIME
 

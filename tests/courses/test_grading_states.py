@@ -29,7 +29,7 @@ def _no_grace(settings):
 
 @pytest.fixture
 def submission(assignment, student, executor_online):
-    from courses.actions import do_submit
+    from courses.actions.submissions import do_submit
 
     return do_submit(assignment, student, CORRECT)
 
@@ -144,7 +144,7 @@ class TestRegradeOrder:
         return fresh(submission)
 
     def regrade(self, assignment) -> Grading:
-        from courses.actions import do_regrade
+        from courses.actions.submissions import do_regrade
 
         assert do_regrade(assignment) == 1
         return Grading.objects.order_by("-id").first()
@@ -174,7 +174,7 @@ class TestRegradeOrder:
         assert (fresh(graded).score, fresh(graded).regrading) == (0.0, False)
 
     def test_a_regrade_queues_only_each_students_latest(self, assignment, student, executor_online):
-        from courses.actions import do_regrade, do_submit
+        from courses.actions.submissions import do_regrade, do_submit
 
         do_submit(assignment, student, WRONG)
         latest = do_submit(assignment, student, CORRECT)
@@ -182,7 +182,8 @@ class TestRegradeOrder:
         assert Grading.objects.filter(regrade=1).get().submission_id == latest.pk
 
     def test_a_removed_students_work_is_not_regraded(self, assignment, course, student, executor_online):
-        from courses.actions import do_regrade, do_remove_member, do_submit
+        from courses.actions.members import do_remove_member
+        from courses.actions.submissions import do_regrade, do_submit
 
         do_submit(assignment, student, CORRECT)
         do_remove_member(course.memberships.get(user=student))

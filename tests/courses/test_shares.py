@@ -12,7 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from courses import dashboard
-from courses.actions import do_start_course_run, do_submit
+from courses.actions.submissions import do_start_course_run, do_submit
 from courses.models import CourseRun
 from executor import submit as executor_submit
 from playground import quotas
@@ -100,7 +100,7 @@ def test_the_run_rate_is_one_for_every_endpoint(assignment, student_client, sett
 
 def test_a_students_runs_are_queued_at_their_share_priority(assignment, student, shares, executor_online, sent,
                                                             django_capture_on_commit_callbacks):
-    from courses.actions import check_start_course_run, check_submit
+    from courses.actions.submissions import check_start_course_run, check_submit
 
     with django_capture_on_commit_callbacks(execute=True):
         first = check_start_course_run(assignment, {"code": "1"}, user=student)
@@ -113,7 +113,8 @@ def test_a_students_runs_are_queued_at_their_share_priority(assignment, student,
 def test_a_regrade_is_queued_below_every_interactive_run(course, assignment, student, instructor, shares,
                                                          executor_online, sent, django_capture_on_commit_callbacks,
                                                          django_user_model):
-    from courses.actions import check_regrade, do_join_course
+    from courses.actions.members import do_join_course
+    from courses.actions.submissions import check_regrade
 
     for n in range(3):  # more students than the instructor's cap of active runs
         classmate = django_user_model.objects.create_user(f"c{n}", f"c{n}@example.com", "x")

@@ -5,7 +5,7 @@ checks reaches the student."""
 
 from __future__ import annotations
 
-from courses.actions import do_create_assignment
+from courses.actions.assignments import do_create_assignment
 
 from .test_grading import submit, wait_graded
 

@@ -93,7 +93,9 @@ class TestSharingAndCourses:
         assert "shared from gpu:test\n" in [e.get("text") for e in snippet["run"]["events"]]
 
     def test_an_assignment_on_a_specific_kind_runs_there(self, live_stack, posing_gpu_worker, django_user_model):
-        from courses.actions import do_create_assignment, do_create_course, do_join_course
+        from courses.actions.assignments import do_create_assignment
+        from courses.actions.courses import do_create_course
+        from courses.actions.members import do_join_course
 
         teacher = django_user_model.objects.create_user("gpu-teacher", password="pw-for-tests-1")
         learner = django_user_model.objects.create_user("gpu-learner", password="pw-for-tests-1")
