@@ -23,6 +23,7 @@ import uuid
 
 from . import events as ev
 from . import registry
+from .envvars import env_str
 
 # The executor's task (queues exec.<kind>[.<specific>]) and the recorder's that the executor sends
 # (queue record). The web side defines the recorder's tasks under these names and never the
@@ -136,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     from .celeryconf import COMMON
 
     if args.redis is None:
-        from . import settings
-
-        args.redis = settings.REDIS_URL
+        # As the worker reads it (executor/settings.py), without importing the worker's settings:
+        # this module is also the web side's, which never imports the sandbox they configure.
+        args.redis = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
     client = redis_py.Redis.from_url(args.redis)
     if not registry.online_workers(client, args.device):
         print(f"no {args.device} executor is online on {args.redis}", file=sys.stderr)

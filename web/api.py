@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from functools import wraps
+from functools import cache, wraps
 
 from asgiref.sync import sync_to_async
 
@@ -15,9 +15,8 @@ import redis.exceptions
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
-
-from accounts.auth import authenticate_api_request
 
 from . import clients
 from .errors import ActionError
@@ -55,7 +54,7 @@ def api(*methods: str):
 
         handled = (ActionError, Http404, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
-        # Exempt from the middleware's CSRF check: authenticate_api_request runs it itself, for
+        # Exempt from the middleware's CSRF check: the authenticator runs it itself, for
         # session-authenticated requests only, and answers in JSON.
         if inspect.iscoroutinefunction(view):
             # An async view (one that waits on something else, as the analyser) waits in the
@@ -66,7 +65,7 @@ def api(*methods: str):
                 if (answer := refused(request)) is not None:
                     return answer
                 try:
-                    await sync_to_async(authenticate_api_request)(request)
+                    await sync_to_async(authenticate)(request)
                     return await view(request, *args, **kwargs)
                 except handled as exc:
                     return failed(request, exc)
@@ -79,7 +78,7 @@ def api(*methods: str):
             if (answer := refused(request)) is not None:
                 return answer
             try:
-                authenticate_api_request(request)
+                authenticate(request)
                 return view(request, *args, **kwargs)
             except handled as exc:
                 return failed(request, exc)
@@ -87,6 +86,18 @@ def api(*methods: str):
         return wrapper
 
     return decorate
+
+
+def authenticate(request) -> None:
+    """The API's authenticator, named by ``settings.API_AUTHENTICATE`` (as Django names its
+    authentication backends) so that this library imports no app: it sets ``request.user`` from a
+    bearer token or the session, or raises an ActionError."""
+    _authenticator()(request)
+
+
+@cache
+def _authenticator():
+    return import_string(settings.API_AUTHENTICATE)
 
 
 def parse_json(request):

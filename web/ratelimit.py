@@ -11,7 +11,7 @@ import time
 from django.conf import settings
 
 from .errors import ActionError
-from playground.redis import get_redis
+from .redis import get_redis
 
 
 def _key(bucket: str, who: str, window_s: int, now: float) -> str:

@@ -272,7 +272,7 @@ RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
 # names another of Django's backends (with its EMAIL_* settings).
 SNIPPET_RATE_LIMIT_PER_HOUR = env_int("SNIPPET_RATE_LIMIT_PER_HOUR", 120, minimum=0)
 SIGNUP_RATE_LIMIT_PER_HOUR = env_int("SIGNUP_RATE_LIMIT_PER_HOUR", 10, minimum=0)
-# Sign-ups through a course's join link count apart (accounts.actions.check_sign_up): at most
+# Sign-ups through a course's join link count apart (courses.actions.members.sign_up_bucket): at most
 # this many an hour through one course's link, and this many from one address through any: two
 # rooms of 60 behind one school's address in the same hour; a bot that makes courses of its own
 # to reuse their links gets no more than that from an address.
@@ -293,6 +293,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # Sign-ins: Django's, throttled (accounts/backends.py): failed sign-ins one account, and one
 # client, may have in 15 minutes before further tries are refused (without hashing anything).
 AUTHENTICATION_BACKENDS = ["accounts.backends.ThrottledModelBackend"]
+# The JSON API's authenticator (web/api.py), by name so that web/'s library imports no app: a
+# bearer token or the session (with its CSRF check).
+API_AUTHENTICATE = "accounts.auth.authenticate_api_request"
 SIGNIN_FAILURES_PER_ACCOUNT = env_int("SIGNIN_FAILURES_PER_ACCOUNT", 10, minimum=0)
 SIGNIN_FAILURES_PER_CLIENT = env_int("SIGNIN_FAILURES_PER_CLIENT", 30, minimum=0)
 # Draft saves (PUT/DELETE /api/me/drafts) one account may make a minute: the editor sends a

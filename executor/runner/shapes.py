@@ -6,10 +6,10 @@ count and text; nothing is computed or moved (shape, dtype and sharding are meta
 
 from __future__ import annotations
 
-import ast
 import sys
 
 from . import jaxcompat
+from .bindings import bindings
 
 MAX_NAMES = 200
 MAX_TEXT = 300
@@ -66,33 +66,6 @@ def describe(value, depth: int = 0) -> tuple[str, str | None] | None:
         inner = ", ".join(d[0] for d in parts) + more
         return (f"[{inner}]" if isinstance(value, list) else f"({inner}{',' if len(value) == 1 else ''})"), None
     return None
-
-
-def bindings(source: str) -> list[tuple[str, int]]:
-    """``(name, line)`` for each name a top-level statement binds (assignments, imports, defs,
-    ``for`` and ``with`` targets, ``except … as``), in the order of the statements; the editor's
-    lint reads the first binding of a name, the shapes the last."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    return [(name, node.lineno) for node in tree.body for name in sorted(_bound_by(node))]
-
-
-def _bound_by(node: ast.stmt) -> set[str]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    names: set[str] = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-            names.add(child.id)
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(child.name)
-        elif isinstance(child, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in child.names)
-        elif isinstance(child, ast.ExceptHandler) and child.name:
-            names.add(child.name)
-    return names
 
 
 def collect(namespace: dict, source: str) -> dict:

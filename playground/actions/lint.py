@@ -15,7 +15,7 @@ from django.conf import settings
 from ruff.__main__ import find_ruff_bin
 
 from executor.analyser.wire import as_python
-from executor.runner.shapes import bindings
+from executor.runner.bindings import bindings
 from playground.actions.analyse import reject_lone_surrogates
 from web.api import text
 from web.errors import ActionError
