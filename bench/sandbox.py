@@ -19,6 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
+from executor.runner import protocol
 from executor.sandbox import Limits, get_launcher
 from executor.supervisor import Runner, discard, supervise, wait_ready
 
@@ -138,7 +139,7 @@ def main() -> None:
         assert ready["type"] == "ready", ready
         time.sleep(0.5)  # idle, as in the pool
         t1 = time.perf_counter()
-        proc.stdin.write(b'{"code": "print(1)", "options": {}}\n')
+        proc.stdin.write(protocol.request("run", code="print(1)", options={}, wall_s=30))
         proc.stdin.flush()
         out = os.read(proc.stdout.fileno(), 1)
         first_byte.append((time.perf_counter() - t1) * 1000)

@@ -12,8 +12,9 @@ is what any run lowering that same module would have compiled anyway.
 
 Runners read the folder read-only, by name, and cannot list it (mode 0711). An entry's name is
 not its key but an HMAC of it under a secret of the node's, kept beside the folder where no
-sandbox sees it (``<folder>.key``): a runner about to compile asks its supervisor
-(``lookups``), which answers with the name when the entry is here. So a run can load an entry
+sandbox sees it (``<folder>.key``): a runner about to compile asks its supervisor, which answers
+with the name when the entry is here (``lookups``: one run's answers; ``RunLookups``: the lines
+on the runner's stdin). So a run can load an entry
 only for a module it lowered itself, and whether a module was compiled here (someone's code,
 known but for one constant, say) can be asked at most MISSES_PER_RUN times a run that find
 nothing, and not at all by opening files. A student's assignment runs
@@ -28,6 +29,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import logging
 import os
 import re
@@ -63,6 +65,9 @@ ENTRY_MAX_BYTES = 64 * 1024**2
 MISSES_PER_RUN = 64
 LOOKUPS_PER_RUN = 4096
 KEY = re.compile(r"[0-9a-f]{64}")
+# How long an answer to a compile lookup may wait for room in the runner's stdin: a runner that
+# asks and does not read is answered no more.
+LOOKUP_WRITE_S = 0.5
 
 
 def for_node(launcher) -> CompileCache | None:
@@ -307,6 +312,43 @@ class CompileCache:
             return {"entries": len(self._entries), "bytes": sum(self._entries.values()),
                     "waiting": self._waiting(), "stored": self.stored, "failed": self.failed,
                     "hits": self.hits, "misses": self.misses}
+
+
+class RunLookups:
+    """One run's ``compile_lookup`` questions (runner/compilecache.py), answered for its
+    supervisor (executor/supervisor.py), as graded_run.GradedRun holds a graded run's relay. Each
+    answer is a line on the runner's stdin that names the entry of the key asked, or says there
+    is none, or that this run is answered no more (``over``: said once, and whatever it asks
+    after is junk). ``lookup`` is the cache's ``CompileCache.lookups()``; without one (no cache
+    here) the first question is told that no answer will come. ``write(data, deadline)`` writes
+    to the runner's stdin."""
+
+    def __init__(self, lookup: Callable[[str], dict] | None, write: Callable[[bytes, float], bool]):
+        self.lookup = lookup
+        self.write = write
+        self.over = False
+
+    @property
+    def answering(self) -> bool:
+        """Whether the run's stdin stays open after its request, for the answers."""
+        return self.lookup is not None
+
+    def answer(self, fields: dict | None, *, can_write: bool) -> bool:
+        """Answer one question (its fields rebuilt against the protocol, None when malformed),
+        if the runner's stdin ``can_write`` now: nothing is answered while a graded run's checks
+        ask theirs on it (the runner asks no more by then). False when the question is junk:
+        malformed, or asked after the run was told it gets no more answers."""
+        if fields is None or self.over:
+            return False
+        if not can_write:
+            return True
+        key = fields["key"]
+        reply = self.lookup(key) if self.lookup is not None else {"name": None, "spent": True}
+        self.over = bool(reply.get("spent"))  # said once; whatever it asks after, unanswered
+        line = (json.dumps({"key": key, **reply}) + "\n").encode()
+        if not self.write(line, time.monotonic() + LOOKUP_WRITE_S):
+            self.over = True  # it does not read its answers: it gets no more
+        return True
 
 
 def node_secret(path: Path) -> tuple[bytes, bool]:

@@ -129,6 +129,7 @@ def build_launcher():
         ro_binds=settings.RO_BINDS,
         venv=settings.RUNTIME_ENV,
     )
+    launcher.check_protocol = settings.CHECK_PROTOCOL
     if not launcher.sandboxed:
         log.warning(
             "!!! this executor runs snippets WITHOUT A SANDBOX (EXECUTOR_SANDBOX=%s): any "
@@ -389,7 +390,7 @@ class Executor:
                 **self.device_info(runner.info),
             )
             finished = supervise(
-                runner, self.launcher, {"code": code, "options": options}, limits, relay.emit,
+                runner, self.launcher, {"op": "run", "code": code, "options": options}, limits, relay.emit,
                 should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                 tick=tick,
                 grading=grading,
@@ -447,7 +448,7 @@ class Executor:
             log.warning("compile cache: no runner for a compile job (%s)", exc)
             return entries, status
         try:
-            finished = supervise(runner, self.launcher, {"compile_modules": [module]}, limits,
+            finished = supervise(runner, self.launcher, {"op": "compile", "modules": [module]}, limits,
                                  lambda *_a, **_k: None, on_message=on_message)
             status = finished.get("status")
             if status != ev.SUCCEEDED:

@@ -3,7 +3,7 @@ and the narrow channel between them, through this process.
 
     supervisor thread (supervisor.Supervision)        checking thread (GradedRun)
       student runner: the code, its output, events      checker runner, started with the run
-        "student_done" ─────────────────────────────▶   {"checks", "wall_s"} → checker
+        "student_done" ─────────────────────────────▶   request("check") → checker
         "answer" {id} ──── answers (a queue) ───────▶   "ask" → student stdin; wait for the answer
                                                         "check", "note" → kept; "grade" → done
                                                         then the student's stdin is closed: it exits
@@ -201,9 +201,9 @@ class GradedRun:
     def _check(self, checker) -> None:
         deadline = time.monotonic() + self.checks_wall_s
         self.launcher.restrict(checker.proc, self.limits)
-        request = wire({"checks": self.checks, "wall_s": self.checks_wall_s}) + "\n"
+        request = protocol.request("check", checks=self.checks, wall_s=self.checks_wall_s)
         stdin_fd = checker.proc.stdin.fileno()
-        if not write_all(stdin_fd, request.encode(), deadline):
+        if not write_all(stdin_fd, request, deadline):
             self.error = "the checker did not take the checks"
             return
         fds = {checker.proc.stdout.fileno(): "out", checker.proc.stderr.fileno(): "out", checker.event_fd: "event"}
@@ -355,8 +355,7 @@ class GradedRun:
             self.analyst = analyst
         self.launcher.restrict(analyst.proc, self.limits)
         self.analyst_buffer = analyst.event_buffer
-        if not write_all(analyst.proc.stdin.fileno(), (wire({"analyse": True}) + "\n").encode(),
-                         time.monotonic() + CHECKER_START_S):
+        if not write_all(analyst.proc.stdin.fileno(), protocol.request("analyse"), time.monotonic() + CHECKER_START_S):
             raise RuntimeError("it did not take its request")
 
     def _analyst_answer(self, ask_id: int, deadline: float) -> dict:

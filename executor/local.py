@@ -131,7 +131,7 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
     try:
         info = wait_ready(runner, 120)
         emit(ev.STARTED, worker="local", **info)
-        finished = supervise(runner, launcher, {"code": code, "options": options or {}}, limits, emit,
+        finished = supervise(runner, launcher, {"op": "run", "code": code, "options": options or {}}, limits, emit,
                              grading=grading)
     finally:
         launcher.cleanup(runner.proc)

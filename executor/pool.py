@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from .runner import protocol
 from .sandbox import Launcher
 from .supervisor import Runner, discard, wait_ready
 
@@ -188,7 +189,7 @@ class RunnerPool:
             self._set_nice(runner, WARM_NICE)
             try:
                 # Before any request: acquire() takes runners from here under this same lock.
-                runner.proc.stdin.write(b'{"op": "warm"}\n')
+                runner.proc.stdin.write(protocol.request("warm"))
                 runner.proc.stdin.flush()
             except (OSError, ValueError):
                 return False  # it died; the refill loop replaces it

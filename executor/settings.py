@@ -89,6 +89,10 @@ COMPILE_CACHE = env_bool("EXECUTOR_COMPILE_CACHE", KIND == "cpu")
 # the executor), and how much they may weigh before the oldest go.
 COMPILE_CACHE_DIR = env_str("EXECUTOR_COMPILE_CACHE_DIR", "")
 COMPILE_CACHE_MAX_MB = env_int("EXECUTOR_COMPILE_CACHE_MAX_MB", 128, minimum=1)
+# Runners end at a message the protocol does not declare (runner/main.py's EventChannel), so that
+# a producer that drifts from executor/runner/protocol.py fails the tests; off in production,
+# where the supervisor repairs or drops such a message and the run goes on.
+CHECK_PROTOCOL = env_bool("EXECUTOR_CHECK_PROTOCOL", False)
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
 # Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.

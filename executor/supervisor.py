@@ -2,9 +2,13 @@
 clock, the output cap and cancellation, and decide the terminal status.
 
     supervisor (a thread of the executor worker)
-      ├─ stdin ──────────▶ runner     one JSON line: {"code", "options"}
+      ├─ stdin ──────────▶ runner     one request line (protocol.request): {"op": "run", "code",
+      │                               "options", "wall_s"}; then, while it runs, the compile
+      │                               cache's answers (compilecache.RunLookups)
       ├─ fd 1, fd 2 ◀───── runner     the snippet's raw output → stdout/stderr events
-      └─ event fd ◀─────── runner     JSON lines → compiled/timing/display/error events
+      └─ event fd ◀─────── runner     JSON lines, each to its family's handler (``handlers``):
+                                      the run's events → its log; "exit"; a graded run's messages
+                                      → graded_run.GradedRun; the compile cache's → the executor
 
 The runner is untrusted once user code runs in it: its events are checked against
 ``RUNNER_EVENT_TYPES``, malformed lines are dropped, and the terminal status is decided here from
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from . import events as ev
+from .compilecache import RunLookups
 from .graded_run import GradedRun, write_all
 from .runner import protocol
 from .runner.compilecache import MAX_REPORTED
@@ -144,9 +149,6 @@ def wait_ready(runner: Runner, timeout: float) -> dict:
 GRADED_RUN_MESSAGES = frozenset({"student_done", "answer"}) | protocol.CHECKER_ONLY
 # The compile cache's messages (executor/compilecache.py): for the executor, never the run's log.
 COMPILE_MESSAGES = frozenset({"compiled_modules", "compiled_entry"})
-# How long an answer to a compile lookup may wait for room in the runner's stdin: a runner that
-# asks and does not read is answered no more.
-LOOKUP_WRITE_S = 0.5
 # Lines on the event pipe that are no event (not JSON, not an object, no type, a type the runner
 # may not send, fields that cannot be repaired, lookups past the run's answers): a runner never
 # writes one, so past this many the run is ended rather than have the executor parse its junk.
@@ -159,6 +161,10 @@ MAX_LINES_WHILE_CHECKING = 10_000
 class _Kill(Exception):
     def __init__(self, status: str, message: str):
         self.status, self.message = status, message
+
+
+def _ignore(type_: str, message: dict, line: bytes, draining: bool) -> None:
+    """A message that means nothing to the run."""
 
 
 def supervise(
@@ -177,11 +183,15 @@ def supervise(
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
-    ``emit(type, **fields)`` is called for each event, in order, from this thread. With
-    ``grading``, the run is graded: once the student's code ended, its runner answers the
-    checker's questions (executor/graded_run.py), and ``grading.finish(finished)`` is its result.
+    ``request`` is the fields of the runner's request (protocol.RUNNER_REQUESTS) and its "op",
+    "run" unless it says (``{"code", "options"}``: a snippet); the supervisor adds the run's wall
+    clock, and "graded" for a graded run. ``emit(type, **fields)`` is called for each event, in
+    order, from this thread. With ``grading``, the run is graded: once the student's code ended,
+    its runner answers the checker's questions (executor/graded_run.py), and
+    ``grading.finish(finished)`` is its result.
     ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES), and
-    ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups).
+    ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups, through
+    compilecache.RunLookups).
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
                        tick_every_s=tick_every_s, grading=grading, on_message=on_message,
@@ -206,8 +216,16 @@ class Supervision:
                  lookup: Callable[[str], dict] | None = None):
         self.grading = grading
         self.on_message = on_message
-        self.lookup = lookup
-        self.lookups_over = False
+        self.lookups = RunLookups(lookup, self.write_student)
+        # What each of the runner's messages that is no event of the run goes to, by its type;
+        # any other type is an event of the run (``on_event``).
+        self.handlers: dict[str, Callable[[str, dict, bytes, bool], None]] = {
+            "exit": self.on_exit,
+            "warmed": _ignore,  # the pool asked for a warm-up that ended after the run began: not the run's
+            "compile_lookup": self.on_lookup,
+            **dict.fromkeys(GRADED_RUN_MESSAGES, self.on_graded_message),
+            **dict.fromkeys(COMPILE_MESSAGES, self.on_compile_message),
+        }
         self.junk_lines = 0
         self.lines_while_checking = self.bytes_while_checking = 0
         self.deadline = 0.0
@@ -328,80 +346,81 @@ class Supervision:
         self.junk_lines += 1
 
     def handle_event_line(self, line: bytes, draining: bool = False) -> None:
-        problems = self.problems
-        before = len(problems.seen)
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            self.drop("a line that is not JSON (dropped)")
-            message = None
-        if isinstance(message, dict):
+        """One line of the runner's event pipe, to its type's handler (``handlers``), else an
+        event of the run's (``on_event``)."""
+        before = len(self.problems.seen)
+        message = self.parse(line)
+        if message is not None:
             type_ = message.pop("type", None)
             message.pop("seq", None)
-            if not isinstance(type_, str):
-                self.drop("an event whose type is not a string (dropped)")
-            elif type_ == "exit":
-                exit_ = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
-                if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
-                    self.runner_exit = exit_["status"]
-            elif type_ == "warmed":
-                pass  # the pool asked for a warm-up that ended after the run began: not the run's
-            elif type_ == "compile_lookup":
-                self.answer_lookup(message, problems)
-            elif type_ in GRADED_RUN_MESSAGES:
-                self.on_graded_message(type_, message)
-            elif type_ in COMPILE_MESSAGES:
-                if isinstance(message.get("modules"), list):  # no more than a run may report
-                    message["modules"] = message["modules"][:MAX_REPORTED]
-                fields = protocol.rebuild(type_, message, problems, spec=protocol.RUNNER_MESSAGES)
-                if fields is not None and self.on_message is not None and not self.checking:
-                    self.on_message(type_, fields)
-            elif self.checking:  # what the code compiled or displayed while the checks called it is not the run's
-                self.lines_while_checking += 1
-                self.bytes_while_checking += len(line)
-                if (self.lines_while_checking > MAX_LINES_WHILE_CHECKING
-                        or self.bytes_while_checking > EVENT_BYTES_CAP) and not draining:
-                    raise _Kill(ev.LIMIT_EXCEEDED, f"the code sent over {MAX_LINES_WHILE_CHECKING} events or "
-                                                   f"{human_bytes(EVENT_BYTES_CAP)} while the checks called it")
-            elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
-                self.drop(f"a {str(type_)!r} event, which only the executor sends (dropped)")
-            elif (fields := protocol.rebuild(type_, message, problems)) is not None:
-                self.send(type_, draining=draining, **fields)
+            if isinstance(type_, str):
+                self.handlers.get(type_, self.on_event)(type_, message, line, draining)
             else:
-                self.drop()  # rebuild said why
-        elif message is not None:
-            self.drop("an event that is not a JSON object (dropped)")
+                self.drop("an event whose type is not a string (dropped)")
         self.note_problems(before)
         if self.junk_lines > MAX_JUNK_LINES and not draining:
             raise _Kill(ev.LIMIT_EXCEEDED, f"the run wrote over {MAX_JUNK_LINES} lines on its event pipe that are "
                                            "not events")
 
-    def answer_lookup(self, message: dict, problems: protocol.Problems) -> None:
-        """A runner about to compile asks for the compile cache's entry of a key
-        (runner/compilecache.py): the answer, a line on its stdin, names the entry or says there
-        is none, or that this run is answered no more. Nothing is answered while the checks ask
-        their questions on that stdin (the runner asks no more by then)."""
-        fields = protocol.rebuild("compile_lookup", message, problems, spec=protocol.RUNNER_MESSAGES)
-        if fields is None or self.lookups_over:
+    def parse(self, line: bytes) -> dict | None:
+        """The line's JSON object; None, dropped as junk, for anything else (``null`` aside)."""
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError):
+            self.drop("a line that is not JSON (dropped)")
+            return None
+        if message is not None and not isinstance(message, dict):
+            self.drop("an event that is not a JSON object (dropped)")
+        return message if isinstance(message, dict) else None
+
+    def on_event(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """An event for the run's log, rebuilt against the protocol. What the code compiled or
+        displayed while the checks called it is not the run's: counted, and dropped."""
+        if self.checking:
+            self.lines_while_checking += 1
+            self.bytes_while_checking += len(line)
+            if (self.lines_while_checking > MAX_LINES_WHILE_CHECKING
+                    or self.bytes_while_checking > EVENT_BYTES_CAP) and not draining:
+                raise _Kill(ev.LIMIT_EXCEEDED, f"the code sent over {MAX_LINES_WHILE_CHECKING} events or "
+                                               f"{human_bytes(EVENT_BYTES_CAP)} while the checks called it")
+        elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
+            self.drop(f"a {str(type_)!r} event, which only the executor sends (dropped)")
+        elif (fields := protocol.rebuild(type_, message, self.problems)) is not None:
+            self.send(type_, draining=draining, **fields)
+        else:
+            self.drop()  # rebuild said why
+
+    def on_exit(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """The runner's word on how the snippet ended: succeeded or failed (it raised)."""
+        exit_ = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
+        if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
+            self.runner_exit = exit_["status"]
+
+    def on_lookup(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """A runner about to compile asks for the compile cache's entry of a key: answered on its
+        stdin (compilecache.RunLookups), except while a graded run's checks ask theirs there. Once
+        an ordinary run is answered no more, its stdin ends, so that nothing waits for an answer."""
+        fields = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
+        stdin = self.proc.stdin
+        if not self.lookups.answer(fields, can_write=not self.checking and stdin is not None and not stdin.closed):
             self.drop()
-            return
-        if self.checking or self.proc.stdin is None or self.proc.stdin.closed:
-            return
-        key = fields["key"]
-        reply = self.lookup(key) if self.lookup is not None else {"name": None, "spent": True}
-        self.lookups_over = bool(reply.get("spent"))  # said once; whatever it asks after, unanswered
-        line = (json.dumps({"key": key, **reply}) + "\n").encode()
-        if not write_all(self.proc.stdin.fileno(), line, time.monotonic() + LOOKUP_WRITE_S):
-            self.lookups_over = True  # it does not read its answers: it gets no more
-        if self.lookups_over and self.grading is None:
-            self.close_student()  # and its stdin ends, so that nothing waits for an answer
+        elif self.lookups.over and self.grading is None:
+            self.close_student()
+
+    def on_compile_message(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """The modules a run compiled, or a compile job's entry: for the executor (``on_message``)."""
+        if isinstance(message.get("modules"), list):  # no more than a run may report
+            message["modules"] = message["modules"][:MAX_REPORTED]
+        fields = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
+        if fields is not None and self.on_message is not None and not self.checking:
+            self.on_message(type_, fields)
 
     @property
     def checking(self) -> bool:
         """The student's code has ended and its runner answers the checks."""
         return self.grading is not None and self.grading.phase != "student"
 
-    def on_graded_message(self, type_: str, message: dict) -> None:
+    def on_graded_message(self, type_: str, message: dict, line: bytes = b"", draining: bool = False) -> None:
         """``student_done``: the code ended, the checks may ask. ``answer``: to the question asked.
         A checker's message from the student's side is interference. In an ordinary run, none of
         these mean anything and they are dropped."""
@@ -500,9 +519,9 @@ class Supervision:
     # -- the run ---------------------------------------------------------------------------------
 
     def run(self, request: dict) -> dict:
-        proc, launcher, limits = self.proc, self.launcher, self.limits
+        proc, launcher = self.proc, self.launcher
         t0 = time.monotonic()
-        self.deadline = t0 + limits.wall_s
+        self.deadline = t0 + self.limits.wall_s
         if self.grading is not None:
             self.grading.start()
         # Readable when the process exits (a pidfd, or the template's report); elsewhere (a Mac,
@@ -512,44 +531,9 @@ class Supervision:
         # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
         cpu_at_start = launcher.cpu_seconds(proc)
         try:
-            launcher.restrict(proc, limits)
-            try:
-                # The wall clock goes with the code, so that what waits in the run (%timeit)
-                # can stop before it rather than be killed at it.
-                graded = {"graded": True} if self.grading is not None else {}
-                proc.stdin.write((json.dumps({**request, **graded, "wall_s": limits.wall_s}) + "\n").encode())
-                if self.grading is None and self.lookup is None:
-                    proc.stdin.close()
-                else:
-                    proc.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # it died while idle; its exit status says how
-            next_tick = t0
-            while self.fds or self.pending or self.event_lines or not self.done():
-                now = time.monotonic()
-                deadline = self.deadline
-                if now >= deadline:
-                    raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {limits.wall_s:g} s exceeded")
-                if self.stop_requested:
-                    raise _Kill(ev.TIMED_OUT, "a call of the checks into the code did not return in time")
-                if now >= next_tick:
-                    next_tick = now + self.tick_every_s
-                    self.tick()
-                    if self.should_cancel():
-                        raise _Kill(ev.CANCELLED, "cancelled")
-                    if (hit := launcher.limit_hit(proc)) is not None:
-                        raise _Kill(*hit)
-                if self.fds or self.pending or self.event_lines:
-                    self.pump(min(TICK_S, deadline - now))
-                else:
-                    # Pipes closed: it is exiting, or the snippet closed them and runs on. The
-                    # exit descriptor becomes readable when the process exits: this wakes at
-                    # once, not on a tick.
-                    wait_s = max(min(TICK_S, deadline - now), 0)
-                    if exit_fd is not None:
-                        select.select([exit_fd], [], [], wait_s)
-                    else:
-                        time.sleep(min(wait_s, 0.01))
+            launcher.restrict(proc, self.limits)
+            self.send_request(request)
+            self.follow(exit_fd)
         except _Kill as k:
             kill = k
         finally:
@@ -557,7 +541,66 @@ class Supervision:
         self.drain()
         if self.grading is not None:
             self.grading.on_student_ended(cancelled=kill is not None and kill.status == ev.CANCELLED)
+        return self.finished(kill, t0, cpu_at_start)
 
+    def send_request(self, request: dict) -> None:
+        """The runner's one request line (protocol.request). The wall clock goes with it, so that
+        what waits in the run (%timeit) can stop before it rather than be killed at it. Its stdin
+        then ends, unless the compile cache's answers or a graded run's questions come that way."""
+        fields = dict(request)
+        op = fields.pop("op", "run")
+        if self.grading is not None:
+            fields["graded"] = True
+        fields["wall_s"] = self.limits.wall_s
+        line = protocol.request(op, **fields)
+        try:
+            self.proc.stdin.write(line)
+            if self.grading is None and not self.lookups.answering:
+                self.proc.stdin.close()
+            else:
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # it died while idle; its exit status says how
+
+    def follow(self, exit_fd: int | None) -> None:
+        """Relay what the runner sends until it has ended and all of it is handled; a _Kill at the
+        wall clock, a call of the checks that does not return, a cancel or a sandbox limit."""
+        next_tick = 0.0
+        while self.fds or self.pending or self.event_lines or not self.done():
+            now = time.monotonic()
+            deadline = self.deadline
+            if now >= deadline:
+                raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {self.limits.wall_s:g} s exceeded")
+            if self.stop_requested:
+                raise _Kill(ev.TIMED_OUT, "a call of the checks into the code did not return in time")
+            if now >= next_tick:
+                next_tick = now + self.tick_every_s
+                self.look_around()
+            if self.fds or self.pending or self.event_lines:
+                self.pump(min(TICK_S, deadline - now))
+            else:
+                # Pipes closed: it is exiting, or the snippet closed them and runs on. The exit
+                # descriptor becomes readable when the process exits: this wakes at once, not on
+                # a tick.
+                wait_s = max(min(TICK_S, deadline - now), 0)
+                if exit_fd is not None:
+                    select.select([exit_fd], [], [], wait_s)
+                else:
+                    time.sleep(min(wait_s, 0.01))
+
+    def look_around(self) -> None:
+        """Every ``tick_every_s``: the caller's tick, then a _Kill if the run was cancelled or the
+        sandbox says a limit of its own should end it now."""
+        self.tick()
+        if self.should_cancel():
+            raise _Kill(ev.CANCELLED, "cancelled")
+        if (hit := self.launcher.limit_hit(self.proc)) is not None:
+            raise _Kill(*hit)
+
+    def finished(self, kill: _Kill | None, t0: float, cpu_at_start: float | None) -> dict:
+        """The ``finished`` fields: the status ``decide_status`` gives from what was seen, and
+        what the run used."""
+        proc, launcher = self.proc, self.launcher
         if self.exit_info is None and self.runner_exit is None:
             self.exit_info = proc.wait_exit(block=True)
         if self.exit_info is not None:

@@ -173,6 +173,8 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "EXECUTOR_ALLOW_UNSANDBOXED": "1" if sandbox_backend() == "none" else "0",
         "EXECUTOR_POOL_SIZE": "2",
         "EXECUTOR_COMPILE_CACHE_DIR": compile_cache_root(),
+        # Every runner checks what it sends against the protocol's declaration (exit 70 if not).
+        "EXECUTOR_CHECK_PROTOCOL": "1",
         # The editor's analysers start only for the tests of the editor (each imports jax).
         "ANALYSER_PROCESSES": "0",
         "PYTHONUNBUFFERED": "1",

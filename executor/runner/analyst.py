@@ -4,7 +4,7 @@ no secret: what it is sent is the student's module and the inputs the checks cho
 crafted to break JAX's or XLA's parsers breaks only this process, and can at worst forge this
 process's own report (which the checker then tests against the student's function).
 
-    supervisor ──{"analyse": true}──▶ analyst, then {"id", "op": "analyse", "args": [blob, [inputs...], kwargs]}
+    supervisor ──{"op": "analyse"}──▶ analyst, then {"id", "op": "analyse", "args": [blob, [inputs...], kwargs]}
                ◀──answer {"id", "value": {"text", "flops", "outputs"}} | {"id", "error"}
 
 For each module: its StableHLO text, XLA's FLOP count of it compiled here, and its outputs on

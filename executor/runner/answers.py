@@ -21,13 +21,12 @@ import json
 import types
 
 from . import common, transforms, values
+from .tracebacks import last_user_line
 
 _MISSING = object()
 
 
 def _error(exc: BaseException) -> dict:
-    from .main import last_user_line
-
     if isinstance(exc, values.Unsendable):
         return {"type": "Unsendable", "reason": str(exc)[:200]}
     return {"type": values.short_name(type(exc).__name__), "line": last_user_line(exc.__traceback__)}

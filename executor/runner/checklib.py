@@ -40,9 +40,9 @@ class Verdict:
 
 
 def _session():
-    from . import checker
+    from . import checking
 
-    sess = checker.session()
+    sess = checking.session()
     if sess is None:
         raise RuntimeError("check() reports only from an assignment's checks")
     return sess
@@ -71,7 +71,7 @@ class _Block:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        from . import checker
+        from . import checking
 
         sess = _session()
         if exc is None:
@@ -80,14 +80,14 @@ class _Block:
         if not isinstance(exc, Exception):
             return False  # SystemExit, KeyboardInterrupt: the checks end
         exc = sess.student_cause(exc)
-        sess.record(self.name, False, self.points, checker.student_message(exc))
-        sess.note(f"check {self.name!r}:\n{checker.instructor_traceback(exc)}")
+        sess.record(self.name, False, self.points, checking.student_message(exc))
+        sess.note(f"check {self.name!r}:\n{checking.instructor_traceback(exc)}")
         return True
 
 
 def student_function(f, transform: str | None = None):
     """A function of the student's code, by name or as the checks found it."""
-    from .checker import StudentFunction
+    from .checking import StudentFunction
 
     if isinstance(f, StudentFunction):
         return f.then(transform, {}) if transform else f
@@ -193,7 +193,7 @@ class Lowered:
         self.inputs = [args]
         if isinstance(answer, bytes):
             self.inputs = [args, *_fresh_inputs(args)]
-            from .checker import StudentError
+            from .checking import StudentError
 
             try:
                 report = _session().ask("analyse", name, args=(answer, [list(a) for a in self.inputs], kwargs))
@@ -237,7 +237,7 @@ class Lowered:
     def faithful(self) -> bool:
         """The module computes what the student's function returns, on the check's arguments and
         on fresh ones drawn after it was handed over."""
-        from .checker import StudentError
+        from .checking import StudentError
 
         if isinstance(self._faithful, StudentError):
             raise self._faithful  # the function's own failure, the same each time it is asked

@@ -1,5 +1,5 @@
-"""What the runner's feature modules share: the event channel, the event byte budget, text caps
-and human-readable sizes and durations.
+"""What the runner's feature modules share: the event channel, the event byte budget, text caps,
+the libraries every run can import, and human-readable sizes and durations.
 
 The supervisor ends a run whose structured events pass 16 MiB (``EVENT_BYTES_CAP``), so the
 runner keeps its own, lower budget: a run that compiles hundreds of functions or draws hundreds
@@ -26,6 +26,11 @@ TEXT_BUDGET_BYTES = 8 * 1024**2
 TEXT_CAP_CHARS = 200 * 1024
 
 RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# The libraries every run can import besides the standard library (their versions go with
+# "ready"; an import of anything else is explained as not installed).
+LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
+             "matplotlib", "rich")
 
 
 class _Outbox:

@@ -154,7 +154,7 @@ def environment_explanation(exc: BaseException) -> str | None:
         return ("A run gets no input: there is no keyboard or terminal behind it, so input() "
                 "finds nothing. Put the value in the code instead.")
     if isinstance(exc, ModuleNotFoundError) and exc.name and not _importable(exc.name.partition(".")[0]):
-        from .hooks import LIBRARIES
+        from .common import LIBRARIES
 
         top = exc.name.partition(".")[0]
         listed = ", ".join(name for name in LIBRARIES if name != "jaxlib")

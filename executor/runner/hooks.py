@@ -20,9 +20,6 @@ import sys
 
 from . import capture, common, compilecache, display, explain, fonts, notebook
 
-LIBRARIES = ("numpy", "scipy", "jax", "jaxlib", "optax", "flax", "equinox", "chex", "einops",
-             "matplotlib", "rich")
-
 # capture_off: a run's options turned capture off (a lean runner then installs none when jax comes).
 _state = {"capture": False, "capture_off": False}
 
@@ -33,7 +30,7 @@ def libraries() -> dict[str, str]:
     from importlib import metadata
 
     out = {}
-    for name in LIBRARIES:
+    for name in common.LIBRARIES:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

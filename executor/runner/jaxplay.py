@@ -241,57 +241,104 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     label = label or _fname(getattr(f, "_fun", f))
-    block = jax.block_until_ready
-    timer = time.perf_counter
 
     jit_info = jaxcompat.jit_info(f)
     donate = tuple(getattr(jit_info, "donate_argnums", ()) or ())
     args = _copy_donated(args, donate) if donate else args
 
-    trace_s = compile_s = None
-    compile_cached = False
-    cost: dict = {}
-    if hasattr(f, "lower") and hasattr(f, "_fun"):
-        t0 = timer()
-        lowered = f.lower(*args, **kwargs)
-        t1 = timer()
-        loaded = compilecache.loaded()
-        compiled = lowered.compile()
-        t2 = timer()
-        compile_cached = compilecache.loaded() > loaded  # the node's compile cache: a load, not XLA
-        trace_s, compile_s = t1 - t0, t2 - t1
-        try:
-            analysis = compiled.cost_analysis()
-            if isinstance(analysis, (list, tuple)):
-                analysis = analysis[0] if analysis else {}
-            cost = {k: int(v) if isinstance(v, float) and v.is_integer() else v
-                    for k, v in (("flops", analysis.get("flops")),
-                                 ("bytes_accessed", analysis.get("bytes accessed")))}
-        except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
-            cost = {}
+    trace_s, compile_s, compile_cached, cost = _compile_apart(f, args, kwargs)
     flops = flops if flops is not None else cost.get("flops")
     bytes_accessed = bytes_accessed if bytes_accessed is not None else cost.get("bytes_accessed")
 
+    call = _caller(f, args, kwargs, donate)
+    first_call, number, timings = _time_calls(call, jax.block_until_ready, warmup=warmup, number=number,
+                                              repeats=repeats, target_s=target_s)
+    median, mean, std, iqr = _spread(timings)
+
+    platform, device_kind = _device_of(args)
+    dtype = _main_dtype(args)
+    gflops = flops / median / 1e9 if flops else None
+    gbs = bytes_accessed / median / 1e9 if bytes_accessed else None
+    peak_fields, bandwidth_share, flops_share = _peak_shares(device_kind, dtype, gflops, gbs)
+    result = BenchResult(
+        kind="bench", label=label, repeats=repeats, loops=number, warmup=warmup,
+        median=median, mean=mean, std=std, min=min(timings), max=max(timings), iqr=iqr,
+        timings=timings, first_call=first_call, trace=trace_s, compile=compile_s,
+        compile_cached=compile_cached, flops=flops, bytes_accessed=bytes_accessed, gflops=gflops, gbs=gbs,
+        platform=platform, device_kind=device_kind, dtype=dtype, peak=peak_fields,
+        peak_name=peak_fields["name"] if peak_fields else None,
+        peak_dtype=peak_fields["dtype"] if peak_fields else None,
+        bandwidth_share=bandwidth_share, flops_share=flops_share, donated=bool(donate),
+        blocked=True, cost_from=label if cost else None,
+    )
+    if _emit:
+        text = result.summary()
+        if not quiet:
+            print(text, flush=True)
+        common.send("timing", text=text, **result.as_event())
+    return result
+
+
+def _compile_apart(f, args: tuple, kwargs: dict) -> tuple[float | None, float | None, bool, dict]:
+    """A jitted ``f`` lowered and compiled by itself, before it is timed: (trace seconds, compile
+    seconds, whether the compilation was a load from the node's compile cache, XLA's cost
+    analysis: flops and bytes_accessed). Anything else: (None, None, False, {})."""
+    if not (hasattr(f, "lower") and hasattr(f, "_fun")):
+        return None, None, False, {}
+    timer = time.perf_counter
+    t0 = timer()
+    lowered = f.lower(*args, **kwargs)
+    t1 = timer()
+    loaded = compilecache.loaded()
+    compiled = lowered.compile()
+    t2 = timer()
+    compile_cached = compilecache.loaded() > loaded  # the node's compile cache: a load, not XLA
+    try:
+        analysis = compiled.cost_analysis()
+        if isinstance(analysis, (list, tuple)):
+            analysis = analysis[0] if analysis else {}
+        cost = {k: int(v) if isinstance(v, float) and v.is_integer() else v
+                for k, v in (("flops", analysis.get("flops")),
+                             ("bytes_accessed", analysis.get("bytes accessed")))}
+    except Exception:  # noqa: BLE001 - user values and JAX internals raise anything
+        cost = {}
+    return t1 - t0, t2 - t1, compile_cached, cost
+
+
+def _caller(f, args: tuple, kwargs: dict, donate: tuple[int, ...]):
+    """One call of ``f`` as bench makes it: for a function that donates arguments, each call's
+    output fed back as the donated argument of the next."""
     state = {"args": args}
-    if donate:
-        def call():
-            out = f(*state["args"], **kwargs)
-            leaves = out if isinstance(out, tuple) else (out,)
-            new = list(state["args"])
-            for slot, i in enumerate(donate):
-                if slot < len(leaves) and hasattr(leaves[slot], "shape") and \
-                        getattr(leaves[slot], "shape", None) == getattr(new[i], "shape", None):
-                    new[i] = leaves[slot]
-                else:
-                    raise ValueError(
-                        f"bench feeds a donated argument back from the output, but output {slot} "
-                        f"does not have the shape of argument {i}: return the updated array first")
-            state["args"] = tuple(new)
-            return out
-    else:
+    if not donate:
         def call():
             return f(*state["args"], **kwargs)
 
+        return call
+
+    def call_donating():
+        out = f(*state["args"], **kwargs)
+        leaves = out if isinstance(out, tuple) else (out,)
+        new = list(state["args"])
+        for slot, i in enumerate(donate):
+            if slot < len(leaves) and hasattr(leaves[slot], "shape") and \
+                    getattr(leaves[slot], "shape", None) == getattr(new[i], "shape", None):
+                new[i] = leaves[slot]
+            else:
+                raise ValueError(
+                    f"bench feeds a donated argument back from the output, but output {slot} "
+                    f"does not have the shape of argument {i}: return the updated array first")
+        state["args"] = tuple(new)
+        return out
+
+    return call_donating
+
+
+def _time_calls(call, block, *, warmup: int, number: int | None, repeats: int,
+                target_s: float) -> tuple[float, int, list[float]]:
+    """(the first call's seconds, calls per repeat, seconds per call of each repeat): ``warmup``
+    calls, then ``repeats`` runs of ``number`` calls (by default as many as last about
+    ``target_s``), every call waited for."""
+    timer = time.perf_counter
     t0 = timer()
     block(call())
     first_call = timer() - t0
@@ -308,6 +355,11 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
         for _ in range(number):
             block(call())
         timings.append((timer() - t0) / number)
+    return first_call, number, timings
+
+
+def _spread(timings: list[float]) -> tuple[float, float, float, float]:
+    """(median, mean, standard deviation, interquartile range) of the timings."""
     median = statistics.median(timings)
     mean = math.fsum(timings) / len(timings)
     std = (math.fsum((t - mean) ** 2 for t in timings) / len(timings)) ** 0.5
@@ -316,41 +368,24 @@ def bench(f, *args, label: str | None = None, repeats: int = 7, number: int | No
         iqr = q[2] - q[0]
     else:
         iqr = max(timings) - min(timings)
+    return median, mean, std, iqr
 
-    platform, device_kind = _device_of(args)
+
+def _peak_shares(device_kind: str | None, dtype: str | None, gflops: float | None,
+                 gbs: float | None) -> tuple[dict | None, float | None, float | None]:
+    """The device's peak (``PEAKS``; None for a device not there) and the shares of its memory
+    bandwidth and of its FLOP rate for the dtype that the measured rates reach."""
     peak = device_peak(device_kind)
-    dtype = _main_dtype(args)
-    gflops = flops / median / 1e9 if flops else None
-    gbs = bytes_accessed / median / 1e9 if bytes_accessed else None
-    bandwidth_share = flops_share = None
-    peak_name = peak_dtype = None
-    peak_fields = None
-    if peak:
-        peak_name, table = peak
-        peak_dtype = dtype if dtype in table["flops"] else None
-        peak_fields = {"name": peak_name, "bandwidth_gbs": table["bandwidth"] / 1e9,
-                       "tflops": table["flops"].get(dtype, None) and table["flops"][dtype] / 1e12,
-                       "dtype": peak_dtype}
-        if gbs is not None:
-            bandwidth_share = gbs * 1e9 / table["bandwidth"]
-        if gflops is not None and peak_dtype:
-            flops_share = gflops * 1e9 / table["flops"][peak_dtype]
-    result = BenchResult(
-        kind="bench", label=label, repeats=repeats, loops=number, warmup=warmup,
-        median=median, mean=mean, std=std, min=min(timings), max=max(timings), iqr=iqr,
-        timings=timings, first_call=first_call, trace=trace_s, compile=compile_s,
-        compile_cached=compile_cached, flops=flops, bytes_accessed=bytes_accessed, gflops=gflops, gbs=gbs,
-        platform=platform, device_kind=device_kind, dtype=dtype, peak=peak_fields,
-        peak_name=peak_name, peak_dtype=peak_dtype,
-        bandwidth_share=bandwidth_share, flops_share=flops_share, donated=bool(donate),
-        blocked=True, cost_from=label if cost else None,
-    )
-    if _emit:
-        text = result.summary()
-        if not quiet:
-            print(text, flush=True)
-        common.send("timing", text=text, **result.as_event())
-    return result
+    if not peak:
+        return None, None, None
+    peak_name, table = peak
+    peak_dtype = dtype if dtype in table["flops"] else None
+    peak_fields = {"name": peak_name, "bandwidth_gbs": table["bandwidth"] / 1e9,
+                   "tflops": table["flops"].get(dtype, None) and table["flops"][dtype] / 1e12,
+                   "dtype": peak_dtype}
+    bandwidth_share = gbs * 1e9 / table["bandwidth"] if gbs is not None else None
+    flops_share = gflops * 1e9 / table["flops"][peak_dtype] if gflops is not None and peak_dtype else None
+    return peak_fields, bandwidth_share, flops_share
 
 
 # -- compare --------------------------------------------------------------------------------

@@ -1,4 +1,11 @@
-"""Warm up, wait for one snippet, run it, report, exit.
+"""Warm up, wait for the one request, be what it asks (``ROLES``), report, exit.
+
+    supervisor ──stdin: {"op": "warm"} lines, then one request (protocol.request)──▶ runner
+        "run"      run a snippet; a graded run's student side then answers the checks' questions
+        "check"    be a graded run's checker (runner/checker.py)
+        "compile"  be a compile job for the node's compile cache (runner/compilecache.py)
+        "analyse"  be a graded run's analyst (runner/analyst.py)
+    runner ──event fd: JSON lines (ready, warmed, events, exit...)──▶ supervisor
 
 A runner never runs two snippets: it leaves with ``os._exit`` so that nothing the snippet did
 (threads, atexit hooks, monkey-patched modules, a jax cache) can reach the next run.
@@ -18,26 +25,39 @@ import sys
 import threading
 import time
 import traceback
-from collections import deque
 
-from . import compilecache, hooks, jaxcompat
-from . import common
-from .common import flush_user_streams
+from . import common, compilecache, hooks, jaxcompat
+from .common import SNIPPET_FILENAME, flush_user_streams
+from .tracebacks import describe_exception, last_user_line
 
-SNIPPET_FILENAME = "<snippet>"
-RUNNER_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+# How a runner that sent what the protocol does not declare exits, when it checks (``check``).
+UNDECLARED_EXIT = 70
 
 
 class EventChannel:
     """JSON lines on a private pipe to the supervisor. Thread-safe: jax may report compilations
-    from other threads."""
+    from other threads.
 
-    def __init__(self, fd: int):
+    With ``check`` (``--check-protocol``, which the tests' launchers pass), every message is
+    first held against its declaration (``protocol.RUNNER_SENDS``): one the protocol does not
+    declare ends the runner with UNDECLARED_EXIT, its faults on stderr, so that a producer that
+    drifts from the declaration fails its tests rather than have the supervisor repair or drop
+    its messages unseen. The supervisor's ``rebuild`` stays the guard either way."""
+
+    def __init__(self, fd: int, check: bool = False):
         self.fd = fd
         self.lock = threading.Lock()
+        self.check = check
+        if check:  # imported now: a run that has filled its memory could not import it later
+            from . import protocol
+
+            self.protocol = protocol
 
     def send(self, type_: str, **fields) -> None:
         line = (json.dumps({"type": type_, **fields}, default=str) + "\n").encode()
+        if self.check:
+            self._check(type_, line)
         with self.lock:
             view = memoryview(line)
             while view:
@@ -46,6 +66,17 @@ class EventChannel:
                 except OSError:
                     return  # the snippet closed our pipe; the supervisor judges by exit code
                 view = view[n:]
+
+    def _check(self, type_: str, line: bytes) -> None:
+        try:
+            fields = json.loads(line)
+            fields.pop("type", None)
+            faults = self.protocol.undeclared(type_, fields)
+        except MemoryError:  # a run that filled its memory: its message goes unchecked
+            return
+        if faults:
+            os.write(2, f"[runner] sent what the protocol does not declare: {'; '.join(faults)}\n".encode())
+            os._exit(UNDECLARED_EXIT)
 
 
 def _die_with_parent() -> None:
@@ -89,10 +120,6 @@ def warm_up(cpu_devices: int | None) -> dict:
     return info
 
 
-# What the supervisor sends a runner waiting in an idle node's pool, before its request.
-WARM_REQUEST = {"op": "warm"}
-
-
 def warm_backend(channel: EventChannel) -> None:
     """Start the backend and compile one tiny function, as the snippet's first use of jax would:
     the pool asks a waiting runner for this while the node is idle (executor/pool.py), so a run
@@ -120,80 +147,6 @@ def _user_stream(fd: int) -> io.TextIOWrapper:
         write_through=True,
         line_buffering=True,
     )
-
-
-# A traceback keeps this many of the user's outermost frames and as many innermost; the ones
-# between are counted. A recursion that filled the run's memory leaves millions of frames, and a
-# list of them all would need more memory than the run has left.
-TRACEBACK_KEPT = 25
-
-
-class _Frames:
-    """A traceback walked once, in bounded memory: the user's frames kept at both ends, the
-    user's frames between them counted, library frames between counted (the runner's own, exec
-    and magics, are not). Walked here rather than by ``traceback``: in a graded run only the
-    runner's code may reach frames."""
-
-    def __init__(self, tb):
-        self.head: list[traceback.FrameSummary] = []
-        self.tail: deque[traceback.FrameSummary] = deque(maxlen=TRACEBACK_KEPT)
-        self.user = self.hidden = 0
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if code.co_filename == SNIPPET_FILENAME:
-                self.user += 1
-                frame = traceback.FrameSummary(SNIPPET_FILENAME, tb.tb_lineno, code.co_name)
-                (self.head if len(self.head) < TRACEBACK_KEPT else self.tail).append(frame)
-            elif not code.co_filename.startswith(RUNNER_DIR):
-                self.hidden += 1
-            tb = tb.tb_next
-
-    @property
-    def last_line(self) -> int | None:
-        last = self.tail[-1] if self.tail else self.head[-1] if self.head else None
-        return last.lineno if last else None
-
-    def format(self) -> list[str]:
-        lines = traceback.format_list(self.head)
-        if (between := self.user - len(self.head) - len(self.tail)) > 0:
-            lines.append(f"  [{between:,} more call{'s' if between != 1 else ''} of the snippet's own]\n")
-        lines += traceback.format_list(list(self.tail))
-        return lines
-
-
-def last_user_line(tb) -> int | None:
-    """The snippet's line where an exception was raised (its innermost frame of the snippet)."""
-    line = None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename == SNIPPET_FILENAME:
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return line
-
-
-def describe_exception(exc: BaseException) -> dict:
-    """The error event for an exception raised by the snippet: its type, message, the user's
-    line and a traceback trimmed to the user's own frames."""
-    if isinstance(exc, SyntaxError) and exc.filename == SNIPPET_FILENAME:
-        text = "".join(traceback.format_exception_only(type(exc), exc))
-        return {
-            "exc_type": type(exc).__name__,
-            "message": exc.msg,
-            "line": exc.lineno,
-            "traceback": text,
-        }
-    frames = _Frames(exc.__traceback__)
-    lines = ["Traceback (most recent call last):\n"]
-    lines += frames.format()
-    if frames.hidden > 0:
-        lines.append(f"  [{frames.hidden} frame{'s' if frames.hidden != 1 else ''} inside libraries hidden]\n")
-    lines += traceback.format_exception_only(type(exc), exc)
-    return {
-        "exc_type": type(exc).__name__,
-        "message": str(exc),
-        "line": frames.last_line,
-        "traceback": "".join(lines),
-    }
 
 
 def error_event(exc: BaseException) -> dict:
@@ -272,10 +225,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cpu-s", type=int, default=0, help="CPU seconds for the snippet")
     parser.add_argument("--font-cache", help="the worker's matplotlib font list (a file)")
     parser.add_argument("--compile-cache", help="the node's compile cache (a folder, read-only)")
+    parser.add_argument("--check-protocol", action="store_true",
+                        help="end the runner at a message the protocol does not declare (the tests)")
     args = parser.parse_args(argv)
 
     _die_with_parent()
-    channel = EventChannel(args.event_fd)
+    channel = EventChannel(args.event_fd, check=args.check_protocol)
     os.set_inheritable(args.event_fd, False)
     t0 = time.perf_counter()
     info = warm_up(args.cpu_devices or None)
@@ -287,43 +242,38 @@ def main(argv: list[str]) -> None:
 
 
 def serve(channel: EventChannel, stdin) -> None:
-    """Wait for the one request, run its snippet, report, exit. Never returns.
+    """Answer "warm" lines until the one request that decides what this runner is (its "op",
+    ``protocol.RUNNER_REQUESTS``), then be that (``ROLES``) until it exits. Never returns."""
+    request = _first_request(channel, stdin)
+    role = ROLES.get(request.get("op"))
+    if role is None:
+        raise ValueError(f"a runner is not asked {str(request.get('op'))[:40]!r}: it is one of {', '.join(ROLES)}")
+    common.set_wall_clock(request.get("wall_s"))
+    sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
+    sys.stdout = _user_stream(1)
+    sys.stderr = _user_stream(2)
+    role(request, channel, stdin)
 
-    A graded run's student side answers the checker's questions once the code has ended
-    (``answers.serve_questions``); a runner given ``checks`` is that run's checker instead
-    (``checker.serve_checks``), and one given ``analyse`` its analyst (``analyst``): neither runs
-    a snippet at all."""
+
+def _first_request(channel: EventChannel, stdin) -> dict:
+    """The first request that is not "warm": those before it (the pool's, on an idle node) are
+    answered here, with "warmed"."""
     while True:
         line = stdin.readline()
         if not line:
             os._exit(0)  # the pool is shutting down
         request = json.loads(line)
-        if request != WARM_REQUEST:
-            break
+        if request.get("op") != "warm":
+            return request
         try:
             warm_backend(channel)
         except Exception:  # noqa: BLE001 - only slower: the snippet starts the backend itself
             channel.send("warmed", warm_ms=None)
-    del line
-    common.set_wall_clock(request.get("wall_s"))
-    sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
-    sys.stdout = _user_stream(1)
-    sys.stderr = _user_stream(2)
-    if "checks" in request:
-        from .checker import serve_checks
 
-        hooks.configure({"capture": False})
-        serve_checks(request, channel, stdin)
-    if "compile_modules" in request:  # a compile job (executor/compilecache.py): no snippet here
-        hooks.configure({"capture": False})
-        compilecache.compile_modules(request["compile_modules"], channel)
-        common.leave(channel.fd, 0)
-    if request.get("analyse") is True:
-        from .analyst import serve_analyses
 
-        hooks.configure({"capture": False})
-        serve_analyses(channel, stdin)
-        common.leave(channel.fd, 0)
+def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
+    """Run the snippet, report, exit. A graded run's student side then answers the checker's
+    questions about the names the code left (``answers.serve_questions``) until its stdin ends."""
     graded = request.get("graded") is True
     hooks.configure(None if graded else request.get("options"))  # a graded run is always captured
     compilecache.listen(stdin)  # the supervisor names the node's compile cache's entries
@@ -347,3 +297,36 @@ def serve(channel: EventChannel, stdin) -> None:
         serve_questions(namespace, status, channel, stdin)
     channel.send("exit", status=status)
     common.leave(channel.fd, 0 if status == "succeeded" else 1)
+
+
+def serve_check(request: dict, channel: EventChannel, stdin) -> None:
+    """A graded run's checker (runner/checker.py): the hidden checks, and no snippet."""
+    from .checker import serve_checks
+
+    hooks.configure({"capture": False})
+    serve_checks(request, channel, stdin)
+
+
+def serve_compile(request: dict, channel: EventChannel, stdin) -> None:
+    """A compile job (executor/compilecache.py): the modules compiled from their bytes alone for
+    the node's cache, and no snippet."""
+    hooks.configure({"capture": False})
+    compilecache.compile_modules(request["modules"], channel)
+    common.leave(channel.fd, 0)
+
+
+def serve_analyst(request: dict, channel: EventChannel, stdin) -> None:
+    """A graded run's analyst (runner/analyst.py): the student's compiled functions read, one
+    question a line, and no snippet."""
+    from .analyst import serve_analyses
+
+    hooks.configure({"capture": False})
+    serve_analyses(channel, stdin)
+    common.leave(channel.fd, 0)
+
+
+# What a runner becomes for its request's "op" (protocol.RUNNER_REQUESTS; "warm" is answered
+# before, by ``_first_request``). Each takes (request, channel, stdin) and never returns; each
+# imports its own modules when a runner becomes it, so that the template, which imports this
+# module for every runner to share, loads none it will not use.
+ROLES = {"run": serve_snippet, "check": serve_check, "compile": serve_compile, "analyse": serve_analyst}

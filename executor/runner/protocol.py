@@ -1,7 +1,8 @@
 """The run protocol, declared once: every event a run's log holds, every field each may carry,
-and the runner's own messages to its supervisor. Standard library only, so the sandboxed runner,
-the executor and the web side all import this one module.
+what a runner is asked on its stdin, and the runner's own messages to its supervisor. Standard
+library only, so the sandboxed runner, the executor and the web side all import this one module.
 
+    supervisor ──request() lines──▶ runner stdin   RUNNER_REQUESTS: warm, run, check, compile, analyse
     runner ──JSON lines──▶ supervisor ──rebuild()──▶ run log (Redis) ──▶ websocket, database
 
 Whatever comes out of the sandbox is untrusted: the supervisor passes each runner event through
@@ -134,12 +135,34 @@ CLOSE_CODES = {"bad_request": 4400, "unauthorized": 4401, "not_found": 4404, "to
 PART = "part"
 PART_FIELDS = {"seq": INT, "type": STR, "of": STR, "part": INT, "parts": INT, "data": STR}
 
+# What a runner is asked on its stdin: one JSON line {"op", ...}, built only by ``request``. Any
+# number of "warm" lines may come first (the pool's, while the node is idle); the first other line
+# decides what the runner is until it exits (runner/main.py ``ROLES``, one role an op). A new kind
+# of runner (a persistent session, say) is one more op here and one more role there.
+RUNNER_REQUESTS: dict[str, Event] = {
+    "warm": Event("Start the backend and compile a tiny function, then wait for the real request "
+                  "(answered with \"warmed\"; executor/pool.py).", {}),
+    "run": Event("Run a snippet: its code, the run's options, whether it is a graded run's student side "
+                 "(which then answers the checks' questions, runner/answers.py) and the run's wall clock.",
+                 {"code": STR, "options": DICT, "graded": BOOL, "wall_s": NUM}, required=("code", "wall_s")),
+    "check": Event("Be a graded run's checker (runner/checker.py): run the hidden checks, asking the student's "
+                   "side through the supervisor.", {"checks": STR, "wall_s": NUM}, required=("checks", "wall_s")),
+    "compile": Event("Be a compile job (executor/compilecache.py): compile each module from its bytes alone "
+                     "for the node's compile cache.", {"modules": LIST, "wall_s": NUM},
+                     required=("modules", "wall_s")),
+    "analyse": Event("Be a graded run's analyst (runner/analyst.py): read the compiled functions the student's "
+                     "side hands over, one question a line.", {}),
+}
+
 # The runner's own messages on its event pipe, read by the supervisor and never logged.
 RUNNER_MESSAGES: dict[str, Event] = {
     "ready": Event(
-        "Warm: sent once, before the runner reads its request.",
+        "Warm: sent once, before the runner reads its request. A runner forked from a template "
+        "(executor/sandbox/fork.py) says so, whether it is a lean one (no jax imported), and the "
+        "template's memory collapsed into huge pages.",
         {"warmup_ms": NUM, "platform": STR, "device_kind": STR, "device_count": INT,
-         "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR, "libraries": DICT},
+         "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR, "libraries": DICT,
+         "forked": BOOL, "lean": BOOL, "huge_bytes": INT},
     ),
     "warmed": Event("After the pool's {\"op\": \"warm\"} (an idle node): the backend is started and a tiny "
                     "function compiled; null when that failed.", {"warm_ms": NUM}),
@@ -165,7 +188,7 @@ RUNNER_MESSAGES: dict[str, Event] = {
 # (runner/checker.py), which no student code reaches; it asks the student's side through the
 # supervisor, which relays one question at a time and checks every answer's id.
 #
-#   supervisor → checker stdin:   {"checks", "wall_s"}, then {"id", "answer": {kind, value, error}} a line
+#   supervisor → checker stdin:   request("check"), then {"id", "answer": {kind, value, error}} a line
 #   supervisor → student stdin:   {"id", "op", "name", "args", "kwargs", "transform"} a line
 ASK_OPS = ("get", "call", "lower", "shape", "jaxpr", "analyse")  # "analyse": to the analyst (runner/analyst.py)
 CHECK_FIELDS = {"name": STR, "passed": BOOL, "points": NUM, "message": STR, "crashed": BOOL}
@@ -180,6 +203,10 @@ CHECKER_MESSAGES: dict[str, Event] = {
 }
 # Messages only the checker sends: from the student's side, they are interference.
 CHECKER_ONLY = frozenset(CHECKER_MESSAGES)
+# Everything a runner may write on its event pipe, whichever it is: the run's events, its own
+# messages, a checker's (runner/main.py's EventChannel checks itself against these in the tests).
+RUNNER_SENDS: dict[str, Event] = {**{t: e for t, e in EVENTS.items() if e.from_runner}, **RUNNER_MESSAGES,
+                                  **CHECKER_MESSAGES}
 # What one answer, one question and the checker's notes may weigh.
 ANSWER_MAX_BYTES = 48 * 1024**2
 NOTES_MAX_CHARS = 64 * 1024
@@ -305,6 +332,24 @@ def rebuild(type_, fields: dict, problems: Problems, *, spec: dict[str, Event] =
     return out
 
 
+def undeclared(type_: str, fields: dict, spec: dict[str, Event] = RUNNER_SENDS) -> list[str]:
+    """What of one message (its fields as JSON gives them back) its declaration does not allow:
+    an unknown type, a field it does not declare, a value of another kind. For a sender that
+    checks itself: a receiver rebuilds what it is sent instead, and NaN, depth and odd text
+    are repairs there, not faults here."""
+    event = spec.get(type_)
+    if event is None:
+        return [f"a message of undeclared type {type_!r}"]
+    faults = []
+    for name, value in fields.items():
+        kind = event.fields.get(name)
+        if kind is None and name not in BASE_FIELDS:
+            faults.append(f"{type_}: undeclared field {name!r}")
+        elif kind is not None and not _fits(kind, value):
+            faults.append(f"{type_}.{name}: a {type(value).__name__}, declared {kind}")
+    return faults
+
+
 def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None, peak_memory_kb=None,
                     output_bytes=None, events=None, truncated: bool = False) -> dict:
     """The fields of a ``finished`` event: built here, by whoever ends a run."""
@@ -313,6 +358,26 @@ def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None
     return {"status": status, "message": message or "", "wall_ms": wall_ms, "cpu_ms": cpu_ms,
             "peak_memory_kb": peak_memory_kb, "output_bytes": output_bytes, "events": events,
             "truncated": bool(truncated)}
+
+
+def request(op: str, **fields) -> bytes:
+    """One line of a runner's stdin, checked against ``RUNNER_REQUESTS``: an unknown op, a field
+    it does not declare, a required one missing or a field of the wrong kind is a ValueError here,
+    in the executor, not a runner that takes a typo for something else. ASCII JSON (code may hold
+    lone surrogates, which cross as JSON's escapes and come back as they were)."""
+    spec = RUNNER_REQUESTS.get(op) if isinstance(op, str) else None
+    if spec is None:
+        raise ValueError(f"a runner is not asked {op!r}: the ops are {', '.join(RUNNER_REQUESTS)}")
+    for name, value in fields.items():
+        kind = spec.fields.get(name)
+        if kind is None:
+            raise ValueError(f"a {op!r} request has no field {name!r}")
+        if not _fits(kind, value):
+            raise ValueError(f"a {op!r} request's {name!r} must be {kind}, not {type(value).__name__}")
+    missing = [name for name in spec.required if fields.get(name) is None]
+    if missing:
+        raise ValueError(f"a {op!r} request needs {', '.join(map(repr, missing))}")
+    return (json.dumps({"op": op, **fields}) + "\n").encode()
 
 
 def dumps(obj) -> str:

@@ -1,10 +1,12 @@
 """The checker's side of JAX transformations of a student's function (``runner.transforms`` says
 why there are two ways): jax's own transformations wrapped so that, given a student's function,
-they return it with one more step (``install``); the stand-in as a JAX function of the checker's
-when the check's own code traces through it (``traced_call``); what ``make_jaxpr`` and ``lower``
-give back (``StudentJaxpr``, ``StudentLowered``); and the checks of what came back against the
-function's own values (``verify``). Nothing here runs student code: every value is asked of the
-student's side and arrives as data.
+they return it with one more step (``install``); what a student's function does when a check
+calls it, asks for its jaxpr or lowers it (``call``, ``make_jaxpr``, ``lower``: the checks
+session's stand-in, given to ``checking.Session`` by the checker); the stand-in as a JAX function
+of the checker's when the check's own code traces through it (``traced_call``); what
+``make_jaxpr`` and ``lower`` give back (``StudentJaxpr``, ``StudentLowered``); and the checks of
+what came back against the function's own values (``verify``). Nothing here runs student code:
+every value is asked of the student's side and arrives as data.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ WRAPPED = ("grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", 
 
 
 def _student_function_type():
-    from .checker import StudentFunction
+    from .checking import StudentFunction
 
     return StudentFunction
 
@@ -75,7 +77,7 @@ def _make_jaxpr(fun, args: tuple, kwargs: dict):
 def _not_a_student_value(name: str, fun) -> None:
     """A value of the student's code given where a function goes (``f = 0.5`` and a check's
     ``jax.grad(f)``) is the student's failure, as calling it would be: not the checks' crash."""
-    from .checker import StudentError, session
+    from .checking import StudentError, session
 
     sess = session()
     student_name = sess.student_value_name(fun) if sess is not None and not callable(fun) else None
@@ -101,6 +103,33 @@ def install() -> None:
 def _step(name: str, original, fun, args: tuple, kwargs: dict):
     """``jax.<name>(fun, ...)`` of a student's function: it with that step more."""
     return fun.then(name, step_params(name, original, fun, args, kwargs))
+
+
+# -- what a student's function does here (the session's stand-in: checking.StudentFunction) ------
+
+
+def call(fn, args: tuple, kwargs: dict):
+    """``fn(*args, **kwargs)``: traced by the check's own JAX function (``traced_call``), else
+    asked of the student's side, and what a transformed function answers verified (``verify``)."""
+    if has_tracer((args, kwargs)):
+        return traced_call(fn, args, kwargs)
+    result = fn._ask("call", args, kwargs)
+    return verify(fn, args, kwargs, result) if fn.chain else result
+
+
+def make_jaxpr(fn, args: tuple, kwargs: dict):
+    """``jax.make_jaxpr(fn)(*args)``, by the student's JAX: the jaxpr is the side's word, so the
+    function must first be proven traceable at these arguments."""
+    proven_traceable(fn.without(SAME_VALUES), args, kwargs)
+    return StudentJaxpr(fn._ask("jaxpr", args, kwargs), fn.name)
+
+
+def lower(fn, args: tuple, kwargs: dict):
+    """``jax.jit(fn).lower(*args)``: the module the student's side hands over, read and run by
+    the analyst."""
+    from .checklib import lowered
+
+    return StudentLowered(lowered(fn, *args, **kwargs))
 
 
 # -- the stand-in traced by the check's own code ---------------------------------------------------
@@ -153,7 +182,7 @@ class _Call:
                                                 "order": order})]
 
     def ask(self, op: str, order: int, dyn):
-        from .checker import session
+        from .checking import session
 
         args, kwargs = self.arguments(dyn)
         if op == "call":
@@ -191,7 +220,7 @@ def _arrays_only(call: _Call, value) -> None:
     except (TypeError, ValueError):
         leaves = [None]
     if not leaves or not all(isinstance(leaf, (np.ndarray, np.generic, int, float, complex, bool)) for leaf in leaves):
-        from .checker import StudentError
+        from .checking import StudentError
 
         kind = "None" if value is None else "no arrays" if not leaves else "what is not an array"
         raise StudentError(f"{call.fn.name} returned {kind}, where the check's function traced by JAX needs arrays")
@@ -203,7 +232,7 @@ def _answered(call: _Call, use):
     try:
         return use()
     except (TypeError, ValueError, OverflowError, IndexError) as exc:
-        from .checker import StudentError
+        from .checking import StudentError
 
         raise StudentError(f"{call.fn.name} answered with values JAX cannot use here",
                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
@@ -226,12 +255,12 @@ def _evaluate(call: _Call, order: int, dyn):
     shape = call.ask("shape", order, specs)
     out_leaves, out_tree = jax.tree_util.tree_flatten(shape)
     if not out_leaves or not all(type(leaf) is jax.ShapeDtypeStruct for leaf in out_leaves):
-        from .checker import StudentError
+        from .checking import StudentError
 
         raise StudentError(f"{call.fn.name} answered jax.eval_shape of it with what is no shape")
 
     def callback(*concrete):
-        from .checker import StudentError, session
+        from .checking import StudentError, session
 
         try:
             value = call.ask("call", order, [np.asarray(c) for c in concrete])
@@ -340,7 +369,7 @@ class StudentJaxpr:
             self.eqns = [StudentEqn(e) for e in data["eqns"]]
             self.in_avals, self.out_avals = avals("in_avals"), avals("out_avals")
         except ValueError as exc:
-            from .checker import StudentError
+            from .checking import StudentError
 
             raise StudentError(f"{name} answered jax.make_jaxpr of it in a form the checks cannot read",
                                str(exc)) from None
@@ -386,7 +415,7 @@ class StudentLowered:
 
     def as_text(self, *_, **__) -> str:
         if self.lowered.problem:
-            from .checker import StudentError
+            from .checking import StudentError
 
             raise StudentError(self.lowered.problem, self.lowered.detail)
         return self.lowered.text
@@ -413,14 +442,14 @@ def verify(fn, args: tuple, kwargs: dict, result):
     try:
         return _verify(fn, args, kwargs, result)
     except (TypeError, ValueError, OverflowError, IndexError, KeyError, AttributeError) as exc:
-        from .checker import StudentError
+        from .checking import StudentError
 
         raise StudentError(f"{fn.name} answered {fn!r} with values the checks cannot compare",
                            f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 def _verify(fn, args: tuple, kwargs: dict, result):
-    from .checker import session
+    from .checking import session
 
     steps = [(s, p) for s, p in fn.chain if s not in SAME_VALUES]
     plain = fn.plain()
@@ -448,7 +477,7 @@ def _runnable(fn, args, kwargs):
     """The transformed function lowered by the student's side and run by the analyst. Text alone
     (a module that calls back to the host, which the analyst cannot run) never passes: what the
     side says of such a function cannot be held against anything but its own word."""
-    from .checker import StudentError
+    from .checking import StudentError
     from .checklib import lowered
 
     low = lowered(fn, *args, **kwargs)
@@ -464,7 +493,7 @@ def proven_traceable(fn, args: tuple, kwargs: dict) -> None:
     """A check's own function traces through ``fn``: on the student's machine that needs JAX to
     trace it, so its lowering at these arguments must compute its values (``_traceable``), once
     per shapes and static values in a grading (a vmap's rows share one)."""
-    from .checker import session
+    from .checking import session
 
     sess = session()
     done = sess.__dict__.setdefault("traceable", set())
@@ -495,7 +524,7 @@ def _traceable(fn, plain, args, kwargs) -> None:
     args = tuple(np.asarray(a, dtype=np.float32) if type(a) is float else a for a in args)
     low = _runnable(plain, args, kwargs)
     if not low.faithful:
-        from .checker import StudentError
+        from .checking import StudentError
 
         raise StudentError(f"what {fn.name} compiles to does not compute what {fn.name} returns",
                            "the module's outputs differ from the function's on the check's arguments or fresh ones")
@@ -512,7 +541,7 @@ def _rows_agree(fn, plain, args, result) -> None:
         return
     size = sizes.pop()
     if any(np.ndim(leaf) < 1 or np.shape(leaf)[0] != size for leaf in jax.tree_util.tree_leaves(result)):
-        from .checker import StudentError
+        from .checking import StudentError
 
         raise StudentError(f"{fn.name} under jax.vmap gives results without the batch axis of {size}")
     for row in sorted({0, size - 1}) if size else ():
@@ -525,7 +554,7 @@ def _default_axes(params: dict) -> bool:
 
 
 def _agree(fn, got, expected, how: str) -> None:
-    from .checker import StudentError
+    from .checking import StudentError
     from .checklib import allclose
 
     verdict = allclose(got, expected, rtol=1e-3, atol=1e-5)

@@ -146,7 +146,7 @@ def _blas_threads() -> None:
         pass  # only slower: numpy's BLAS stays on one thread
 
 
-def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -> None:
+def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float, check_protocol: bool = False) -> None:
     """In the forked child, pid 1 of a new pid namespace, still root of the template's user
     namespace. Confines itself, says "ready", runs one snippet, exits. Never returns."""
     for target, fd in enumerate(fds):  # stdin, stdout, stderr, events → 0, 1, 2, 3
@@ -199,7 +199,7 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float) -
 
     from . import hooks, main, seccomp
 
-    channel = main.EventChannel(3)
+    channel = main.EventChannel(3, check=check_protocol)
     hooks.prepare_run(channel, font_cache=ready_info.get("font_cache"), compile_cache=ready_info.get("compile_cache"))
     seccomp.install()
     info = {k: v for k, v in ready_info.items() if k not in ("font_cache", "compile_cache")}
@@ -238,9 +238,10 @@ def probe(cpu_devices: int) -> dict:
 
 
 class Template:
-    def __init__(self, control: socket.socket, ready_info: dict):
+    def __init__(self, control: socket.socket, ready_info: dict, check_protocol: bool = False):
         self.control = control
         self.ready_info = ready_info
+        self.check_protocol = check_protocol  # each runner's channel checks what it sends
         self.own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
         self.children: dict[int, int] = {}  # pid → spawn id
 
@@ -263,7 +264,7 @@ class Template:
             pid = os.fork()
             if pid == 0:
                 try:
-                    become_runner(spec, fds, self.ready_info, t_fork)
+                    become_runner(spec, fds, self.ready_info, t_fork, self.check_protocol)
                 except BaseException as exc:  # noqa: BLE001 - reported on the run's stderr
                     try:
                         os.write(2, f"sandbox: the runner could not start: {type(exc).__name__}: {exc}\n".encode())
@@ -380,6 +381,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--cpu-devices", type=int, default=0)
     parser.add_argument("--font-cache")
     parser.add_argument("--compile-cache")
+    parser.add_argument("--check-protocol", action="store_true", help="its runners check what they send (the tests)")
     parser.add_argument("--lean", metavar="INFO",
                         help="a lean template: numpy and the runner only, no jax, no matplotlib; INFO is "
                              "what the full template's probe found (JSON), said in every runner's ready")
@@ -432,7 +434,7 @@ def main(argv: list[str]) -> None:
                 rss_kb = int(line.split()[1])
     control.sendmsg([json.dumps({"op": "ready", "template_ms": round((time.perf_counter() - t0) * 1000, 1),
                                  "template_rss_kb": rss_kb, **info}).encode()])
-    Template(control, info).serve()
+    Template(control, info, check_protocol=args.check_protocol).serve()
 
 
 if __name__ == "__main__":

@@ -50,7 +50,65 @@ def hlo_text(text: str) -> tuple[str, list]:
     each op's ``stack_frame_id`` becomes a line mapping to the snippet instead."""
     if "StackFrames" not in text:
         return text, []
-    files, locations, frames = {}, {}, {}
+    out, tables = _take_stack_tables(text)
+    while len(out) > 1 and not out[0].strip() and not out[1].strip():
+        out.pop(0)
+    lines, where = [], []
+    for line in out:
+        m = _STACK_FRAME.search(line)
+        where.append(tables.snippet_line(int(m.group(1))) if m else None)
+        lines.append(_STACK_FRAME.sub("", line) if m else line)
+    # Collapse the blank lines the removed tables leave behind.
+    text_lines, text_where = [], []
+    for line, w in zip(lines, where):
+        if not line.strip() and text_lines and not text_lines[-1].strip():
+            continue
+        text_lines.append(line)
+        text_where.append(w)
+    return "\n".join(text_lines), text_where
+
+
+class _StackTables:
+    """XLA's stack-frame tables of one HLO text: file names, file locations, and frames (each a
+    location and its parent frame)."""
+
+    def __init__(self):
+        self.files: dict[int, str] = {}
+        self.locations: dict[int, tuple[int, int]] = {}
+        self.frames: dict[int, tuple[int, int]] = {}
+
+    def add(self, section: str, ident: int, rest: str) -> None:
+        """One row of a table."""
+        if section == "FileNames":
+            self.files[ident] = rest.strip().strip('"')
+        elif section == "FileLocations":
+            m_file = re.search(r"file_name_id=(\d+)", rest)
+            m_line = re.search(r"\bline=(\d+)", rest)
+            if m_file and m_line:
+                self.locations[ident] = (int(m_file.group(1)), int(m_line.group(1)))
+        elif section == "StackFrames":
+            m_loc = re.search(r"file_location_id=(\d+)", rest)
+            m_parent = re.search(r"parent_frame_id=(\d+)", rest)
+            if m_loc:
+                self.frames[ident] = (int(m_loc.group(1)), int(m_parent.group(1)) if m_parent else 0)
+
+    def snippet_line(self, frame_id: int) -> int | None:
+        """The snippet's line a frame comes from: the first frame of the snippet's, walking from
+        this one out to its callers (None when no frame is the snippet's)."""
+        seen = set()
+        while frame_id in self.frames and frame_id not in seen:
+            seen.add(frame_id)
+            loc, parent = self.frames[frame_id]
+            file_id, line = self.locations.get(loc, (None, None))
+            if self.files.get(file_id) == SNIPPET:
+                return line
+            frame_id = parent
+        return None
+
+
+def _take_stack_tables(text: str) -> tuple[list[str], _StackTables]:
+    """The HLO text's lines without its stack-frame tables, and the tables."""
+    tables = _StackTables()
     out: list[str] = []
     section = None
     for line in text.split("\n"):
@@ -68,47 +126,10 @@ def hlo_text(text: str) -> tuple[str, list]:
                 section = None
                 out.append(line)
                 continue
-            if section == "FileNames":
-                files[ident] = rest.strip().strip('"')
-            elif section == "FileLocations":
-                m_file = re.search(r"file_name_id=(\d+)", rest)
-                m_line = re.search(r"\bline=(\d+)", rest)
-                if m_file and m_line:
-                    locations[ident] = (int(m_file.group(1)), int(m_line.group(1)))
-            elif section == "StackFrames":
-                m_loc = re.search(r"file_location_id=(\d+)", rest)
-                m_parent = re.search(r"parent_frame_id=(\d+)", rest)
-                if m_loc:
-                    frames[ident] = (int(m_loc.group(1)), int(m_parent.group(1)) if m_parent else 0)
+            tables.add(section, ident, rest)
             continue
         out.append(line)
-
-    def snippet_line(frame_id: int):
-        seen = set()
-        while frame_id in frames and frame_id not in seen:
-            seen.add(frame_id)
-            loc, parent = frames[frame_id]
-            file_id, line = locations.get(loc, (None, None))
-            if files.get(file_id) == SNIPPET:
-                return line
-            frame_id = parent
-        return None
-
-    while len(out) > 1 and not out[0].strip() and not out[1].strip():
-        out.pop(0)
-    lines, where = [], []
-    for line in out:
-        m = _STACK_FRAME.search(line)
-        where.append(snippet_line(int(m.group(1))) if m else None)
-        lines.append(_STACK_FRAME.sub("", line) if m else line)
-    # Collapse the blank lines the removed tables leave behind.
-    text_lines, text_where = [], []
-    for line, w in zip(lines, where):
-        if not line.strip() and text_lines and not text_lines[-1].strip():
-            continue
-        text_lines.append(line)
-        text_where.append(w)
-    return "\n".join(text_lines), text_where
+    return out, tables
 
 
 def cost(executable) -> dict:

@@ -2,7 +2,7 @@
 
 A check writes ``jax.grad(f)(0.3)``, ``jax.vmap(f)(xs)``, ``jax.jit(f)(x)``,
 ``jax.hessian(f)(0.3)``, ``jax.make_jaxpr(f)(0.3)`` or ``jax.jit(f).lower(x)`` of the student's
-``f`` as it would at home. ``f`` is a stand-in in the checker (``checker.StudentFunction``); the
+``f`` as it would at home. ``f`` is a stand-in in the checker (``checking.StudentFunction``); the
 function itself lives in the student's process. Two ways reach it, and no student code ever runs
 in the checker:
 

@@ -165,36 +165,35 @@ def decode(data, _depth: int = 0, _budget: _Budget | None = None):
         return [decode(v, _depth + 1, budget) for v in data]
     if type(data) is not dict or len(data) < 1:
         raise Unsendable("a malformed value")
-    if "$f" in data and data["$f"] in ("nan", "inf", "-inf"):
-        return float(data["$f"])
-    if "$c" in data and type(data["$c"]) is list and len(data["$c"]) == 2:
-        re_, im = (decode(v, _depth + 1, budget) for v in data["$c"])
-        if not all(type(v) in (int, float) for v in (re_, im)):
-            raise Unsendable("a malformed complex number")
-        return complex(re_, im)
-    if "$b" in data and type(data["$b"]) is str:
-        budget.take(0, len(data["$b"]))
-        return base64.b64decode(data["$b"], validate=True)
-    if "$t" in data and type(data["$t"]) is list:
-        return tuple(decode(v, _depth + 1, budget) for v in data["$t"])
-    if "$nt" in data:
-        return _decode_namedtuple(data, _depth, budget)
-    if "$d" in data and type(data["$d"]) is list:
-        out = {}
-        for pair in data["$d"]:
-            if type(pair) is not list or len(pair) != 2:
-                raise Unsendable("a malformed dict")
-            key = decode(pair[0], _depth + 1, budget)
-            try:
-                out[key] = decode(pair[1], _depth + 1, budget)
-            except TypeError as exc:  # an unhashable key
-                raise Unsendable(f"a dict key that is a {type(key).__name__}") from exc
-        return out
-    if "$a" in data and type(data["$a"]) is dict:
-        return _decode_array(data["$a"], budget)
-    if "$s" in data and type(data["$s"]) is dict:
-        return _decode_shape(data["$s"])
+    for tag, fits, decoder in _TAGGED:
+        if tag in data and fits(data[tag]):
+            return decoder(data, _depth, budget)
     raise Unsendable("a malformed value")
+
+
+def _decode_complex(data: dict, depth: int, budget: _Budget) -> complex:
+    re_, im = (decode(v, depth + 1, budget) for v in data["$c"])
+    if not all(type(v) in (int, float) for v in (re_, im)):
+        raise Unsendable("a malformed complex number")
+    return complex(re_, im)
+
+
+def _decode_bytes(data: dict, depth: int, budget: _Budget) -> bytes:
+    budget.take(0, len(data["$b"]))
+    return base64.b64decode(data["$b"], validate=True)
+
+
+def _decode_dict(data: dict, depth: int, budget: _Budget) -> dict:
+    out = {}
+    for pair in data["$d"]:
+        if type(pair) is not list or len(pair) != 2:
+            raise Unsendable("a malformed dict")
+        key = decode(pair[0], depth + 1, budget)
+        try:
+            out[key] = decode(pair[1], depth + 1, budget)
+        except TypeError as exc:  # an unhashable key
+            raise Unsendable(f"a dict key that is a {type(key).__name__}") from exc
+    return out
 
 
 _NAMEDTUPLES: dict = {}
@@ -249,3 +248,18 @@ def _decode_shape(spec: dict):
             or not all(type(n) is int and 0 <= n < 2**40 for n in shape):
         raise Unsendable("a malformed shape")
     return jax.ShapeDtypeStruct(tuple(shape), np.dtype(dtype))
+
+
+# A tagged value (a dict): its tag, what the tag's value must be, and how it is read; the first
+# tag present whose value fits decides.
+_TAGGED = (
+    ("$f", lambda v: v in ("nan", "inf", "-inf"), lambda data, depth, budget: float(data["$f"])),
+    ("$c", lambda v: type(v) is list and len(v) == 2, _decode_complex),
+    ("$b", lambda v: type(v) is str, _decode_bytes),
+    ("$t", lambda v: type(v) is list, lambda data, depth, budget: tuple(decode(v, depth + 1, budget)
+                                                                        for v in data["$t"])),
+    ("$nt", lambda v: True, _decode_namedtuple),
+    ("$d", lambda v: type(v) is list, _decode_dict),
+    ("$a", lambda v: type(v) is dict, lambda data, depth, budget: _decode_array(data["$a"], budget)),
+    ("$s", lambda v: type(v) is dict, lambda data, depth, budget: _decode_shape(data["$s"])),
+)

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 from ..runner import fonts
-from . import RUNNER_PARENT, Launcher, Limits, human_bytes, spawn_runner
+from .launcher import RUNNER_PARENT, Launcher, Limits, human_bytes, spawn_runner
 from .cgroups import RUN_PREFIX, CgroupError, Cgroups, RunCgroup
 
 log = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
-from . import human_bytes
+from .launcher import human_bytes
 from .bwrap import STAGE_DIR, WORKDIR, BwrapLauncher
 from .cgroups import CgroupError
 
@@ -347,12 +347,7 @@ class ForkLauncher(BwrapLauncher):
         argv += ["--size", str(TEMPLATE_TMP_BYTES), "--tmpfs", "/tmp"]
         argv += ["--chdir", WORKDIR, "--remount-ro", "/"]
         argv += ["--", self.python, "-E", "-s", "-B", "-m", "runner.template", "--control-fd", str(control_fd)]
-        if self.cpu_devices:
-            argv += ["--cpu-devices", str(self.cpu_devices)]
-        if self.font_cache:
-            argv += ["--font-cache", self.font_cache]
-        if self.compile_cache:
-            argv += ["--compile-cache", self.compile_cache]
+        argv += self.runner_flags()
         if lean_info is not None:
             argv += ["--lean", json.dumps(lean_info)]
         return argv

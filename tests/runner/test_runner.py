@@ -388,3 +388,15 @@ def test_a_line_written_in_pieces_is_one_event_and_an_open_line_still_streams(ru
     assert r.status == "succeeded", r
     texts = [e["text"] for e in r.of("stdout")]
     assert texts == ["hello\n", "50%\r", "prompt> ", "done\n"], texts
+
+
+def test_under_the_tests_a_runner_that_sends_what_the_protocol_does_not_declare_fails(run):
+    r = run(textwrap.dedent("""\
+        import sys
+        print("before")
+        sys.modules["runner.common"].send("display", text="x", width=3, bogus=1)
+        print("after")
+        """))
+    assert r.status == "failed" and r.message == "the snippet's process exited with code 70", r
+    assert r.stdout == "before\n" and not r.of("display")
+    assert "sent what the protocol does not declare: display: undeclared field 'bogus'" in r.text("stderr")

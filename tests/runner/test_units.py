@@ -257,7 +257,7 @@ def test_a_recompilation_reason_names_an_argument_as_written_and_never_opens_wit
 def _deep_snippet_error(depth: int) -> BaseException:
     import sys
 
-    from executor.runner.main import SNIPPET_FILENAME
+    from executor.runner.common import SNIPPET_FILENAME
 
     code = compile("def down(n):\n    if n == 0:\n        raise MemoryError()\n    return down(n - 1)\n",
                    SNIPPET_FILENAME, "exec")
@@ -275,7 +275,7 @@ def _deep_snippet_error(depth: int) -> BaseException:
 
 
 def test_a_deep_traceback_is_listed_at_both_ends_and_counted_between():
-    from executor.runner.main import TRACEBACK_KEPT, describe_exception
+    from executor.runner.tracebacks import TRACEBACK_KEPT, describe_exception
 
     event = describe_exception(_deep_snippet_error(30_000))
     said = event["traceback"]

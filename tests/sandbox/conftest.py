@@ -18,7 +18,11 @@ import pytest
 from executor.local import RunResult
 from tests.sandboxed import skip_unless_sandbox
 
-from executor.sandbox import Limits, get_launcher
+from executor.sandbox import Launcher, Limits, get_launcher
+
+# Every runner these tests start ends at a message the protocol does not declare (runner/main.py's
+# EventChannel), as the executor's do under EXECUTOR_CHECK_PROTOCOL.
+Launcher.check_protocol = True
 
 # Sessions on one machine (a developer's and CI's, or the full suite next to this folder) must
 # not share sandbox uids: the tests look for leftover processes by uid.

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from executor.runner import protocol
 from executor.sandbox import bwrap, get_launcher
 from executor.supervisor import Runner, discard
 
@@ -72,7 +73,7 @@ def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
     ready = read_event(proc)
     assert ready["type"] == "ready" and ready["platform"] == "cpu", ready
 
-    proc.stdin.write(json.dumps({"code": "print(6 * 7)", "options": {}}).encode() + b"\n")
+    proc.stdin.write(protocol.request("run", code="print(6 * 7)", options={}, wall_s=LIMITS.wall_s))
     proc.stdin.close()
     assert proc.stdout.read() == b"42\n"
     # What its names held (none here: the snippet defines no array), then its end.
@@ -134,7 +135,7 @@ def test_cleanup_kills_a_running_sandbox_and_everything_it_started(launcher, sta
     uid = launcher.uid_base + SLOT
     code = "import subprocess, sys, time\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(100)'])\n" \
            "print('started', flush=True)\ntime.sleep(100)\n"
-    started.stdin.write(json.dumps({"code": code, "options": {}}).encode() + b"\n")
+    started.stdin.write(protocol.request("run", code=code, options={}, wall_s=LIMITS.wall_s))
     started.stdin.flush()
     assert started.stdout.readline() == b"started\n"
     dirs = list(started.sandbox_cgroup.dirs.values())

@@ -6,7 +6,6 @@ the backend starts only when a snippet first uses jax; a template that dies is r
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import textwrap
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from executor.local import RunResult, run_local
+from executor.runner import protocol
 from executor.supervisor import Runner, discard, wait_ready
 
 from .conftest import LIMITS, UID_BASE
@@ -96,7 +96,7 @@ def start(launcher, slot: int, lean: bool = False) -> Runner:
 
 
 def send(runner: Runner, code: str) -> None:
-    runner.proc.stdin.write(json.dumps({"code": code, "options": {}}).encode() + b"\n")
+    runner.proc.stdin.write(protocol.request("run", code=code, options={}, wall_s=LIMITS.wall_s))
     runner.proc.stdin.flush()
 
 

@@ -13,6 +13,7 @@ import pytest
 from executor.events import SUCCEEDED
 from executor.local import RunResult
 from executor.pool import RunnerPool
+from executor.runner import protocol
 from executor.supervisor import supervise
 
 from .conftest import LIMITS
@@ -153,7 +154,7 @@ def test_a_run_that_takes_a_runner_still_warming_waits_for_it_and_is_not_disturb
         for r in idle_pool._ready:
             r.warmth = "warm-sent-by-hand"
         first = idle_pool._ready[0]
-        first.proc.stdin.write(b'{"op": "warm"}\n')
+        first.proc.stdin.write(protocol.request("warm"))
         first.proc.stdin.flush()
         first.warmth = "warming"
     runner = idle_pool.acquire()
@@ -210,7 +211,7 @@ def test_a_jax_run_takes_a_runner_still_warming_before_a_cold_one_and_other_code
     wait_warm(idle_pool, 3)
     with idle_pool._lock:
         warming = idle_pool._ready[1]
-        warming.proc.stdin.write(b'{"op": "warm"}\n')
+        warming.proc.stdin.write(protocol.request("warm"))
         warming.proc.stdin.flush()
         warming.warmth = "warming"
     plain = idle_pool.acquire(warm=False)

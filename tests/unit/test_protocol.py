@@ -98,6 +98,44 @@ def test_finished_is_built_in_one_place():
         protocol.finished_fields("running")
 
 
+def test_a_runner_request_is_one_checked_json_line():
+    line = protocol.request("run", code="print(1) # \ud800", options={"capture": False}, graded=True, wall_s=30.0)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1 and line.isascii()
+    assert json.loads(line) == {"op": "run", "code": "print(1) # \ud800", "options": {"capture": False},
+                                "graded": True, "wall_s": 30.0}
+    assert json.loads(protocol.request("warm")) == {"op": "warm"}
+    assert json.loads(protocol.request("analyse")) == {"op": "analyse"}
+
+
+@pytest.mark.parametrize("op, fields, said", [
+    ("snippet", {"code": "x", "wall_s": 1.0}, "a runner is not asked 'snippet'"),
+    ("run", {"code": "x", "wall_s": 1.0, "checks": "check('a', True)"}, "has no field 'checks'"),
+    ("run", {"code": "x"}, "needs 'wall_s'"),
+    ("check", {"checks": None, "wall_s": 1.0}, "needs 'checks'"),
+    ("compile", {"modules": "not a list", "wall_s": 1.0}, "'modules' must be list"),
+    ("run", {"code": "x", "wall_s": 1.0, "graded": 1}, "'graded' must be bool"),
+    ("warm", {"wall_s": 1.0}, "has no field 'wall_s'"),
+])
+def test_a_request_the_table_does_not_declare_is_refused_before_it_reaches_a_runner(op, fields, said):
+    with pytest.raises(ValueError, match=said):
+        protocol.request(op, **fields)
+
+
+def test_every_request_but_warm_is_a_role_of_the_runner():
+    from executor.runner import main
+
+    assert set(main.ROLES) == set(protocol.RUNNER_REQUESTS) - {"warm"}
+
+
+def test_a_runner_checks_itself_against_what_it_may_send():
+    assert protocol.undeclared("compiled", {"name": "f", "flops": 3, "seq": 1}) == []
+    assert protocol.undeclared("ready", {"platform": "cpu", "forked": True, "lean": False, "huge_bytes": 0}) == []
+    assert protocol.undeclared("answer", {"id": None, "value": {"$f": "nan"}}) == []  # a receiver's to repair
+    assert protocol.undeclared("finished", {"status": "succeeded"}) == ["a message of undeclared type 'finished'"]
+    assert protocol.undeclared("display", {"text": "x", "bogus": 1, "width": "wide"}) == [
+        "display: undeclared field 'bogus'", "display.width: a str, declared int"]
+
+
 def test_encode_never_writes_invalid_json():
     body = ev.encode({"type": "stdout", "text": "\x00 \ud800", "seq": 0, "x": float("nan")})
     data = json.loads(body)
