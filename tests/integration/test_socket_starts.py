@@ -87,11 +87,13 @@ def test_a_refused_start_leaves_nothing_waiting_and_the_next_start_catches_up(li
 
 
 @socket_db
-def _connection_id() -> int:
+def _connection():
+    """The driver's connection object itself, not its id(): a closed one's id may be reused by
+    the next, which would read as the same connection kept."""
     from django.db import connection
 
     connection.ensure_connection()
-    return id(connection.connection)
+    return connection.connection
 
 
 @socket_db
@@ -108,17 +110,17 @@ def _count_runs() -> int:
     return Run.objects.count()
 
 
-async def _calls() -> tuple[int, int, int, int]:
-    first, second = await _connection_id(), await _connection_id()
+async def _calls() -> tuple[object, object, object, int]:
+    first, second = await _connection(), await _connection()
     await _leave_a_transaction_open()
     count = await _count_runs()
-    return first, second, await _connection_id(), count
+    return first, second, await _connection(), count
 
 
 def test_socket_calls_keep_one_connection_and_not_one_left_in_a_transaction():
     first, second, after_left, count = asyncio.run(_calls())
-    assert first == second  # kept between calls, not closed and opened again
-    assert after_left != first  # that one was closed (its transaction with it); the next opened another
+    assert first is second  # kept between calls, not closed and opened again
+    assert after_left is not first  # that one was closed (its transaction with it); the next opened another
     assert count == 0
 
 

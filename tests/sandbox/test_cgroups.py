@@ -119,6 +119,7 @@ print(round((time.thread_time() - c0) / (time.monotonic() - t0), 2))
 """
 
 
+@pytest.mark.serial
 def test_each_run_has_a_cpu_share_so_a_spinning_neighbour_cannot_starve_it(run):
     """Each run has a cgroup of its own in the CPU controller, with the default weight like every
     sibling, so that under contention the kernel divides the CPU between runs, not processes. (On

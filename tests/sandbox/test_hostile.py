@@ -204,10 +204,15 @@ CASES = [
 
 # Each case in the runner the executor would give it, and (where that is a lean one, forked from
 # the template without jax) in a full one too.
-RUNNERS = [(c, lean) for c in CASES for lean in ((True, False) if runner_for(c.code)["lean"] else (False,))]
+# A spinning snippet must use up its CPU seconds before its wall clock runs out: how soon it does
+# is what the machine gives it, so those cases run alone (scripts/test), not beside other tests.
+MEASURES_CPU = {"cpu-spin", "cpu-spin-ignoring-sigxcpu"}
+RUNNERS = [pytest.param(c, lean, id=f"{c.id}-{'lean' if lean else 'full'}",
+                        marks=[pytest.mark.serial] if c.id in MEASURES_CPU else [])
+           for c in CASES for lean in ((True, False) if runner_for(c.code)["lean"] else (False,))]
 
 
-@pytest.mark.parametrize(("case", "lean"), RUNNERS, ids=[f"{c.id}-{'lean' if lean else 'full'}" for c, lean in RUNNERS])
+@pytest.mark.parametrize(("case", "lean"), RUNNERS)
 def test_it_contains_the_hostile_snippet(case, lean, run, then_a_normal_run_succeeds):
     result = run(case.code, replace(LIMITS, **case.limits) if case.limits else None, lean=lean)
 
@@ -328,6 +333,7 @@ def test_a_double_fork_daemon_dies_with_its_run(keeps_output_open, run, then_a_n
     then_a_normal_run_succeeds()
 
 
+@pytest.mark.serial  # the CPU cap or the memory's, whichever the machine reaches first
 def test_a_deep_recursion_ends_at_a_limit(run, then_a_normal_run_succeeds):
     code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return f(n + 1)\nf(0)\n"
     result = run(code, replace(LIMITS, wall_s=30))
