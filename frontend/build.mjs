@@ -2,7 +2,8 @@
 //
 //   dist/app.js             the playground's page, a snippet's and the embed (src/pages/playground.ts;
 //                           ESM, loaded with <script type="module">)
-//   dist/app.css            our styles + Monaco's, with the codicon font next to it
+//   dist/app.css            the stylesheets the entry imports (src/styles/, workbench.css, panes/,
+//                           the page's own), in import order, then Monaco's; the codicon font next to it
 //   dist/editor.worker.js   Monaco's editor worker (a classic worker: see src/editor.ts)
 //   dist/assignment.js/.css an assignment's page (src/pages/assignment.ts: the workbench, as app.js has it)
 //   dist/courses.js/.css    the other course pages (src/pages/courses.ts: no editor)

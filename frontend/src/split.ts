@@ -1,5 +1,5 @@
 // The draggable divider between the editor and the results. Wide windows only: below the
-// breakpoint in style.css the panes stack and the divider is hidden.
+// breakpoint in workbench.css the panes stack and the divider is hidden.
 import { KEYS, local } from "./storage";
 
 const MIN_FRACTION = 0.25;

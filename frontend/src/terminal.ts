@@ -208,7 +208,7 @@ export class TerminalView {
     const lines = this.model.lines;
     // A trailing empty line (after the last newline) is not drawn: the text ends with "\n".
     const count = lines.length - (lines[lines.length - 1].length === 0 ? 1 : 0);
-    // Drawn lines in view only are all one height: such an output does not wrap (style.css).
+    // Drawn lines in view only are all one height: such an output does not wrap (panes/output.css).
     this.pre.dataset.virtual = String(this.virtual);
     if (!this.virtual) {
       if (this.pre.contains(this.top)) {

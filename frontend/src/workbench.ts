@@ -117,7 +117,7 @@ export class Workbench {
     code.onCursorLine((line) => this.compiled.showSourceLine(line));
     this.output = new OutputPane(
       revealLine,
-      () => this.tabs.summary().filter((p) => p.id !== "output"),
+      () => this.tabs.summary().filter((p) => p.id !== this.output.id),
       (id) => this.tabs.select(id),
     );
     const panes: Pane[] = [this.output, this.compiled, new TimingPane(), new FiguresPane(revealLine)];
@@ -158,7 +158,7 @@ export class Workbench {
     const showFailure: RunView = {
       reset: () => {},
       handle: (event) => {
-        if (event.type === "finished" && FAILED.has(event.status)) this.tabs.select("output");
+        if (event.type === "finished" && FAILED.has(event.status)) this.tabs.select(this.output.id);
       },
     };
     this.session = new RunSession(
@@ -184,6 +184,11 @@ export class Workbench {
     bindHeader((theme) => code.setTheme(theme), options.forcedTheme ?? null);
     const splitter = maybeById("splitter");
     if (splitter) bindSplitter(byId("workspace"), splitter);
+  }
+
+  /** The result panes' ids, in tab order (a page with tabs of its own tells them apart by these). */
+  get paneIds(): readonly string[] {
+    return this.tabs.panes.map((pane) => pane.id);
   }
 
   /** Runs the editor's code, unless a run is on its way already (or nothing may run here). */

@@ -1,8 +1,19 @@
 // The course pages without an editor: the list of one's courses (/courses/), the join link
 // (/courses/join/<code>) and a course (/courses/<id>/). The server renders what they show; this
 // script does what changes something, through the JSON API, then shows the page again.
-import "../style.css";
-import "../courses.css";
+
+// The stylesheets of what the page shows, in cascade order (frontend/README.md, Styles).
+import "../styles/base.css";
+import "../styles/controls.css";
+import "../styles/header.css";
+import "../styles/dialogs.css";
+import "../panes/output.css";
+import "../course-page.css";
+import "./courses.css";
+// The dashboard's page links this bundle's stylesheet too (courses/templates/courses/base.html):
+// until it links its own (dashboard.css, from pages/dashboard.ts), what it shows comes here as well.
+import "../dashboard/dashboard.css";
+import "../dashboard/cell-detail.css";
 
 import {
   addInstructor,

@@ -1,7 +1,15 @@
 // A course's live dashboard (/courses/<id>/dashboard, instructors): the header, and the
 // dashboard (src/dashboard/) on the course the page names.
-import "../style.css";
-import "../courses.css";
+
+// The stylesheets of what the page shows, in cascade order (frontend/README.md, Styles).
+import "../styles/base.css";
+import "../styles/controls.css";
+import "../styles/header.css";
+import "../styles/dialogs.css";
+import "../panes/output.css";
+import "../course-page.css";
+import "../dashboard/dashboard.css";
+import "../dashboard/cell-detail.css";
 
 import { Dashboard, type DashboardData } from "../dashboard/dashboard";
 import { pageData } from "../dom";

@@ -3,7 +3,23 @@
 // shortcuts panel, the Libraries menu, the device picker, Share and Download, and a snippet's
 // saved run (./snippet.ts). The template is the embed's too (/embed/<slug>), which this bundle
 // shows as ./embed.ts does.
-import "../style.css";
+
+// The stylesheets of what the page shows, in cascade order (frontend/README.md, Styles).
+import "../styles/base.css";
+import "../styles/controls.css";
+import "../styles/header.css";
+import "../styles/dialogs.css";
+import "../workbench.css";
+import "../panes/pane.css";
+import "../panes/output.css";
+import "../panes/compiled.css";
+import "../panes/timing.css";
+import "../panes/figures.css";
+import "./playground.css";
+import "./snippet.css";
+import "./embed.css";
+import "../styles/simple.css";
+import "../compare/compare.css";
 
 import { startRun, type Comparison } from "../api";
 import { CompareDialog } from "../compare/dialog";
