@@ -148,11 +148,19 @@ export function registerLanguages(): void {
         foreground: isDark ? dark : light,
         ...(fontStyle ? { fontStyle } : {}),
       })),
-      // Every colour above is at 4.5:1 or more (WCAG AA) against the editor and, in the light
-      // theme, against the diff's paler backgrounds below; so are the line numbers (Monaco's
-      // own dim the last line's to about 1.8:1).
+      // Every colour above is at 4.5:1 or more (WCAG AA) against the editor and against the
+      // diff's backgrounds below, in both themes (Monaco's own dark ones put a comment at 2.9:1
+      // on an inserted line); so are the line numbers (Monaco's own dim the last line's to
+      // about 1.8:1).
       colors: isDark
-        ? { "editorLineNumber.foreground": "#858585", "editorLineNumber.dimmedForeground": "#858585" }
+        ? {
+            "editorLineNumber.foreground": "#858585",
+            "editorLineNumber.dimmedForeground": "#858585",
+            "diffEditor.insertedTextBackground": "#1e301e",
+            "diffEditor.removedTextBackground": "#381e1e",
+            "diffEditor.insertedLineBackground": "#1c261c",
+            "diffEditor.removedLineBackground": "#2a1c1c",
+          }
         : {
             "editorLineNumber.foreground": "#237893",
             "editorLineNumber.dimmedForeground": "#6e7781",
