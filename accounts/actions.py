@@ -11,6 +11,8 @@ import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from web.api import text
 from web.errors import ActionError
@@ -29,6 +31,14 @@ SIGN_IN_WINDOW_S = 15 * 60
 
 log = logging.getLogger("accounts")
 
+# What the limits count, as their refusals name it (``web.ratelimit``).
+SIGN_UPS = gettext_lazy("sign-ups from your address")
+SIGN_UPS_BY_JOIN_LINK = gettext_lazy("sign-ups through join links from your address")
+PASSWORD_RESETS = gettext_lazy("password reset emails")
+FAILED_SIGN_INS_TO_ACCOUNT = gettext_lazy("failed sign-ins to this account")
+FAILED_SIGN_INS_FROM_CLIENT = gettext_lazy("failed sign-ins from your address")
+DRAFT_SAVES = gettext_lazy("draft saves")
+
 
 # Sign-ups and password resets -------------------------------------------------------------------
 
@@ -43,14 +53,14 @@ def check_sign_up(form, *, client: str, bucket: tuple[str, int, str] | None = No
     and its link, so the address's bound is what stops a bot that does)."""
     if bucket is None:
         try:
-            check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "sign-ups from your address")
+            check_rate("signups", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, SIGN_UPS)
         except ActionError as exc:
-            raise ActionError(f"{exc.message}. Signing up with a class? Use your course's join link: a whole "
-                              "room may sign up through it", status=exc.status, headers=exc.headers,
-                              data=exc.data) from None
+            raise ActionError(_("%(refusal)s. Signing up with a class? Use your course's join link: a whole room "
+                                "may sign up through it") % {"refusal": exc.message},
+                              status=exc.status, headers=exc.headers, data=exc.data) from None
     else:
         key, limit, what = bucket
-        check_rate("signups-by-join-link", client, limit, 3600, "sign-ups through join links from your address")
+        check_rate("signups-by-join-link", client, limit, 3600, SIGN_UPS_BY_JOIN_LINK)
         check_rate("signups-through", key, limit, 3600, what)
     return do_sign_up(form)
 
@@ -62,7 +72,7 @@ def do_sign_up(form):
 def check_password_reset(*, client: str) -> None:
     """Each reset sends an email to an address anyone may type: one address may not use the site to
     flood a mailbox. The sign-up limit serves (both are rare for a person, frequent for a bot)."""
-    check_rate("password-resets", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, "password reset emails")
+    check_rate("password-resets", client, settings.SIGNUP_RATE_LIMIT_PER_HOUR, 3600, PASSWORD_RESETS)
 
 
 # Sign-ins ---------------------------------------------------------------------------------------
@@ -79,11 +89,11 @@ def check_sign_in(*, username: str, client: str) -> None:
     through uncounted."""
     try:
         check_count("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
-                    SIGN_IN_WINDOW_S, "failed sign-ins to this account")
+                    SIGN_IN_WINDOW_S, FAILED_SIGN_INS_TO_ACCOUNT)
         check_count("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, SIGN_IN_WINDOW_S,
-                    "failed sign-ins from your address")
+                    FAILED_SIGN_INS_FROM_CLIENT)
     except redis.RedisError:
-        raise ActionError("signing in is unavailable for a moment; try again in a few seconds", status=503,
+        raise ActionError(_("signing in is unavailable for a moment; try again in a few seconds"), status=503,
                           headers={"Retry-After": "5"}) from None
 
 
@@ -112,16 +122,16 @@ def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
     if payload is None:
         payload = {}
     if not isinstance(payload, dict):
-        raise ActionError("the request body must be a JSON object (or empty)")
+        raise ActionError(_("the request body must be a JSON object (or empty)"))
     name = text(payload, "name", TOKEN_NAME_MAX, strip=True, unit="characters", default="")
     days = payload.get("expires_in_days")
     if days is not None and (isinstance(days, bool) or not isinstance(days, int)
                              or not 1 <= days <= TOKEN_EXPIRY_DAYS_MAX):
-        raise ActionError(f"'expires_in_days' must be a whole number of days from 1 to {TOKEN_EXPIRY_DAYS_MAX}, "
-                          "or null for a token that lasts until it is revoked")
+        raise ActionError(_("'%(name)s' must be a whole number of days from 1 to %(max)s, or null for a token that "
+                            "lasts until it is revoked") % {"name": "expires_in_days", "max": TOKEN_EXPIRY_DAYS_MAX})
     if ApiToken.objects.filter(user=user).count() >= TOKENS_MAX:
-        raise ActionError(f"you have {TOKENS_MAX} tokens, the most one account may hold; revoke one first",
-                          status=409)
+        raise ActionError(_("you have %(max)s tokens, the most one account may hold; revoke one first")
+                          % {"max": TOKENS_MAX}, status=409)
     return do_create_token(user, name, expires_in_days=days)
 
 
@@ -179,15 +189,16 @@ DRAFTS_MAX = 100
 
 def check_draft_rate(user) -> None:
     """Draft writes (each change the editor sends, a few seconds apart at most) per account."""
-    check_rate("drafts", f"user:{user.pk}", settings.DRAFT_RATE_LIMIT_PER_MINUTE, 60, "draft saves")
+    check_rate("drafts", f"user:{user.pk}", settings.DRAFT_RATE_LIMIT_PER_MINUTE, 60, DRAFT_SAVES)
 
 
 def check_save_draft(key: str, payload, *, user) -> Draft:
     check_draft_rate(user)
     if not DRAFT_KEY.fullmatch(key):
-        raise ActionError("a draft's key is 'own', 'example:<slug>', 'snippet:<slug>' or 'assignment:<id>'", status=404)
+        raise ActionError(_("a draft's key is 'own', 'example:<slug>', 'snippet:<slug>' or 'assignment:<id>'"),
+                          status=404)
     if not isinstance(payload, dict):
-        raise ActionError("the request body must be a JSON object {code, title?}")
+        raise ActionError(_("the request body must be a JSON object {code, title?}"))
     # A draft holds as much code as a run.
     code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
     title = text(payload, "title", DRAFT_TITLE_MAX, unit="characters", default="")
@@ -195,7 +206,7 @@ def check_save_draft(key: str, payload, *, user) -> Draft:
 
 
 def do_save_draft(user, key: str, code: str, title: str) -> Draft:
-    draft, _ = Draft.objects.update_or_create(user=user, key=key, defaults={"code": code, "title": title})
+    draft, _created = Draft.objects.update_or_create(user=user, key=key, defaults={"code": code, "title": title})
     stale = Draft.objects.filter(user=user).order_by("-updated_at").values_list("pk", flat=True)[DRAFTS_MAX:]
     Draft.objects.filter(pk__in=list(stale)).delete()
     return draft

@@ -21,6 +21,8 @@ from datetime import timedelta
 from django.db.models import Q
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from web.errors import ActionError
 
@@ -31,7 +33,7 @@ TOKEN_PREFIX = "jpg_"
 PREFIX_SHOWN = len(TOKEN_PREFIX) + 8
 # A script that polls GET /api/runs/<id> would otherwise write the token's row on every request.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-CSRF_REFUSED = "CSRF token missing or wrong: send the csrftoken cookie's value in the X-CSRFToken header"
+CSRF_REFUSED = gettext_lazy("CSRF token missing or wrong: send the csrftoken cookie's value in the X-CSRFToken header")
 
 
 def new_secret() -> str:
@@ -46,7 +48,7 @@ def bearer_secret(authorization: str | None) -> str | None:
     """The token in an ``Authorization: Bearer <token>`` header (its value: a request's or a
     websocket's); None without one. Another scheme (Basic, from a proxy's password in front of the
     site, say) is not ours and is ignored."""
-    scheme, _, secret = (authorization or "").strip().partition(" ")
+    scheme, _space, secret = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer":
         return None
     return secret.strip()
@@ -76,9 +78,9 @@ def authenticate_api_request(request) -> None:
     if secret is not None:
         token = token_for_secret(secret)
         if token is None:
-            raise ActionError("the API token is not valid: it was revoked, expired, mistyped or its account is "
-                              "disabled (a password change revokes every token); "
-                              "make a new one on your account page (/accounts/)", status=401,
+            raise ActionError(_("the API token is not valid: it was revoked, expired, mistyped or its account is "
+                                "disabled (a password change revokes every token); "
+                                "make a new one on your account page (/accounts/)"), status=401,
                               headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
         request.user, request.auth_token = token.user, token
 

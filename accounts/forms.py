@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from web.clients import request_client_key
 from web.errors import ActionError
@@ -8,11 +10,18 @@ from web.errors import ActionError
 from .actions import check_sign_in
 
 
+def sentence(message: str) -> str:
+    """A refusal (``ActionError.message``: lower case and without a full stop, as the API words it)
+    as a sentence of a page: capitalised, ending with the full stop of the page's language."""
+    return _("%(message)s.") % {"message": message[:1].upper() + message[1:]}
+
+
 class SignUpForm(UserCreationForm):
     """Django's sign-up form (fields ``username``, ``password1``, ``password2``, as password
     managers expect) with an optional email: without one a forgotten password cannot be reset."""
 
-    email = forms.EmailField(required=False, help_text="Optional. Only used to reset a forgotten password.",
+    email = forms.EmailField(required=False, label=gettext_lazy("Email"),
+                             help_text=gettext_lazy("Optional. Only used to reset a forgotten password."),
                              widget=forms.EmailInput(attrs={"autocomplete": "email"}))
 
     class Meta(UserCreationForm.Meta):
@@ -23,7 +32,7 @@ class EmailForm(forms.ModelForm):
     class Meta:
         model = get_user_model()
         fields = ("email",)
-        help_texts = {"email": "Where a password reset link is sent. Leave empty to have none."}
+        help_texts = {"email": gettext_lazy("Where a password reset link is sent. Leave empty to have none.")}
         widgets = {"email": forms.EmailInput(attrs={"autocomplete": "email"})}
 
 
@@ -40,6 +49,5 @@ class SignInForm(AuthenticationForm):
                 check_sign_in(username=username, client=request_client_key(self.request))
             except ActionError as exc:
                 self.throttled = exc
-                raise forms.ValidationError(exc.message[:1].upper() + exc.message[1:] + ".",
-                                            code="throttled") from None
+                raise forms.ValidationError(sentence(exc.message), code="throttled") from None
         return super().clean()

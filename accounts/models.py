@@ -54,3 +54,19 @@ class Draft(models.Model):
 
     def __str__(self):
         return f"{self.key} of {self.user}"
+
+
+class Preferences(models.Model):
+    """What a signed-in person chose for every browser they sign in from: the language of the
+    pages (blank: none chosen; the browser's Accept-Language decides). The language control sets
+    it (web/languages.py), and a browser without the language cookie is given it."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="preferences")
+    language = models.CharField(max_length=16, blank=True, choices=settings.LANGUAGES)
+
+    class Meta:
+        verbose_name_plural = "preferences"
+
+    def __str__(self):
+        return f"preferences of {self.user}"

@@ -17,6 +17,8 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -29,18 +31,29 @@ from web.errors import ActionError
 
 from .access import access_own_run, access_own_runs, access_own_token, access_own_tokens
 from .actions import check_create_token, check_password_reset, check_sign_up, do_revoke_token
-from .forms import EmailForm, SignInForm, SignUpForm
+from .forms import EmailForm, SignInForm, SignUpForm, sentence
 
 PAGE = 50
 # The secret of a token just made, kept in the session from the POST that made it to the page
 # that shows it, once: a reload or the back button shows it no more.
 NEW_TOKEN_KEY = "accounts.new_token"
+# A run's status as My runs words it (the status's name stays in the row's class).
+RUN_STATUS_WORDS = {
+    "queued": gettext_lazy("queued"), "starting": gettext_lazy("starting"), "running": gettext_lazy("running"),
+    "succeeded": gettext_lazy("succeeded"), "failed": gettext_lazy("failed"), "timed_out": gettext_lazy("timed out"),
+    "cancelled": gettext_lazy("cancelled"), "limit_exceeded": gettext_lazy("limit exceeded"),
+    "lost": gettext_lazy("lost"),
+}
 
 
 def _with_headers(response, headers: dict):
     for name, value in headers.items():
         response[name] = value
     return response
+
+
+def _status_words(status: str) -> str:
+    return str(RUN_STATUS_WORDS.get(status, status.replace("_", " ")))
 
 
 def _first_line(code: str) -> str:
@@ -70,7 +83,7 @@ def signup(request):
         try:
             user = check_sign_up(form, client=request_client_key(request))
         except ActionError as exc:
-            form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
+            form.add_error(None, sentence(exc.message))
             return _with_headers(render(request, "accounts/signup.html", context, status=exc.status), exc.headers)
         login(request, user)
         return redirect(next_url or settings.LOGIN_REDIRECT_URL)
@@ -145,7 +158,7 @@ def account_email(request):
             "nav": "account", "tokens": access_own_tokens(request.user), "email_form": form,
         }, status=400)
     form.save()
-    messages.success(request, "Email saved" if form.cleaned_data["email"] else "Email removed")
+    messages.success(request, _("Email saved") if form.cleaned_data["email"] else _("Email removed"))
     return redirect("account")
 
 
@@ -161,7 +174,7 @@ def account_token_create(request):
         messages.error(request, exc.message)
         return redirect("account")
     request.session[NEW_TOKEN_KEY] = {"name": token.name, "token": secret}
-    messages.success(request, "Token created")
+    messages.success(request, _("Token created"))
     return redirect("account")
 
 
@@ -170,9 +183,10 @@ def account_token_create(request):
 def account_token_revoke(request, token_id):
     token = access_own_token(request.user, token_id)
     if token is None:
-        raise Http404("no such token of yours")
+        raise Http404(_("no such token of yours"))
     do_revoke_token(token)
-    messages.success(request, f"Token {token.name or token.prefix + '…'} revoked: scripts using it now get 401")
+    messages.success(request, _("Token %(name)s revoked: scripts using it now get 401")
+                     % {"name": token.name or token.prefix + "…"})
     return redirect("account")
 
 
@@ -191,7 +205,7 @@ def my_snippets(request):
     q = request.GET.get("q", "").strip()
     snippets = access_own_snippets(request.user, q)
     page = Paginator(snippets, PAGE).get_page(request.GET.get("page"))
-    rows = [{"snippet": s, "label": s.title or _first_line(s.code) or "(empty)", "is_code": not s.title}
+    rows = [{"snippet": s, "label": s.title or _first_line(s.code) or _("(empty)"), "is_code": not s.title}
             for s in page]
     return render(request, "accounts/my_snippets.html", {"nav": "snippets", "q": q, "page": page, "rows": rows})
 
@@ -201,9 +215,9 @@ def my_snippets(request):
 def my_snippet_delete(request, slug):
     snippet = access_own_snippets(request.user).filter(slug=slug).first()
     if snippet is None:
-        raise Http404("no such snippet of yours")
+        raise Http404(_("no such snippet of yours"))
     do_hide_snippet(snippet)
-    messages.success(request, "Snippet deleted")
+    messages.success(request, _("Snippet deleted"))
     return redirect(_back("my-snippets", request))
 
 
@@ -215,7 +229,7 @@ def my_runs(request):
     keeper = Snippet.objects.filter(run=OuterRef("pk")).order_by("created_at").values("slug")[:1]
     runs = access_own_runs(request.user).annotate(kept_by=Subquery(keeper)).order_by("-created_at")
     page = Paginator(runs, PAGE).get_page(request.GET.get("page"))
-    rows = [{"run": r, "label": _first_line(r.code) or "(empty)", "status": r.status.replace("_", " ")} for r in page]
+    rows = [{"run": r, "label": _first_line(r.code) or _("(empty)"), "status": _status_words(r.status)} for r in page]
     return render(request, "accounts/my_runs.html", {"nav": "runs", "page": page, "rows": rows})
 
 
@@ -224,13 +238,13 @@ def my_runs(request):
 def my_run_delete(request, run_id):
     run = access_own_run(request.user, run_id)
     if run is None:
-        raise Http404("no such run of yours")
+        raise Http404(_("no such run of yours"))
     try:
         check_delete_run(run)
     except ActionError as exc:
         messages.error(request, exc.message[:1].upper() + exc.message[1:])
     else:
-        messages.success(request, "Run deleted")
+        messages.success(request, _("Run deleted"))
     return redirect(_back("my-runs", request))
 
 
@@ -241,12 +255,12 @@ def my_run_cancel(request, run_id):
     POST /api/runs/<id>/cancel, which the page's script calls instead, staying on the page."""
     run = access_own_run(request.user, run_id)
     if run is None:
-        raise Http404("no such run of yours")
+        raise Http404(_("no such run of yours"))
     try:
         status = check_cancel_run(run, who=request_client_key(request))
     except ActionError as exc:
         messages.error(request, exc.message[:1].upper() + exc.message[1:])
     else:
-        messages.success(request, "Run cancelled" if status == "cancelled"
-                         else "Cancelling the run: it stops within a second or two")
+        messages.success(request, _("Run cancelled") if status == "cancelled"
+                         else _("Cancelling the run: it stops within a second or two"))
     return redirect(_back("my-runs", request))

@@ -4,6 +4,8 @@
     python -m bench.first_paint                  # starts its own stack: compressed static files,
                                                  # then the same files served uncompressed
     python -m bench.first_paint --url http://127.0.0.1:8000 --loads 7
+    python -m bench.first_paint --languages       # the English and the Chinese page, one stack
+
 
 For each load, from navigation start: first contentful paint (the page's frame and the
 "Loading the editor…" line), the editor shown (Monaco in the page), and interactive (the page's
@@ -54,10 +56,12 @@ def load(page, url: str) -> dict:
     return page.evaluate(MEASURE)
 
 
-def measure(browser, url: str, loads: int) -> dict[str, list[dict]]:
+def measure(browser, url: str, loads: int, locale: str = "en-US") -> dict[str, list[dict]]:
     results: dict[str, list[dict]] = {"cold": [], "warm": []}
     for _ in range(loads):
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        # The browser's language picks the page's (Accept-Language): a Chinese page also loads
+        # Monaco's Chinese messages.
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, locale=locale)
         page = context.new_page()
         page.add_init_script(WATCH)
         cdp = context.new_cdp_session(page)
@@ -84,12 +88,23 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="an already running playground (default: start our own)")
     parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--languages", action="store_true",
+                        help="the page in English and in Chinese (collected static files), interleaved")
     args = parser.parse_args()
     print(f"link: 10 Mbit/s down, 5 Mbit/s up, {LINK['latency']} ms round trip; medians of {args.loads} loads")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         if args.url:
             report(args.url, measure(browser, args.url, args.loads))
+        elif args.languages:
+            with own_stack("first-paint") as stack:
+                results = {"en-US": {"cold": [], "warm": []}, "zh-CN": {"cold": [], "warm": []}}
+                for _ in range(args.loads):
+                    for locale, rows in results.items():
+                        for kind, found in measure(browser, stack.url + "/", 1, locale).items():
+                            rows[kind].extend(found)
+                for locale, rows in results.items():
+                    report(f"browser language {locale}", rows)
         else:
             modes = (("static files collected: hashed names, Brotli/gzip", {}),
                      ("static files as built (STATIC_FROM_SOURCE=1): uncompressed", {"STATIC_FROM_SOURCE": "1"}))

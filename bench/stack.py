@@ -240,6 +240,52 @@ class Stack:
         except urllib.error.HTTPError as e:
             return e.code, json.load(e), dict(e.headers)
 
+    def call(self, method: str, path: str, body=None, client: str | None = None,
+             timeout: float = 10) -> tuple[int, dict]:
+        """Any method, as a script does (no Origin), from ``client``'s address when given (as
+        post_as): the status and the JSON answer (an empty one for no body), errors too."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**({"Content-Type": "application/json"} if data is not None else {}),
+                   **({"X-Forwarded-For": client} if client else {})}
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else {}
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            return e.code, json.loads(raw) if raw else {}
+
+    def profile(self, path: str, gzip: bool = True, encoding: str | None = None,
+                method: str = "GET") -> tuple[int, dict, bytes]:
+        """GET a run's trace (its ``profile`` event's URL) as a script does: the status, the
+        headers and the body as sent (gzip-encoded when ``gzip``, or as ``encoding`` asks: the
+        caller inflates it)."""
+        encoding = encoding or ("gzip" if gzip else None)
+        headers = {"Accept-Encoding": encoding} if encoding else {}
+        req = urllib.request.Request(self.url + path, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def new_session(self, client: str | None = None, **body) -> dict:
+        """A notebook session (``POST /api/sessions``), from ``client``'s address when given."""
+        status, session = self.call("POST", "/api/sessions", body, client=client)
+        if status != 201:
+            raise RuntimeError(f"POST /api/sessions: {status} {session}")
+        return session
+
+    def run_cell(self, session: dict, code: str, client: str | None = None,
+                 timeout: float = 90) -> tuple[dict, Watched]:
+        """A cell of ``session``, followed over its run's websocket to the server's close: the
+        POST's answer and what the socket delivered."""
+        status, run = self.call("POST", f"{session['url']}/cells", {"code": code}, client=client, timeout=30)
+        if status != 201:
+            raise RuntimeError(f"POST {session['url']}/cells: {status} {run}")
+        return run, self.watch(run["id"], client=client, timeout=timeout)
+
     def page_cookie(self, client: str | None = None) -> str:
         """The cookies a browser is given with the page (``GET /``), its identity among them, as a
         ``Cookie`` header sends them back; from ``client``'s address when given (as post_as)."""

@@ -8,6 +8,7 @@ import csv
 import io
 
 from django.http import Http404, HttpResponse, JsonResponse
+from django.utils.translation import gettext as _
 
 from playground.serializers import run_summary
 from web.api import api, parse_json, query_int
@@ -37,21 +38,21 @@ NEEDS_REGRADE = object()  # a grades.csv cell whose score is not final
 
 def _signed_in(request):
     if not request.user.is_authenticated:
-        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to use courses", status=401)
+        raise ActionError(_("sign in (a session, or Authorization: Bearer <token>) to use courses"), status=401)
     return request.user
 
 
 def _course(request, course_id, *, instructor: bool = False) -> Membership:
     membership = access_course_for_user(course_id, request.user)
     if membership is None or (instructor and membership.role != INSTRUCTOR):
-        raise Http404("no such course")
+        raise Http404(_("no such course"))
     return membership
 
 
 def _assignment(request, assignment_id, *, instructor: bool = False):
     found = access_assignment_for_user(assignment_id, request.user)
     if found is None or (instructor and found[1] != INSTRUCTOR):
-        raise Http404("no such assignment")
+        raise Http404(_("no such assignment"))
     return found
 
 
@@ -143,7 +144,9 @@ def api_course_dashboard(request, course_id):
 def api_course_grades(request, course_id):
     """One row per student (username, name and email, for a roster), one column per assignment:
     the score of the student's latest graded submission (empty: none graded; "needs regrade": its
-    checks crashed, so it has no final score yet), then the total of the final ones."""
+    checks crashed, so it has no final score yet), then the total of the final ones. The first
+    three columns' names are field names, as a script reads them; the others, and "needs regrade",
+    are in the language of whoever downloads it."""
     course = _course(request, course_id, instructor=True).course
     assignments = list(course.assignments.order_by("due_at", "created_at"))
     students = list(Membership.objects.filter(course=course, role=STUDENT).select_related("user")
@@ -156,14 +159,16 @@ def api_course_grades(request, course_id):
         scores[(student_id, assignment_id)] = NEEDS_REGRADE if needs_regrade else score
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["username", "name", "email", *[_cell(f"{a.title} (latest graded, of {_number(a.max_score)})")
-                                   for a in assignments],
-                     f"total (of {_number(sum(a.max_score for a in assignments))})"])
+    needs_regrade = _("needs regrade")
+    writer.writerow(["username", "name", "email",
+                     *[_cell(_("%(title)s (latest graded, of %(points)s)")
+                             % {"title": a.title, "points": _number(a.max_score)}) for a in assignments],
+                     _("total (of %(points)s)") % {"points": _number(sum(a.max_score for a in assignments))}])
     for m in students:
         row = [scores.get((m.user_id, a.pk)) for a in assignments]
         final = [s for s in row if s is not None and s is not NEEDS_REGRADE]
         writer.writerow([_cell(m.user.username), _cell(m.user.get_full_name()), _cell(m.user.email),
-                         *["" if s is None else "needs regrade" if s is NEEDS_REGRADE else _number(s) for s in row],
+                         *["" if s is None else needs_regrade if s is NEEDS_REGRADE else _number(s) for s in row],
                          _number(sum(final))])
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="course-{course.pk}-grades.csv"'
@@ -193,7 +198,7 @@ def api_assignment(request, assignment_id):
 
 @api("POST")
 def api_assignment_runs(request, assignment_id):
-    assignment, _ = _assignment(request, assignment_id)
+    assignment, _role = _assignment(request, assignment_id)
     run = check_start_course_run(assignment, parse_json(request), user=request.user)
     return JsonResponse(run_summary(run), status=201)
 
@@ -222,7 +227,7 @@ def api_assignment_submissions(request, assignment_id):
 
 @api("POST")
 def api_assignment_regrade(request, assignment_id):
-    assignment, _ = _assignment(request, assignment_id, instructor=True)
+    assignment, _role = _assignment(request, assignment_id, instructor=True)
     queued = check_regrade(assignment, user=request.user)
     assignment.refresh_from_db(fields=["regrades"])
     return JsonResponse({"queued": queued, "regrade": assignment.regrades}, status=202)
@@ -234,6 +239,6 @@ def api_assignment_regrade(request, assignment_id):
 def api_submission(request, submission_id):
     found = access_submission_for_user(submission_id, request.user)
     if found is None:
-        raise Http404("no such submission")
+        raise Http404(_("no such submission"))
     submission, role = found
     return JsonResponse(submission_detail(submission, role))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 
+from django.utils.translation import gettext as _
+
 from executor.runner import grades
 from web.errors import ActionError
 
@@ -23,14 +25,20 @@ def validate_checks(source: str) -> None:
     """Raise a 422 naming the line when the checks are not valid Python."""
     size = len(source.encode("utf-8", errors="surrogatepass"))
     if size > CHECKS_MAX_BYTES:
-        raise ActionError(f"the checks are {size} bytes; the limit is {CHECKS_MAX_BYTES} bytes", status=413)
+        raise ActionError(_("the checks are %(size)s bytes; the limit is %(limit)s bytes")
+                          % {"size": size, "limit": CHECKS_MAX_BYTES}, status=413)
     try:
         ast.parse(source, filename="<checks>")
     except SyntaxError as exc:
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        raise ActionError(f"the checks are not valid Python: {exc.msg} ({where})", status=422) from None
+        # The assignment page finds the line in these words ("line 3", "第 3 行") to mark it.
+        if exc.offset:
+            where = _("line %(line)s, column %(column)s") % {"line": exc.lineno, "column": exc.offset}
+        else:
+            where = _("line %(line)s") % {"line": exc.lineno}
+        raise ActionError(_("the checks are not valid Python: %(reason)s (%(where)s)")
+                          % {"reason": exc.msg, "where": where}, status=422) from None
     except ValueError as exc:  # NUL bytes
-        raise ActionError(f"the checks are not valid Python: {exc}", status=422) from None
+        raise ActionError(_("the checks are not valid Python: %(reason)s") % {"reason": exc}, status=422) from None
 
 
 # One parser for both sides: the checker counts what a source declares with the same rule.

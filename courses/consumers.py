@@ -11,7 +11,8 @@ but none is missed between the two. Snapshots count against the client's dashboa
 A socket opened with a token lasts as long as the token: it joins the token's group, and
 revoking the token (a password change revokes them all) closes it with 4401; it closes at the
 token's expiry too, and looks the token up again every TOKEN_RECHECK_S in case a revocation's
-message was lost.
+message was lost. The reason of a close is in the page's language
+(``web.languages.activate_scope_language``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from web.db import socket_db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from accounts.auth import bearer_secret, token_for_secret
 from accounts.models import ApiToken
@@ -30,6 +32,7 @@ from executor.runner import protocol
 from playground.streams import get_hub
 from web.clients import scope_client_address, scope_client_key
 from web.errors import ActionError
+from web.languages import activate_scope_language
 from web.metrics import CountedWebsocket
 
 from .access import access_course_for_user
@@ -37,6 +40,12 @@ from .dashboard import check_snapshot_rate, group_name, snapshot
 from .models import INSTRUCTOR
 
 TOKEN_RECHECK_S = 60.0
+
+
+def _reason(text: str) -> str:
+    """A close's reason, cut to the 123 bytes a close frame has room for (a Chinese character
+    takes three), never inside a character."""
+    return text.encode("utf-8")[:123].decode("utf-8", errors="ignore")
 
 
 def _bearer(scope) -> str | None:
@@ -91,21 +100,23 @@ class CourseConsumer(CountedWebsocket, AsyncJsonWebsocketConsumer):
         self.watcher = None
         self.socket_id = uuid.uuid4().hex
         self.hub = get_hub()
+        activate_scope_language(self.scope)
         # Accepted first, so that a refusal reaches the client as a close code it can read.
         await self.accept()
         found = await _instructor_of(self.scope["url_route"]["kwargs"]["course_id"], self.scope)
         if found is None:
-            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such course")
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason=_("no such course"))
             return
         user, course_id, token = found
         self.user_id = user.pk
         refused = await _check_snapshot_rate(scope_client_key(self.scope, user))
         if refused is not None:
-            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=refused[:120])
+            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=_reason(refused))
             return
         if not await self.hub.take_slot(scope_client_address(self.scope), self.socket_id):
-            await self.close(code=protocol.CLOSE_CODES["too_many"], reason=(
-                f"too many open websockets from your address (at most {settings.WS_MAX_PER_CLIENT})"))
+            refused = _("too many open websockets from your address (at most %(cap)s)")
+            await self.close(code=protocol.CLOSE_CODES["too_many"],
+                             reason=_reason(refused % {"cap": settings.WS_MAX_PER_CLIENT}))
             return
         if token is not None:
             self.token_group = token.group
@@ -123,7 +134,8 @@ class CourseConsumer(CountedWebsocket, AsyncJsonWebsocketConsumer):
                 wait = max(0.0, min(wait, (expires_at - timezone.now()).total_seconds()))
             await asyncio.sleep(wait)
             if not await _token_alive(token_id):
-                await self._token_gone("the API token expired or was revoked")
+                activate_scope_language(self.scope)
+                await self._token_gone(_("the API token expired or was revoked"))
                 return
 
     async def _token_gone(self, reason: str) -> None:
@@ -142,11 +154,13 @@ class CourseConsumer(CountedWebsocket, AsyncJsonWebsocketConsumer):
         pass  # the dashboard only listens
 
     async def token_revoked(self, event):
-        await self._token_gone("the API token was revoked")
+        activate_scope_language(self.scope)
+        await self._token_gone(_("the API token was revoked"))
 
     async def course_update(self, event):
         item = event["item"]
         if item.get("kind") == "member" and item.get("user") == self.user_id and item.get("role") != INSTRUCTOR:
-            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such course")
+            activate_scope_language(self.scope)
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason=_("no such course"))
             return
         await self.send_json({"type": "update", "item": item})

@@ -54,6 +54,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max, OuterRef, Subquery
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from executor import events as ev
 from playground.models import Run, RunEvent
@@ -73,12 +74,13 @@ RUNS_SCANNED = 2000
 HISTOGRAM_BINS = 10
 # Of a crashed check's traceback, what a dashboard item carries (the submission has all of it).
 CHECK_ERROR_CHARS = 8000
+SNAPSHOTS = gettext_lazy("dashboard snapshots")
 
 
 def check_snapshot_rate(who: str) -> None:
     """A snapshot reads the whole class: a client (``web.clients.client_key``) may take
     DASHBOARD_RATE_LIMIT_PER_MINUTE a minute (a page open on it takes one, then updates)."""
-    check_rate("dashboard", who, settings.DASHBOARD_RATE_LIMIT_PER_MINUTE, 60, "dashboard snapshots")
+    check_rate("dashboard", who, settings.DASHBOARD_RATE_LIMIT_PER_MINUTE, 60, SNAPSHOTS)
 
 
 def group_name(course_id: int) -> str:

@@ -1,7 +1,8 @@
 """JSON shapes of courses in the public API. What a student may see is decided here, by role:
 an assignment's ``checks``, ``reference_solution`` and ``validation`` and a submission's
 ``error`` and ``log`` (which may quote the checks) appear only in the instructor's shapes, and a
-student's results are withheld until the due date when the assignment says so."""
+student's results are withheld until the due date when the assignment says so. A grade's
+messages are stored in English and shown in the reader's language (``courses.feedback``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.utils import timezone
 from snippets import markdown
 
 from .dashboard import assignment_check_errors, regrade_progress
+from .feedback import shown
 from .models import (
     GRADED, INSTRUCTOR, REFERENCE, VALIDATION_KINDS, Assignment, Course, Grading, Invitation, Membership, Submission,
 )
@@ -116,8 +118,9 @@ def assignment_detail(assignment: Assignment, role: str) -> dict:
 
 def check_results(checks) -> list[dict]:
     """A grade's checks as the API shows them: ``crashed``, the check's own code raised."""
-    return [{"name": c.get("name"), "passed": c.get("passed"), "points": c.get("points"), "message": c.get("message"),
-             "crashed": c.get("crashed") is True} for c in checks if isinstance(c, dict)]
+    return [{"name": c.get("name"), "passed": c.get("passed"), "points": c.get("points"),
+             "message": shown(c.get("message")), "crashed": c.get("crashed") is True}
+            for c in checks if isinstance(c, dict)]
 
 
 def validation_summary(assignment: Assignment) -> dict | None:
@@ -143,8 +146,9 @@ def _validation_run(grading: Grading | None, kind: str) -> dict | None:
         "max_score": grading.max_score if graded else None, "full_marks": full if graded else None,
         # A check that crashed wants the instructor's eye on either, whatever the score.
         "ok": None if not graded else (not grading.needs_regrade and (full if kind == REFERENCE else not full)),
-        "needs_regrade": grading.needs_regrade, "checks": check_results(grading.checks), "message": grading.message,
-        "error": grading.error, "log": grading.log, "checks_version": grading.checks_version,
+        "needs_regrade": grading.needs_regrade, "checks": check_results(grading.checks),
+        "message": shown(grading.message), "error": grading.error, "log": grading.log,
+        "checks_version": grading.checks_version,
         "run": str(grading.run_id), "created_at": _iso(grading.created_at), "finished_at": _iso(grading.finished_at),
     }
 
@@ -180,7 +184,7 @@ def submission_detail(submission: Submission, role: str) -> dict:
         **submission_summary(submission, role),
         "code": submission.code,
         "checks": None if hidden else check_results(submission.checks),
-        "message": None if hidden else submission.message,
+        "message": None if hidden else shown(submission.message),
     }
     if role == INSTRUCTOR:
         detail["error"] = submission.error

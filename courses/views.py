@@ -24,12 +24,14 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.actions import check_sign_up
-from accounts.forms import SignUpForm
+from accounts.forms import SignUpForm, sentence
 from playground import devices, runtimes
 from snippets import markdown
 from web.clients import request_client_key
@@ -63,7 +65,7 @@ def page(view):
 def _membership_or_404(request, course_id) -> Membership:
     membership = access_course_for_user(course_id, request.user)
     if membership is None:
-        raise Http404("no such course")
+        raise Http404(_("no such course"))
     return membership
 
 
@@ -114,7 +116,7 @@ def form_post(view):
         except ActionError as exc:
             if exc.status == 404:
                 raise Http404(exc.message) from None
-            messages.error(request, exc.message[:1].upper() + exc.message[1:] + ".")
+            messages.error(request, sentence(exc.message))
             return redirect("courses")
 
     wrapper.__name__ = view.__name__
@@ -125,14 +127,14 @@ def form_post(view):
 @form_post
 def invitation_accept(request, invitation_id):
     membership = check_answer_invitation(invitation_id, request.user, accept=True)
-    messages.success(request, f"You joined {membership.course.title}.")
+    messages.success(request, _("You joined %(title)s.") % {"title": membership.course.title})
     return redirect(membership.course.get_absolute_url())
 
 
 @form_post
 def invitation_decline(request, invitation_id):
     check_answer_invitation(invitation_id, request.user, accept=False)
-    messages.success(request, "Invitation declined.")
+    messages.success(request, _("Invitation declined."))
     return redirect("courses")
 
 
@@ -141,23 +143,32 @@ def readmit(request, course_id, user_id):
     """An instructor lets someone they removed join again."""
     membership = _membership_or_404(request, course_id)
     if membership.role != INSTRUCTOR:
-        raise Http404("no such course")
+        raise Http404(_("no such course"))
     check_lift_ban(membership.course, user_id)
-    messages.success(request, "They may join again with the code or the link.")
+    messages.success(request, _("They may join again with the code or the link."))
     return redirect(membership.course.get_absolute_url())
 
 
 # /courses/checks ---------------------------------------------------------------------------------
 
+# The guide's twin in another language, beside it in docs/.
+CHECKS_GUIDES = {"zh-hans": "CHECKS.zh-CN.md"}
+
+
 @page
 def checks_guide(request):
     """docs/CHECKS.md, what hidden checks can rely on, as the page the authoring screen links to
-    (no raw HTML passes; its tables render)."""
+    (no raw HTML passes; its tables render); its twin in the page's language when there is one,
+    else the English, marked as such."""
     from markdown_it import MarkdownIt
 
-    text = (settings.BASE_DIR / "docs" / "CHECKS.md").read_text(encoding="utf-8")
-    guide = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
-    return render(request, "courses/checks.html", {"nav": "courses", "guide_html": guide})
+    docs = settings.BASE_DIR / "docs"
+    twin = CHECKS_GUIDES.get(translation.get_language())
+    path = docs / twin if twin is not None and (docs / twin).is_file() else docs / "CHECKS.md"
+    guide = MarkdownIt("commonmark", {"html": False}).enable("table").render(path.read_text(encoding="utf-8"))
+    return render(request, "courses/checks.html", {
+        "nav": "courses", "guide_html": guide, "guide_in_english": twin is not None and path.name == "CHECKS.md",
+    })
 
 
 # /courses/join/<code> ----------------------------------------------------------------------------
@@ -176,7 +187,7 @@ def join_page(request, code):
     context = {"nav": "courses", "code": code, "course": None, "error": None,
                "signed_out": not request.user.is_authenticated}
     if not code or len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
-        raise Http404("no course has this join code")
+        raise Http404(_("no course has this join code"))
     try:
         if request.user.is_authenticated:
             check_join_rate(request.user)
@@ -184,10 +195,10 @@ def join_page(request, code):
         else:
             course = check_join_link(code, client=request_client_key(request))
     except ActionError as exc:
-        context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
+        context["error"] = sentence(exc.message)
         return render(request, "courses/join.html", context, status=exc.status)
     if course is None:
-        raise Http404("no course has this join code")
+        raise Http404(_("no course has this join code"))
     if access_course_for_user(course.pk, request.user) is not None:
         return redirect(course.get_absolute_url())
     context["course"] = course
@@ -196,7 +207,7 @@ def join_page(request, code):
     try:
         check_not_banned(course, request.user)
     except ActionError as exc:
-        context["error"] = exc.message[:1].upper() + exc.message[1:] + "."
+        context["error"] = sentence(exc.message)
         context["removed"] = True
         return render(request, "courses/join.html", context, status=exc.status)
     return render(request, "courses/join.html", context)
@@ -225,7 +236,7 @@ def join_signup(request, code):
         try:
             user = check_sign_up(form, client=client, bucket=sign_up_bucket(course) if course is not None else None)
         except ActionError as exc:
-            form.add_error(None, exc.message[:1].upper() + exc.message[1:] + ".")
+            form.add_error(None, sentence(exc.message))
             response = render(request, "courses/join_signup.html", context, status=exc.status)
             for name, value in exc.headers.items():
                 response[name] = value
@@ -307,7 +318,7 @@ def dashboard_page(request, course_id):
     course's websocket."""
     membership = _membership_or_404(request, course_id)
     if membership.role != INSTRUCTOR:
-        raise Http404("no such course")
+        raise Http404(_("no such course"))
     course = membership.course
     return render(request, "courses/dashboard.html", {
         "nav": "courses", "course": course,
@@ -324,7 +335,7 @@ def assignment_page(request, assignment_id):
     instructors the assignment's settings and checks (which the page asks the API for)."""
     found = access_assignment_for_user(assignment_id, request.user)
     if found is None:
-        raise Http404("no such assignment")
+        raise Http404(_("no such assignment"))
     assignment, role = found
     course = assignment.course
     now = timezone.now()

@@ -4,7 +4,7 @@ graded run's relay, the node's compile cache, and the sandbox (``sandbox/``) aro
 
 The web side may import these modules of it, and only these (``tests/unit/test_layers.py``
 holds the list as ``SHARED`` and fails on any other): ``events``, ``registry``, ``runtimes``,
-``shares``, ``submit``, ``logs``, ``envvars``, ``celeryconf``, ``processes``, ``analyser.wire``,
+``shares``, ``submit``, ``sessionstate``, ``logs``, ``envvars``, ``celeryconf``, ``processes``, ``analyser.wire``,
 ``runner.protocol``, ``runner.grades`` and ``runner.bindings``. They import only each other, the
 standard library, redis and celery: never the worker, the pool, the supervisor, the sandbox or
 jax."""

@@ -14,6 +14,7 @@ an event could be missed or seen twice.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -31,10 +32,11 @@ TIMING = "timing"
 DISPLAY = "display"
 ERROR = "error"
 SHAPES = "shapes"
+PROFILE = "profile"
 FINISHED = "finished"
 
 assert EVENT_TYPES == (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, SHAPES,
-                       FINISHED)
+                       PROFILE, FINISHED)
 
 # Terminal statuses of a run. Every run ends in exactly one of them.
 SUCCEEDED = "succeeded"
@@ -44,6 +46,69 @@ CANCELLED = "cancelled"
 LIMIT_EXCEEDED = "limit_exceeded"
 LOST = "lost"
 assert TERMINAL_STATUSES == (SUCCEEDED, FAILED, TIMED_OUT, CANCELLED, LIMIT_EXCEEDED, LOST)
+
+# How a run ended, in words: the ``finished`` event's message, made from one of these templates
+# (``protocol.Templated``) by whoever ends the run, so that a page can say it in its reader's
+# language (frontend/src/explanations.ts). An arg is a number or a short text as it reads ("10",
+# "512 MiB", "SIGKILL"); ``reason`` is another of these messages. The English is the API's.
+ENDED = {
+    # The supervisor's (executor/supervisor.py), and a session's cell's (executor/sessions.py).
+    "wall_clock": "wall-clock limit of {seconds} s exceeded",
+    "cancelled": "cancelled",
+    "output": "output limit of {size} exceeded",
+    "events": "event limit of {events} events exceeded",
+    "event_bytes": "event limit of {size} exceeded",
+    "junk_lines": "the run wrote over {lines} lines on its event pipe that are not events",
+    "answer_size": "an answer to the checks was larger than {size}",
+    "while_checking": "the code sent over {events} events or {size} while the checks called it",
+    "checks_call": "a call of the checks into the code did not return in time",
+    "killed_by": "the snippet's process was killed by {signal}",
+    "exit_code": "the snippet's process exited with code {code}",
+    # The sandbox's own limits (executor/sandbox/bwrap.py).
+    "memory": "memory limit of {size} exceeded",
+    "processes": "process limit of {pids} exceeded",
+    "cpu_time": "CPU time limit of {seconds} s exceeded",
+    # A notebook's session (executor/sessions.py).
+    "session_ended": "the session was ended",
+    "cell_cpu": "CPU limit of {seconds} s exceeded",
+    "interrupted": "interrupted (KeyboardInterrupt); the session keeps its state",
+    "cell_interrupted": "{reason}: the cell was interrupted (KeyboardInterrupt); the session keeps its state",
+    "cell_did_not_stop": "{reason}; the cell did not stop when interrupted, so its session was ended (its state "
+                         "is lost: restore it to run its cells again)",
+    "session_ended_by": "{reason}; its session was ended (its state is lost: restore it to run its cells again)",
+    "session_ended_with": "{reason}; the session ended with it (its state is lost: restore it to run its cells "
+                          "again)",
+    "cell_ended_process": "the cell ended its session's process",
+    # The executor's faults (executor/execution.py), and the web side's endings of a run no
+    # executor ends (playground/actions/runs.py).
+    "no_runner": "the executor could not start a runner: {error}",
+    "executor_failed": "the executor failed: {error}",
+    "cancelled_before_start": "cancelled before it started",
+    "stopped_responding": "the executor running this snippet stopped responding; it was not re-run",
+    "not_taken": "no executor took this run within {seconds} s (its queue may have been lost); it was not run",
+}
+
+
+# What the sandbox says when one of its limits ended a run (executor/sandbox/bwrap.py, which knows
+# no events and writes its English itself).
+SANDBOX_ENDINGS = ("memory", "processes", "cpu_time")
+
+
+def ended(why: str, **args: Any) -> protocol.Templated:
+    """The finished event's message ``ENDED[why]``, filled: ``ended("memory", size="512 MiB")``."""
+    return protocol.Templated(ENDED[why], **args)
+
+
+def recognised(message: str, among: tuple[str, ...]) -> str:
+    """A message written in English elsewhere, made from the first of ``ENDED[among]`` it reads
+    as (its args as the text they read); else the message as it is."""
+    for why in among:
+        parts = re.split(r"\{(\w+)\}", ENDED[why])
+        pattern = "".join(f"(?P<{part}>.+?)" if i % 2 else re.escape(part) for i, part in enumerate(parts))
+        if m := re.fullmatch(pattern, message, re.S):
+            return ended(why, **m.groupdict())
+    return message
+
 
 # Non-terminal statuses.
 STATUS_QUEUED = "queued"
@@ -70,6 +135,11 @@ def claim_key(run_id: str) -> str:
     """Set once, by whoever decides the run's fate first: the executor that starts it, or a
     cancel of a queued run. A compare-and-set (SET NX) on it settles that race."""
     return f"run:{run_id}:claim"
+
+
+def profile_key(run_id: str) -> str:
+    """A profiled run's trace (gzipped), from the executor until the recorder has stored it."""
+    return f"run:{run_id}:profile"
 
 
 def cancel_key(run_id: str) -> str:

@@ -16,14 +16,15 @@ import redis.exceptions
 from kombu.exceptions import OperationalError
 
 from . import events as ev
-from . import compilecache, logs, registry, settings, shares
+from . import compilecache, logs, registry, sessionstate, settings, shares
 from .compilecache import CompileCache
 from .submit import GRADE_TASK, RECORD_TASK, task_reprs
 from .pool import RunnerPool, runner_for
 from .runner import protocol
 from .sandbox import get_launcher
 from .graded_run import GradedRun
-from .supervisor import supervise
+from .sessions import SessionHost
+from .supervisor import run_request, supervise
 
 log = logging.getLogger("executor")
 
@@ -152,7 +153,11 @@ class Executor:
         self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
                                lean_size=settings.LEAN_POOL_SIZE,
                                idle=self.idle if settings.WARM_WHEN_IDLE else None,
-                               busy=lambda: self.busy > 0)
+                               busy=lambda: self.busy > 0, sessions=settings.MAX_SESSIONS,
+                               session_cpu_s=settings.SESSION_CPU_S)
+        # Notebook sessions held here (executor/sessions.py): their cells come on the node's queue.
+        self.sessions = SessionHost(redis_client=redis, name=name, launcher=launcher,
+                                    spawn=self.pool.spawn_session, release=self.pool.release)
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
@@ -171,6 +176,7 @@ class Executor:
         self.compile_cache = compilecache.for_node(self.launcher)
         self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
+        self.sessions.start()
         if self.compile_cache is not None:
             threading.Thread(target=self._compile_loop, name="compile-cache", daemon=True).start()
         if not self.pool.size:
@@ -259,6 +265,7 @@ class Executor:
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
         registry.leave(self.redis, self.name, settings.KIND, self.specific)
+        self.sessions.stop_all("its node stopped")
         self.pool.stop()
         self.launcher.close()  # the runner template, if the launcher keeps one
 
@@ -281,6 +288,8 @@ class Executor:
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
                         "runtime": settings.RUNTIME.id,
+                        "sessions": self.sessions.count(),
+                        "session_slots": 0 if self.draining else settings.MAX_SESSIONS,
                     }, self.specific)
                 except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
@@ -296,13 +305,15 @@ class Executor:
     # A run -------------------------------------------------------------------------------------
 
     def execute(self, run_id: str, code: str, options: dict, requested_limits: dict,
-                grade: dict | None = None) -> None:
+                grade: dict | None = None, session: dict | None = None, stdin: str = "") -> None:
+        """``session``: the run is a notebook session's cell ({"id", "idle_s", "cell"}).
+        ``stdin``: the snippet's standard input (a cell has none)."""
         # Every line logged meanwhile, by this thread, names the run (executor/logs.py).
         with logs.run_context(run_id):
-            self._claim_and_execute(run_id, code, options, requested_limits, grade)
+            self._claim_and_execute(run_id, code, options, requested_limits, grade, session, stdin)
 
     def _claim_and_execute(self, run_id: str, code: str, options: dict, requested_limits: dict,
-                           grade: dict | None) -> None:
+                           grade: dict | None, session: dict | None = None, stdin: str = "") -> None:
         # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
         alive = ev.alive_key(run_id)
         self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
@@ -317,7 +328,10 @@ class Executor:
         started = time.monotonic()
         log.info("run %s started on %s", run_id, self.name)
         try:
-            self._execute(run_id, code, options, requested_limits, relay, alive, grade)
+            if session is not None:
+                self._execute_cell(run_id, code, options, requested_limits, relay, alive, session)
+            else:
+                self._execute(run_id, code, options, requested_limits, relay, alive, grade, stdin)
         finally:
             relay.flush()
             self.redis.delete(alive)
@@ -335,7 +349,7 @@ class Executor:
         except redis.exceptions.RedisError:
             return False  # asked again next tick
 
-    def _execute(self, run_id, code, options, requested_limits, relay, alive, grade=None) -> None:
+    def _execute(self, run_id, code, options, requested_limits, relay, alive, grade=None, stdin="") -> None:
         limits = self.launcher.limits.clamp(requested_limits)
         grading = None
         if isinstance(grade, dict) and isinstance(grade.get("checks"), str):
@@ -350,14 +364,64 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         try:
-            runner = self.pool.acquire(**runner_for(code, graded=grading is not None))
+            runner = self.pool.acquire(**runner_for(code, graded=grading is not None,
+                                                     profile=(options or {}).get("profile") is True))
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
-            finished = protocol.finished_fields(ev.LOST, f"the executor could not start a runner: {exc}", wall_ms=0)
+            finished = protocol.finished_fields(ev.LOST, ev.ended("no_runner", error=str(exc)), wall_ms=0)
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
             return
+        tick = self._ticker(run_id, relay, alive)
+
+        # From here the runner goes back to the pool whatever happens (even a "started" that
+        # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
+        try:
+            relay.emit(
+                ev.STARTED,
+                worker=self.name,
+                kind=settings.KIND,
+                device=self.device,
+                runtime=settings.RUNTIME.id,
+                sandboxed=self.launcher.sandboxed,
+                **self.device_info(runner.info),
+            )
+            finished = supervise(
+                runner, self.launcher, run_request(code, options, stdin), limits, relay.emit,
+                should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
+                tick=tick,
+                grading=grading,
+                on_message=on_message,
+                lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
+                keep_profile=lambda trace: self.keep_profile(run_id, trace),
+            )
+        except Exception as exc:  # an executor fault is not the snippet's
+            log.exception("supervising run %s failed", run_id)
+            finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
+        except BaseException:
+            self.pool.release(runner)
+            raise
+        # The result first, then the runner's cgroup is removed (which can wait on the kernel).
+        try:
+            if grading is not None:
+                self._send_grade(run_id, grading.finish(finished))
+            relay.emit(ev.FINISHED, **finished)
+            client = self._give_share_back(run_id, finished)
+        finally:
+            self.pool.release(runner)
+        if compiled and self.compile_cache is not None:
+            self.compile_cache.submit(compiled, reporter=client or run_id)
+
+    def keep_profile(self, run_id: str, trace: bytes) -> str:
+        """A profiled run's trace (gzipped, checked by the supervisor), kept in Redis beside its
+        log until the recorder stores it with the run; the URL that answers it."""
+        patiently(f"keeping run {run_id}'s profile",
+                  lambda: self.redis.set(ev.profile_key(run_id), trace, ex=ev.EVENT_LOG_TTL_S))
+        return f"/api/runs/{run_id}/profile"
+
+    def _ticker(self, run_id: str, relay: RunRelay, alive: str):
+        """What the supervisor calls every tick: the run's pulse, and its events to the recorder."""
         last_alive = [time.monotonic()]
 
         def tick() -> None:
@@ -377,40 +441,47 @@ class Executor:
             if now - relay.last_flush >= RECORD_EVERY_S:
                 relay.flush()
 
-        # From here the runner goes back to the pool whatever happens (even a "started" that
-        # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
+        return tick
+
+    def _execute_cell(self, run_id, code, options, requested_limits, relay, alive, cell: dict) -> None:
+        """A notebook session's cell, on the session's runner (started here for its first cell):
+        a run as the API and the page see it, whose runner outlives it (executor/sessions.py)."""
+        limits = self.launcher.limits.clamp(requested_limits)
+        session_id = str(cell.get("id"))
+        compiled: list = []
+
+        def on_message(type_: str, fields: dict) -> None:
+            if type_ == "compiled_modules" and not (options or {}).get("private_compiles"):
+                compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
+
+        started_now = session_id not in self.sessions.sessions
+        session, why_not = (None, "its node is stopping") if self.draining else \
+            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits)
         try:
-            relay.emit(
-                ev.STARTED,
-                worker=self.name,
-                kind=settings.KIND,
-                device=self.device,
-                runtime=settings.RUNTIME.id,
-                sandboxed=self.launcher.sandboxed,
-                **self.device_info(runner.info),
-            )
-            finished = supervise(
-                runner, self.launcher, {"op": "run", "code": code, "options": options}, limits, relay.emit,
-                should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
-                tick=tick,
-                grading=grading,
-                on_message=on_message,
-                lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-            )
-        except Exception as exc:  # an executor fault is not the snippet's
-            log.exception("supervising run %s failed", run_id)
-            finished = protocol.finished_fields(ev.LOST, f"the executor failed: {exc}")
-        except BaseException:
-            self.pool.release(runner)
-            raise
-        # The result first, then the runner's cgroup is removed (which can wait on the kernel).
-        try:
-            if grading is not None:
-                self._send_grade(run_id, grading.finish(finished))
-            relay.emit(ev.FINISHED, **finished)
-            client = self._give_share_back(run_id, finished)
-        finally:
-            self.pool.release(runner)
+            if session is None:
+                sessionstate.stop(self.redis, session_id, why_not)
+                finished = protocol.finished_fields(ev.LOST, f"the session could not run this cell: {why_not}",
+                                                    wall_ms=0)
+            else:
+                relay.emit(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
+                           runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session_id,
+                           cell=session.cells + 1, session_started=started_now,
+                           **self.device_info(session.runner.info))
+                finished = self.sessions.run_cell(
+                    session, code, options, limits, relay.emit,
+                    should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
+                    tick=self._ticker(run_id, relay, alive), on_message=on_message,
+                    lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
+                    keep_profile=lambda trace: self.keep_profile(run_id, trace))
+        except Exception as exc:  # an executor fault is not the cell's
+            log.exception("session %s: cell %s failed", session_id, run_id)
+            finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
+        try:  # free for the next cell before anyone hears this one ended
+            sessionstate.give_back(self.redis, session_id, run_id)
+        except redis.exceptions.RedisError:
+            log.warning("session %s: could not mark its cell %s done", session_id, run_id)
+        relay.emit(ev.FINISHED, **finished)
+        client = self._give_share_back(run_id, finished)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
 

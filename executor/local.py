@@ -1,6 +1,6 @@
 """Run one snippet through the real launcher and supervisor, without Celery, Redis or Django.
 
-    python -m executor.local snippet.py [--sandbox bwrap|none] [--wall 30] [--cpu-devices 8]
+    python -m executor.local snippet.py [--sandbox bwrap|none] [--wall 30] [--cpu-devices 8] [--stdin FILE]
 
 prints the run's events as JSON lines, exactly as a browser would receive them. This is how the
 runner is used by itself on a GPU node, and what the sandbox tests drive.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from .sandbox import Limits, get_launcher
 from .graded_run import GradedRun
 from .pool import runner_for
 from .runner import grades
-from .supervisor import Runner, discard, supervise, wait_ready
+from .supervisor import Runner, discard, run_request, supervise, wait_ready
 
 
 @dataclass
@@ -111,11 +112,14 @@ def grade_local(code: str, checks: str, *, launcher, limits: Limits | None = Non
 
 
 def run_local(code: str, *, launcher, limits: Limits | None = None, options: dict | None = None,
-              on_event=None, grading: GradedRun | None = None, lean: bool | None = None) -> list[dict]:
+              on_event=None, grading: GradedRun | None = None, lean: bool | None = None,
+              keep_profile=None, stdin: str = "") -> list[dict]:
     """Start a runner (cold), run ``code`` in it and return every event, ``finished`` last.
     With ``grading``, the run is graded: ``grading.finish(events[-1])`` is its result. ``lean``:
     a lean runner (where the launcher has them) or a full one; by default, the one an executor's
-    pool would give the code (pool.runner_for)."""
+    pool would give the code (pool.runner_for). ``keep_profile(trace)``: a profiled run's trace
+    (``options={"profile": True}``; gzipped bytes), and the URL its ``profile`` event gives.
+    ``stdin``: what the snippet reads as its standard input."""
     limits = limits or launcher.limits
     out: list[dict] = []
 
@@ -126,18 +130,24 @@ def run_local(code: str, *, launcher, limits: Limits | None = None, options: dic
             on_event(event)
 
     if lean is None:
-        lean = runner_for(code, graded=grading is not None)["lean"]
+        lean = runner_for(code, graded=grading is not None, profile=(options or {}).get("profile") is True)["lean"]
     runner = Runner(proc=launcher.start(0, lean=lean), slot=0)
     try:
         info = wait_ready(runner, 120)
         emit(ev.STARTED, worker="local", **info)
-        finished = supervise(runner, launcher, {"op": "run", "code": code, "options": options or {}}, limits, emit,
-                             grading=grading)
+        finished = supervise(runner, launcher, run_request(code, options, stdin), limits, emit,
+                             grading=grading, keep_profile=keep_profile)
     finally:
         launcher.cleanup(runner.proc)
         runner.close()
     emit(ev.FINISHED, **finished)
     return out
+
+
+def _write(path: str, data: bytes) -> str:
+    with open(path, "wb") as f:
+        f.write(data)
+    return os.path.abspath(path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runtime", help="the runtime to run on (python -m executor.runtimes list); "
                         "default: this interpreter's environment")
     parser.add_argument("--runtimes-dir", default=str(runtimes.DEFAULT_DIR), help="where runtimes are built")
+    parser.add_argument("--stdin", metavar="FILE", help="the snippet's standard input: a file's text (UTF-8), "
+                        "or - for this command's own standard input")
+    parser.add_argument("--profile", metavar="TRACE", help="run under jax's profiler and write its trace here "
+                        "(Chrome Trace Event Format, gzipped: chrome://tracing and Perfetto open it)")
     args = parser.parse_args(argv)
     venv = None
     if args.runtime:
@@ -161,7 +175,17 @@ def main(argv: list[str] | None = None) -> int:
         if not runtimes.is_built(runtime, args.runtimes_dir):
             parser.error(f"runtime {runtime.id} is not built here: python -m executor.runtimes build {runtime.id}")
         venv = str(runtimes.environment(runtime, args.runtimes_dir))
+    if args.file == "-" and args.stdin == "-":
+        parser.error("the snippet and its --stdin cannot both be this command's standard input")
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
+    stdin = ""
+    if args.stdin is not None:
+        # As bytes: a file's "\r\n" reach the snippet as they are, not as Python's text mode reads them.
+        raw = sys.stdin.buffer.read() if args.stdin == "-" else open(args.stdin, "rb").read()
+        try:
+            stdin = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            parser.error(f"--stdin is not UTF-8 text: {exc}")
     limits = Limits(wall_s=args.wall)
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
                             devices=tuple(args.device), venv=venv)
@@ -172,7 +196,9 @@ def main(argv: list[str] | None = None) -> int:
                                         on_event=show)
             print(json.dumps({"grade": grade}, indent=2))
         else:
-            events = run_local(code, launcher=launcher, limits=limits, on_event=show)
+            events = run_local(code, launcher=launcher, limits=limits, on_event=show,
+                               options={"profile": True} if args.profile else None,
+                               keep_profile=lambda trace: _write(args.profile, trace), stdin=stdin)
     finally:
         launcher.close()
     return 0 if events[-1]["status"] == ev.SUCCEEDED else 1

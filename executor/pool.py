@@ -38,11 +38,12 @@ USES_JAX = re.compile(rf"\b(?:{'|'.join(JAX_NAMES)})\b")
 NEEDS_FULL = re.compile(rf"\b(?:{'|'.join(JAX_NAMES + ('matplotlib', 'pyplot', 'pylab'))})\b")
 
 
-def runner_for(code: str, graded: bool = False) -> dict[str, bool]:
+def runner_for(code: str, graded: bool = False, profile: bool = False) -> dict[str, bool]:
     """What ``acquire`` is asked for a run of ``code``: a warm runner for code that uses jax (and
-    for a graded run, whose checks may), a lean one for code that needs nothing of the full
-    template's."""
-    return {"warm": graded or bool(USES_JAX.search(code)), "lean": not graded and not NEEDS_FULL.search(code)}
+    for a graded run, whose checks may, and a profiled one, whose profiler is jax's), a lean one
+    for code that needs nothing of the full template's."""
+    full = graded or profile
+    return {"warm": full or bool(USES_JAX.search(code)), "lean": not full and not NEEDS_FULL.search(code)}
 
 
 # A warming runner's CPU priority until a run takes it (threads it starts meanwhile inherit it).
@@ -51,7 +52,8 @@ WARM_NICE = 19
 
 class RunnerPool:
     def __init__(self, launcher: Launcher, *, size: int, concurrency: int, lean_size: int = 0,
-                 idle: Callable[[], bool] | None = None, busy: Callable[[], bool] | None = None):
+                 idle: Callable[[], bool] | None = None, busy: Callable[[], bool] | None = None,
+                 sessions: int = 0, session_cpu_s: int | None = None):
         self.launcher = launcher
         self.size = size
         # Lean runners kept ready besides (numpy, no jax), where the launcher has them.
@@ -69,8 +71,9 @@ class RunnerPool:
         self.renice = os.geteuid() == 0
         # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus three
         # per task thread (a graded run's student, its checker and its analyst), out of the pool
-        # while they run.
-        self._free_slots = deque(range(size + self.lean_size + 3 * concurrency + 1))
+        # while they run; and one per notebook session the node may hold (executor/sessions.py).
+        self._free_slots = deque(range(size + self.lean_size + 3 * concurrency + 1 + sessions))
+        self.session_cpu_s = session_cpu_s
         self._ready: deque[Runner] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -132,8 +135,15 @@ class RunnerPool:
             log.warning("warm runner in slot %s died while idle; replacing it", runner.slot)
             self._discard(runner)
 
+    def spawn_session(self) -> Runner:
+        """A fresh full runner for a notebook's session, never one of the waiting ones: those were
+        started for one run each (their limits, their warm-up), and the pool keeps them for runs."""
+        runner = self._spawn(lean=False, session_cpu_s=self.session_cpu_s)
+        self.changed.set()
+        return runner
+
     def release(self, runner: Runner) -> None:
-        """After its one run: clean up and free the slot."""
+        """After its one run (or its session): clean up and free the slot."""
         self._discard(runner)
 
     def wake(self) -> None:
@@ -268,10 +278,10 @@ class RunnerPool:
                 raise RuntimeError("no free runner slot")
             return self._free_slots.popleft()
 
-    def _spawn(self, lean: bool = False) -> Runner:
+    def _spawn(self, lean: bool = False, session_cpu_s: int | None = None) -> Runner:
         slot = self._take_slot()
         try:
-            proc = self.launcher.start(slot, lean=lean)
+            proc = self.launcher.start(slot, lean=lean, **({"session_cpu_s": session_cpu_s} if session_cpu_s else {}))
         except BaseException:
             with self._lock:
                 self._free_slots.append(slot)

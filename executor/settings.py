@@ -128,3 +128,14 @@ LIMITS = Limits(
 HEARTBEAT_S = env_int("EXECUTOR_HEARTBEAT_S", 5, minimum=1)
 # How long a worker waits at start for its first runner to say what devices it has.
 DEVICE_CHECK_TIMEOUT_S = env_int("EXECUTOR_DEVICE_CHECK_TIMEOUT_S", 180, minimum=10)
+
+# Notebook sessions (executor/sessions.py): the most this node holds at once (each a runner that
+# keeps its cells' state: its memory, even while idle), how long one may sit idle before it is
+# stopped (a session's own idle time, set by the web side, may only be shorter), and the CPU
+# seconds one may use in all its cells together (each cell has a run's own).
+MAX_SESSIONS = env_int("EXECUTOR_MAX_SESSIONS", 8, minimum=0)
+SESSION_IDLE_S = env_int("EXECUTOR_SESSION_IDLE_S", 1200, minimum=5)
+SESSION_CPU_S = env_int("EXECUTOR_SESSION_CPU_S", 3600, minimum=1)
+# CPU seconds a session may use while no cell runs (a thread a cell left running) before it is
+# stopped: the node counts CPU against a person's share only while their cell runs.
+SESSION_IDLE_CPU_S = env_int("EXECUTOR_SESSION_IDLE_CPU_S", 5, minimum=1)

@@ -34,10 +34,13 @@ GRADE_TASK = "recorder.record_grade"
 
 
 def run_message(run_id: str, code: str, options: dict | None, limits: dict,
-                grade: dict | None = None) -> dict:
-    """The task's keyword arguments: everything the executor needs, and plain JSON only."""
+                grade: dict | None = None, session: dict | None = None, stdin: str = "") -> dict:
+    """The task's keyword arguments: everything the executor needs, and plain JSON only.
+    ``session``: a notebook session's cell ({"id", "idle_s"}; executor/sessions.py). ``stdin``:
+    the snippet's standard input, only when it has one (a run without says nothing of it)."""
     return {"run_id": run_id, "code": code, "options": options or {}, "limits": limits,
-            **({"grade": grade} if grade else {})}
+            **({"grade": grade} if grade else {}), **({"session": session} if session else {}),
+            **({"stdin": stdin} if stdin else {})}
 
 
 def send_run(app, device: str, message: dict, priority: int = 0) -> None:

@@ -3,7 +3,7 @@ clock, the output cap and cancellation, and decide the terminal status.
 
     supervisor (a thread of the executor worker)
       ├─ stdin ──────────▶ runner     one request line (protocol.request): {"op": "run", "code",
-      │                               "options", "wall_s"}; then, while it runs, the compile
+      │                               "options", "stdin"?, "wall_s"}; then, while it runs, the compile
       │                               cache's answers (compilecache.RunLookups)
       ├─ fd 1, fd 2 ◀───── runner     the snippet's raw output → stdout/stderr events
       └─ event fd ◀─────── runner     JSON lines, each to its family's handler (``handlers``):
@@ -17,6 +17,8 @@ what the supervisor itself saw (its own kill reason, the sandbox's limit report,
 
 from __future__ import annotations
 
+import base64
+import binascii
 import codecs
 import json
 import os
@@ -24,6 +26,7 @@ import select
 import signal
 import subprocess
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -31,7 +34,7 @@ from collections.abc import Callable
 from . import events as ev
 from .compilecache import RunLookups
 from .graded_run import GradedRun, write_all
-from .runner import protocol
+from .runner import explain, protocol
 from .runner.compilecache import MAX_REPORTED
 from .sandbox import Launcher, Limits, human_bytes
 
@@ -158,6 +161,109 @@ MAX_JUNK_LINES = 1000
 MAX_LINES_WHILE_CHECKING = 10_000
 
 
+# A profile_trace message: its trace in base64, and the rest of it.
+PROFILE_MESSAGE_BYTES = protocol.PROFILE_MAX_BYTES * 4 // 3 + 1024**2
+
+
+# A trace's JSON compresses 8 to 15 times; past this, what inflates is padding, and whoever
+# fetches it (a page, the web side for a client without gzip) would pay for it.
+PROFILE_MAX_RATIO = 40
+# What the profile event may say of a node's devices: their lanes and summary rows, each row's top
+# ops and op kinds, and any name in them.
+PROFILE_MAX_LANES = 257
+PROFILE_MAX_OPS = 20
+PROFILE_MAX_KINDS = 24
+PROFILE_MAX_NAME = 200
+
+
+def bounded_profile(fields: dict) -> dict:
+    """The profile event's fields (rebuilt against the protocol), held to what a node's devices
+    can make of them: the runner sends them, so the code can too."""
+    event = {k: v for k, v in fields.items() if v is not None}
+    if "lanes" in event:
+        event["lanes"] = [lane[:PROFILE_MAX_NAME] for lane in event["lanes"][:PROFILE_MAX_LANES]]
+    if "summary" in event:
+        event["summary"] = [_summary_row(row) for row in event["summary"][:PROFILE_MAX_LANES - 1]
+                            if isinstance(row, dict)]
+    for key in ("cut", "error"):
+        if key in event:
+            event[key] = event[key][:1000]
+    return event
+
+
+def _summary_row(row: dict) -> dict:
+    def number(value) -> float | None:
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    kinds = row.get("kinds") if isinstance(row.get("kinds"), dict) else {}
+    ops = row.get("ops") if isinstance(row.get("ops"), list) else []
+    return {
+        "device": str(row.get("device", ""))[:PROFILE_MAX_NAME],
+        **{k: number(row.get(k)) for k in ("span_us", "busy_us", "wait_us")},
+        "kinds": {str(k)[:PROFILE_MAX_NAME]: number(v) for k, v in list(kinds.items())[:PROFILE_MAX_KINDS]},
+        "ops": [[str(op[0])[:PROFILE_MAX_NAME], str(op[1])[:PROFILE_MAX_NAME], number(op[2]), number(op[3])]
+                for op in ops[:PROFILE_MAX_OPS] if isinstance(op, list) and len(op) == 4],
+    }
+
+
+def check_trace(data: str) -> tuple[bytes | None, str | None]:
+    """(the gzipped trace, None), or (None, why it is refused): base64 of one whole gzip stream,
+    at most PROFILE_MAX_BYTES, that inflates to at most PROFILE_MAX_RAW_BYTES and at most
+    PROFILE_MAX_RATIO times itself, of a JSON object's text. Inflated in steps, so that a small
+    bomb costs the node no more than the bound."""
+    try:
+        trace = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None, "the trace was not base64"
+    if len(trace) > protocol.PROFILE_MAX_BYTES:
+        return None, f"the trace was over {human_bytes(protocol.PROFILE_MAX_BYTES)} compressed"
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    size, first, last, rest = 0, b"", b"", trace
+    bound = min(protocol.PROFILE_MAX_RAW_BYTES, max(len(trace), 4096) * PROFILE_MAX_RATIO)
+    try:
+        while rest and not inflate.eof:
+            chunk = inflate.decompress(rest, 1024**2)
+            rest = inflate.unconsumed_tail
+            size += len(chunk)
+            if size > bound:
+                return None, (f"the trace was over {human_bytes(protocol.PROFILE_MAX_RAW_BYTES)} uncompressed"
+                              if bound == protocol.PROFILE_MAX_RAW_BYTES else
+                              f"the trace inflated over {PROFILE_MAX_RATIO} times its size, as no trace does")
+            first = first or chunk.lstrip()[:1]
+            last = chunk.rstrip()[-1:] or last
+    except zlib.error:
+        return None, "the trace was not gzip"
+    if not inflate.eof or inflate.unused_data or (first, last) != (b"{", b"}"):
+        return None, "the trace was not one gzipped JSON object"
+    return trace, None
+
+
+# The sentences an error's explanation may be made from (runner/explain.py).
+_EXPLANATIONS = frozenset(explain.TEMPLATES)
+
+
+def checked_explanation(fields: dict, problems: protocol.Problems) -> dict:
+    """An error event's explanation goes with the template and args it was made from, which a page
+    fills in its reader's language: it keeps them only when the template is one of the runner's,
+    the args are exactly its placeholders, each a number or a short text, and they make the very
+    explanation sent. Else the page shows the explanation as it came."""
+    template, args = fields.pop("explanation_template", None), fields.pop("explanation_args", None)
+    if template is None and args is None:
+        return fields
+    if (template in _EXPLANATIONS and isinstance(args, dict) and set(args) == protocol.placeholders(template)
+            and all(map(_plain_arg, args.values())) and fields.get("explanation") == template.format(**args)):
+        return {**fields, "explanation_template": template, "explanation_args": args}
+    problems.add("error: an explanation_template that is not the runner's, or whose args do not make the "
+                 "explanation (dropped)")
+    return fields
+
+
+def _plain_arg(value) -> bool:
+    if isinstance(value, str):
+        return len(value) <= protocol.EXPLANATION_ARG_MAX_CHARS
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class _Kill(Exception):
     def __init__(self, status: str, message: str):
         self.status, self.message = status, message
@@ -165,6 +271,12 @@ class _Kill(Exception):
 
 def _ignore(type_: str, message: dict, line: bytes, draining: bool) -> None:
     """A message that means nothing to the run."""
+
+
+def run_request(code: str, options: dict | None = None, stdin: str = "") -> dict:
+    """A snippet's request, as ``supervise`` takes it: its code, its options and, when it has one,
+    its standard input (which the runner gives the snippet as ``sys.stdin``; runner/main.py)."""
+    return {"op": "run", "code": code, "options": options or {}, **({"stdin": stdin} if stdin else {})}
 
 
 def supervise(
@@ -180,22 +292,24 @@ def supervise(
     grading: GradedRun | None = None,
     on_message: Callable[[str, dict], None] | None = None,
     lookup: Callable[[str], dict] | None = None,
+    keep_profile: Callable[[bytes], str | None] | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
     ``request`` is the fields of the runner's request (protocol.RUNNER_REQUESTS) and its "op",
-    "run" unless it says (``{"code", "options"}``: a snippet); the supervisor adds the run's wall
+    "run" unless it says (``run_request``: a snippet); the supervisor adds the run's wall
     clock, and "graded" for a graded run. ``emit(type, **fields)`` is called for each event, in
     order, from this thread. With ``grading``, the run is graded: once the student's code ended,
     its runner answers the checker's questions (executor/graded_run.py), and
     ``grading.finish(finished)`` is its result.
     ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES), and
     ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups, through
-    compilecache.RunLookups).
+    compilecache.RunLookups). ``keep_profile(trace)`` keeps a profiled run's trace (gzipped
+    bytes, checked here) and answers its URL (``on_profile``).
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
                        tick_every_s=tick_every_s, grading=grading, on_message=on_message,
-                       lookup=lookup).run(request)
+                       lookup=lookup, keep_profile=keep_profile).run(request)
 
 
 class Supervision:
@@ -213,9 +327,15 @@ class Supervision:
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
                  should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
                  grading: GradedRun | None = None, on_message: Callable[[str, dict], None] | None = None,
-                 lookup: Callable[[str], dict] | None = None):
+                 lookup: Callable[[str], dict] | None = None,
+                 keep_profile: Callable[[bytes], str | None] | None = None):
         self.grading = grading
         self.on_message = on_message
+        self.keep_profile = keep_profile
+        self.wants_profile = False  # the run asked for one (options.profile)
+        self.profiled = False  # a run keeps one trace
+        # A profiled run's events may weigh its trace more (``send_request``).
+        self.event_bytes_cap = EVENT_BYTES_CAP
         self.lookups = RunLookups(lookup, self.write_student)
         # What each of the runner's messages that is no event of the run goes to, by its type;
         # any other type is an event of the run (``on_event``).
@@ -225,6 +345,7 @@ class Supervision:
             "compile_lookup": self.on_lookup,
             **dict.fromkeys(GRADED_RUN_MESSAGES, self.on_graded_message),
             **dict.fromkeys(COMPILE_MESSAGES, self.on_compile_message),
+            "profile_trace": self.on_profile,
         }
         self.junk_lines = 0
         self.lines_while_checking = self.bytes_while_checking = 0
@@ -240,6 +361,7 @@ class Supervision:
         }
         self.output_bytes = 0
         self.event_bytes = 0
+        self.logged_bytes = 0  # of the lines that became the run's events
         self.runner_exit: str | None = None
         self.truncated = False
         self.budget = _Budget(limits.events_per_s, limits.events)
@@ -261,7 +383,7 @@ class Supervision:
             self.truncated = True
             if draining:
                 return
-            raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {self.limits.events} events exceeded")
+            raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("events", events=self.limits.events))
         self.budget.take()
         self.emit(type_, **fields)
 
@@ -313,18 +435,17 @@ class Supervision:
                 self.since = now
         if over:
             self.truncated = True
-            raise _Kill(ev.LIMIT_EXCEEDED, f"output limit of {human_bytes(self.limits.output_bytes)} exceeded")
+            raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("output", size=human_bytes(self.limits.output_bytes)))
 
     def on_event_bytes(self, data: bytes) -> None:
         if self.checking:
             # Answers to the checks (arrays) are bounded one by one, not by the run's event budget.
             if len(self.event_buffer) + len(data) > protocol.ANSWER_MAX_BYTES:
-                raise _Kill(ev.LIMIT_EXCEEDED, "an answer to the checks was larger than "
-                                               f"{human_bytes(protocol.ANSWER_MAX_BYTES)}")
+                raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("answer_size", size=human_bytes(protocol.ANSWER_MAX_BYTES)))
         else:
             self.event_bytes += len(data)
-            if self.event_bytes > EVENT_BYTES_CAP:
-                raise _Kill(ev.LIMIT_EXCEEDED, f"event limit of {human_bytes(EVENT_BYTES_CAP)} exceeded")
+            if self.event_bytes > self.event_bytes_cap:
+                raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("event_bytes", size=human_bytes(self.event_bytes_cap)))
         self.event_buffer += data
         *lines, self.event_buffer = self.event_buffer.split(b"\n")
         self.event_lines.extend(line for line in lines if line.strip())
@@ -359,8 +480,7 @@ class Supervision:
                 self.drop("an event whose type is not a string (dropped)")
         self.note_problems(before)
         if self.junk_lines > MAX_JUNK_LINES and not draining:
-            raise _Kill(ev.LIMIT_EXCEEDED, f"the run wrote over {MAX_JUNK_LINES} lines on its event pipe that are "
-                                           "not events")
+            raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("junk_lines", lines=MAX_JUNK_LINES))
 
     def parse(self, line: bytes) -> dict | None:
         """The line's JSON object; None, dropped as junk, for anything else (``null`` aside)."""
@@ -381,11 +501,17 @@ class Supervision:
             self.bytes_while_checking += len(line)
             if (self.lines_while_checking > MAX_LINES_WHILE_CHECKING
                     or self.bytes_while_checking > EVENT_BYTES_CAP) and not draining:
-                raise _Kill(ev.LIMIT_EXCEEDED, f"the code sent over {MAX_LINES_WHILE_CHECKING} events or "
-                                               f"{human_bytes(EVENT_BYTES_CAP)} while the checks called it")
+                raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("while_checking", events=MAX_LINES_WHILE_CHECKING,
+                                                        size=human_bytes(EVENT_BYTES_CAP)))
         elif type_ not in protocol.RUNNER_EVENT_TYPES and type_ in ev.EVENT_TYPES:
             self.drop(f"a {str(type_)!r} event, which only the executor sends (dropped)")
         elif (fields := protocol.rebuild(type_, message, self.problems)) is not None:
+            if type_ == ev.ERROR:
+                fields = checked_explanation(fields, self.problems)
+            # A profiled run's larger allowance is its trace's: its events are held to the cap.
+            self.logged_bytes += len(line)
+            if self.logged_bytes > EVENT_BYTES_CAP and not draining:
+                raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("event_bytes", size=human_bytes(EVENT_BYTES_CAP)))
             self.send(type_, draining=draining, **fields)
         else:
             self.drop()  # rebuild said why
@@ -414,6 +540,43 @@ class Supervision:
         fields = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
         if fields is not None and self.on_message is not None and not self.checking:
             self.on_message(type_, fields)
+
+    def allow_profile(self, options) -> None:
+        """A profiled run's events may weigh its trace's message more."""
+        self.wants_profile = isinstance(options, dict) and options.get("profile") is True
+        self.event_bytes_cap = EVENT_BYTES_CAP + (PROFILE_MESSAGE_BYTES if self.wants_profile else 0)
+
+    def on_profile(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """A profiled run's trace: checked (base64 of a whole gzip stream, within the protocol's
+        bounds both ways, a JSON object's text), kept (``keep_profile``: its URL) and logged as
+        the run's ``profile`` event, without the bytes. One per run that asked for it; none while
+        checks run."""
+        fields = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
+        if fields is None or self.profiled or self.checking or not self.wants_profile:
+            self.drop("a profile the run did not ask for, a second one, or one while the checks ran (dropped)"
+                      if fields is not None else None)
+            return
+        self.profiled = True
+        # The trace's line had its own allowance (allow_profile): the run's other events are held
+        # to EVENT_BYTES_CAP without it.
+        self.event_bytes -= len(line)
+        self.event_bytes_cap = EVENT_BYTES_CAP
+        if self.budget.count >= self.limits.events - 1:
+            return  # no room left to say where it is: not kept either
+        data = fields.pop("data", None)
+        event = bounded_profile(fields)
+        if data is not None and not event.get("error"):
+            trace, problem = check_trace(data)
+            url = None
+            if trace is not None and self.keep_profile is not None:
+                try:
+                    url = self.keep_profile(trace)
+                except Exception as exc:  # noqa: BLE001 - the caller's keeper (Redis, a file): the run stands without it
+                    problem = f"the trace could not be kept: {exc}"
+            event.update(url=url, bytes=len(trace) if trace is not None else None)
+            if problem:
+                event = {"error": problem}
+        self.send(ev.PROFILE, draining=draining, **event)
 
     @property
     def checking(self) -> bool:
@@ -552,6 +715,7 @@ class Supervision:
         if self.grading is not None:
             fields["graded"] = True
         fields["wall_s"] = self.limits.wall_s
+        self.allow_profile(fields.get("options"))
         line = protocol.request(op, **fields)
         try:
             self.proc.stdin.write(line)
@@ -570,9 +734,9 @@ class Supervision:
             now = time.monotonic()
             deadline = self.deadline
             if now >= deadline:
-                raise _Kill(ev.TIMED_OUT, f"wall-clock limit of {self.limits.wall_s:g} s exceeded")
+                raise _Kill(ev.TIMED_OUT, ev.ended("wall_clock", seconds=f"{self.limits.wall_s:g}"))
             if self.stop_requested:
-                raise _Kill(ev.TIMED_OUT, "a call of the checks into the code did not return in time")
+                raise _Kill(ev.TIMED_OUT, ev.ended("checks_call"))
             if now >= next_tick:
                 next_tick = now + self.tick_every_s
                 self.look_around()
@@ -593,9 +757,9 @@ class Supervision:
         sandbox says a limit of its own should end it now."""
         self.tick()
         if self.should_cancel():
-            raise _Kill(ev.CANCELLED, "cancelled")
+            raise _Kill(ev.CANCELLED, ev.ended("cancelled"))
         if (hit := self.launcher.limit_hit(self.proc)) is not None:
-            raise _Kill(*hit)
+            raise _Kill(hit[0], ev.recognised(hit[1], ev.SANDBOX_ENDINGS))
 
     def finished(self, kill: _Kill | None, t0: float, cpu_at_start: float | None) -> dict:
         """The ``finished`` fields: the status ``decide_status`` gives from what was seen, and
@@ -684,14 +848,14 @@ def decide_status(*, kill: tuple[str, str] | None, sandbox_reason: tuple[str, st
     if kill is not None:
         return kill
     if sandbox_reason is not None:
-        return sandbox_reason
+        return sandbox_reason[0], ev.recognised(sandbox_reason[1], ev.SANDBOX_ENDINGS)
     if runner_exit in (ev.SUCCEEDED, ev.FAILED):
         return runner_exit, ""
     if returncode == 0:
         return ev.SUCCEEDED, ""
     if death_signal is not None:
-        return ev.FAILED, f"the snippet's process was killed by {_signal_name(death_signal)}"
-    return ev.FAILED, f"the snippet's process exited with code {returncode}"
+        return ev.FAILED, ev.ended("killed_by", signal=_signal_name(death_signal))
+    return ev.FAILED, ev.ended("exit_code", code=returncode)
 
 
 def _signal_name(signum: int) -> str:

@@ -117,7 +117,8 @@ def _on_after_setup(sender=None, instance=None, **_):
     executor.start_heartbeat()
     _start_analysers()
     if queues is not None:
-        for name in (settings.QUEUE, registry.queue_name(executor.route)):
+        # and the queue of the notebook sessions it holds (executor/sessions.py)
+        for name in (settings.QUEUE, registry.queue_name(executor.route), executor.sessions.queue):
             if name not in queues.consume_from:
                 queues.select_add(name)
     memory = info.get("memory_bytes")
@@ -205,14 +206,16 @@ def _on_shutdown(**_):
 
 @app.task(name=submit.RUN_TASK, ignore_result=True, bind=True)
 def run(self, run_id: str, code: str, options: dict | None = None, limits: dict | None = None,
-        grade: dict | None = None) -> None:
+        grade: dict | None = None, session: dict | None = None, stdin: str = "") -> None:
     executor = get_executor()
-    if executor.draining:
+    if executor.draining and session is None:
         # Taken in the moment between the stop signal and Celery's consumer stopping: back to the
         # queue it came from, at its priority, unclaimed, for the next node.
         info = self.request.delivery_info or {}
         submit.send_to_queue(app, info.get("routing_key") or settings.QUEUE,
-                             submit.run_message(run_id, code, options, limits or {}, grade), info.get("priority") or 0)
+                             submit.run_message(run_id, code, options, limits or {}, grade, stdin=stdin),
+                             info.get("priority") or 0)
         log.info("run %s taken while draining; queued again for another node", run_id)
         return
-    executor.execute(run_id, code, options or {}, limits or {}, grade)
+    # A session's cell taken while draining ends here, with its session: it lives on this node only.
+    executor.execute(run_id, code, options or {}, limits or {}, grade, session, stdin=stdin)

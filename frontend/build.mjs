@@ -5,15 +5,23 @@
 //   dist/app.css            the stylesheets the entry imports (src/styles/, workbench.css, panes/,
 //                           the page's own), in import order, then Monaco's; the codicon font next to it
 //   dist/editor.worker.js   Monaco's editor worker (a classic worker: see src/editor.ts)
+//   dist/notebook.js/.css   a notebook's page (src/pages/notebook.ts: a cell is the playground's editor
+//                           and result panes, one per cell)
 //   dist/assignment.js/.css an assignment's page (src/pages/assignment.ts: the workbench, as app.js has it)
 //   dist/courses.js/.css    the other course pages (src/pages/courses.ts: no editor)
 //   dist/dashboard.js/.css  a course's live dashboard (src/pages/dashboard.ts)
 //   dist/my-runs.js         My runs (src/pages/my-runs.ts: Cancel through the API; the account
 //                           pages have no other script)
+//   dist/monaco-nls.zh-cn.js
+//                           Monaco's own words in Chinese (menus, the find widget...), copied from
+//                           this Monaco's esm/vs/nls/lang/zh-cn.js: a classic script that sets
+//                           globalThis._VSCODE_NLS_MESSAGES (looked up by index, so only this
+//                           build's own file fits) and _VSCODE_NLS_LANGUAGE. A Chinese page loads it
+//                           before its module, as Monaco reads them when its modules evaluate.
 //
 // `node build.mjs --watch` rebuilds on change; `--dev` skips minification.
 import * as esbuild from "esbuild";
-import { rm, stat, readdir } from "node:fs/promises";
+import { mkdir, readFile, readdir, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 
 const args = new Set(process.argv.slice(2));
@@ -49,7 +57,7 @@ const common = {
 const builds = [
   {
     ...common,
-    entryPoints: { app: "src/pages/playground.ts", assignment: "src/pages/assignment.ts" },
+    entryPoints: { app: "src/pages/playground.ts", assignment: "src/pages/assignment.ts", notebook: "src/pages/notebook.ts" },
     outdir,
     format: "esm",
     plugins: [monacoPaths],
@@ -73,7 +81,18 @@ const builds = [
   },
 ];
 
+/** dist/monaco-nls.zh-cn.js, from the Monaco that the bundles hold. */
+async function copyMonacoMessages() {
+  const { version } = JSON.parse(await readFile("node_modules/monaco-editor/package.json", "utf8"));
+  let text = await readFile("node_modules/monaco-editor/esm/vs/nls/lang/zh-cn.js", "utf8");
+  if (!text.includes(`Version: ${version}`)) throw new Error(`zh-cn.js is not monaco-editor ${version}'s`);
+  if (!text.includes("_VSCODE_NLS_LANGUAGE")) text += '\nglobalThis._VSCODE_NLS_LANGUAGE="zh-cn";\n';
+  await mkdir(outdir, { recursive: true });
+  await writeFile(path.join(outdir, "monaco-nls.zh-cn.js"), text);
+}
+
 await rm(outdir, { recursive: true, force: true });
+await copyMonacoMessages();
 
 if (watch) {
   for (const options of builds) {

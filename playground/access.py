@@ -31,3 +31,17 @@ def access_run_for_user(run_id, user) -> Run | None:
     if run is not None and any(guard(run, user) is False for guard in _RUN_GUARDS):
         return None
     return run
+
+
+def access_session(session_id, person: str):
+    """The session, for the person who made it (``web.clients``' person key) and nobody else:
+    None as if it did not exist."""
+    import uuid as uuid_
+
+    from .models import Session
+
+    try:
+        key = uuid_.UUID(str(session_id))
+    except ValueError:
+        return None
+    return Session.objects.filter(id=key, client=person).first()

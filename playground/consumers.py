@@ -7,6 +7,8 @@ and a client that reconnects with ``after=N`` gets exactly N+1 onwards. Live rea
 every socket of the process (``streams.Hub``). Events too large for one websocket message are
 sent in parts. When the stream has expired (a day after the run) or is younger than the run (a
 Redis that restarted), the events come from the database. The socket closes after ``finished``.
+What a socket says to a person (a refusal, the reason of a close) is in their page's language
+(``web.languages.activate_scope_language``).
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ import redis.exceptions
 from web.db import socket_db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from executor import events as ev
 from executor import logs
 from executor.runner import protocol
+from web.api import QUEUE_UNREACHABLE
 from web.clients import Client, scope_client
 from web.errors import ActionError
+from web.languages import activate_scope_language
 from web.metrics import CountedWebsocket
 
 from .access import access_run_for_user
@@ -36,6 +42,8 @@ log = logging.getLogger("playground")
 
 RETRY_MAX_S = 5.0
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+OPEN_SOCKETS = gettext_lazy("open websockets")
+WAITING_SOCKETS = gettext_lazy("sockets waiting for a run")
 
 
 @socket_db
@@ -85,6 +93,7 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
                     await hub.free_slot(socket_id)
 
     async def connect(self):
+        activate_scope_language(self.scope)
         self.streamer = None
         self.waiter = None
         self.socket_id = uuid.uuid4().hex
@@ -97,11 +106,12 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             if after < 0:
                 raise ValueError
         except ValueError:
-            await self.close(code=protocol.CLOSE_CODES["bad_request"], reason="'after' must be a non-negative integer")
+            await self.close(code=protocol.CLOSE_CODES["bad_request"],
+                             reason=_("'%(name)s' must be a non-negative integer") % {"name": "after"})
             return
         run = await _load_run(self.scope["url_route"]["kwargs"]["run_id"], self.scope.get("user"))
         if run is None:
-            await self.close(code=protocol.CLOSE_CODES["not_found"], reason="no such run")
+            await self.close(code=protocol.CLOSE_CODES["not_found"], reason=_("no such run"))
             return
         logs.set_run(run.id)  # this socket's task logs with its run (executor/logs.py)
         # Counted as runs are: the person (the account, else the browser, else the address) and,
@@ -237,12 +247,15 @@ def waiting_socket_slots(client: Client) -> list[tuple[str, int]]:
             *([(client.room, settings.WS_MAX_NEW_PER_ROOM)] if client.room is not None else [])]
 
 
-def too_many_sockets(full: tuple[str, int], what: str = "open websockets") -> str:
-    """A refusal's reason (a close's: at most 123 bytes), for the (key, cap) that was full."""
+def too_many_sockets(full: tuple[str, int], what: str = OPEN_SOCKETS) -> str:
+    """A refusal's reason (a close's: at most 123 bytes, autobahn cuts a longer one), for the (key,
+    cap) that was full."""
     key, cap = full
     if key.startswith("room:"):
-        return f"too many {what} from everyone signed out at your address (at most {cap})"
-    return f"too many {what} from you (at most {cap})"
+        message = _("too many %(what)s from everyone signed out at your address (at most %(cap)s)")
+    else:
+        message = _("too many %(what)s from you (at most %(cap)s)")
+    return message % {"what": what, "cap": cap}
 
 
 @socket_db
@@ -259,7 +272,7 @@ class NewRunConsumer(RunConsumer):
     rather than a POST and then a socket of its own (the request and the opening handshake are
     no longer between pressing Run and the first output).
 
-        client → {"op": "start", "code", "device"?, "runtime"?, "snippet"?}   as POST /api/runs
+        client → {"op": "start", "code", "device"?, "runtime"?, "snippet"?, "stdin"?}   as POST /api/runs
         server → {"type": "started_run", "run": {id, status, device, runtime, ws, note?}}
                  then the run's events from seq 1, as on /ws/runs/<id>/, and closes after finished
         server → {"type": "refused", "status", "error", ...}   nothing was started: the socket
@@ -276,6 +289,7 @@ class NewRunConsumer(RunConsumer):
     that loses it mid-run follows the run on /ws/runs/<id>/?after=<seq>."""
 
     async def connect(self):
+        activate_scope_language(self.scope)
         self.streamer = None
         self.waiter = None
         self.socket_id = uuid.uuid4().hex
@@ -291,14 +305,15 @@ class NewRunConsumer(RunConsumer):
         if full is not None:
             self.refused = True
             await self.close(code=protocol.CLOSE_CODES["too_many"],
-                             reason=too_many_sockets(full, "sockets waiting for a run") + "; POST /api/runs")
+                             reason=_("%(reason)s; POST /api/runs")
+                             % {"reason": too_many_sockets(full, WAITING_SOCKETS)})
             return
         self.idle = asyncio.create_task(self._close_when_idle())
 
     async def _close_when_idle(self) -> None:
         await asyncio.sleep(settings.WS_NEW_IDLE_S)
         if self.run_id is None:
-            await self.close(code=1000, reason="no run started; open another for the next run")
+            await self.close(code=1000, reason=_("no run started; open another for the next run"))
 
     async def disconnect(self, code):
         if getattr(self, "idle", None):
@@ -308,11 +323,12 @@ class NewRunConsumer(RunConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         if self.run_id is not None or self.refused:
             return  # one run per socket; and nothing on a socket refused at its opening
+        activate_scope_language(self.scope)
         try:
             await self.start(text_data if text_data is not None else bytes_data)
         except Exception:  # the socket answers, rather than dying with its slots
             log.exception("starting a run on a run socket failed")
-            await self.refuse(500, "the run could not be started; try again")
+            await self.refuse(500, _("the run could not be started; try again"))
 
     async def start(self, text) -> None:
         try:
@@ -320,7 +336,7 @@ class NewRunConsumer(RunConsumer):
         except (TypeError, ValueError, RecursionError):
             message = None
         if not isinstance(message, dict) or message.get("op") != "start":
-            await self.refuse(400, 'a message is {"op": "start", "code": ..., "device"?, "runtime"?, "snippet"?}')
+            await self.refuse(400, _('a message is {"op": "start", "code": ..., "device"?, "runtime"?, "snippet"?}'))
             return
         full = await self.hub.take_slots(self.socket_id, run_socket_slots(self.client))
         if full is not None:
@@ -346,7 +362,7 @@ class NewRunConsumer(RunConsumer):
             if isinstance(exc, ActionError):
                 await self.refuse(exc.status, exc.message, **exc.data)
             elif isinstance(exc, REDIS_DOWN):
-                await self.refuse(503, "the playground's queue is unreachable for a moment; try again in a few seconds")
+                await self.refuse(503, str(QUEUE_UNREACHABLE))
             else:
                 raise
             return
@@ -368,7 +384,8 @@ class NewRunConsumer(RunConsumer):
         if self.refusals >= REFUSALS_MAX:
             self.refused = True  # whatever else it sends is not read
             await self.close(code=protocol.CLOSE_CODES["too_many"],
-                             reason=f"{REFUSALS_MAX} starts refused on this socket; open another")
+                             reason=_("%(count)s starts refused on this socket; open another")
+                             % {"count": REFUSALS_MAX})
 
 
 # A refusal's message, at most (it may quote what was sent).

@@ -10,6 +10,7 @@ run and ``/api/devices`` never disagree about what is online.
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from executor import registry
 
@@ -25,8 +26,8 @@ def check_device(value) -> str:
             or registry.parse_device(value)[0] not in settings.RUN_DEVICE_KINDS):
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "…"  # never an echo of a flood
         raise ActionError(
-            f"unknown device {shown}; choose one of {', '.join(settings.RUN_DEVICE_KINDS)}, "
-            "or a specific device kind of one, such as gpu:h200"
+            _("unknown device %(device)s; choose one of %(kinds)s, or a specific device kind of one, such as gpu:h200")
+            % {"device": shown, "kinds": ", ".join(settings.RUN_DEVICE_KINDS)}
         )
     return value
 
@@ -43,10 +44,10 @@ def check_online(device: str, runtime: str | None = None) -> None:
     if online_workers(f"{device}@{runtime}" if runtime else device):
         return
     if runtime and online_workers(device):
-        raise ActionError(f"no {device} executor of runtime {runtime} is online right now; GET /api/runtimes "
-                          "says which kinds serve each runtime", status=503)
-    raise ActionError(f"no {device} executor is online right now; GET /api/devices lists those that are",
-                      status=503)
+        raise ActionError(_("no %(device)s executor of runtime %(runtime)s is online right now; GET /api/runtimes "
+                            "says which kinds serve each runtime") % {"device": device, "runtime": runtime}, status=503)
+    raise ActionError(_("no %(device)s executor is online right now; GET /api/devices lists those that are")
+                      % {"device": device}, status=503)
 
 
 def describe(device: str) -> dict:

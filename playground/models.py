@@ -14,6 +14,8 @@ class Run(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     code = models.TextField()
+    # What the snippet read as its standard input (UTF-8, exactly; "" for none).
+    stdin = models.TextField(blank=True, default="")
     # What the run asked for: a kind ("gpu") or a specific device kind ("gpu:h200").
     device = models.CharField(max_length=40)
     # The runtime it runs on (runtimes/runtimes.toml): a stable id, never repointed. Runs from
@@ -34,6 +36,9 @@ class Run(models.Model):
     wall_ms = models.FloatField(null=True, blank=True)
     cpu_ms = models.FloatField(null=True, blank=True)
     peak_memory_kb = models.BigIntegerField(null=True, blank=True)
+    # A notebook session's cell (executor/sessions.py): it ran in the session's runner, with the
+    # state its earlier cells left.
+    session = models.ForeignKey("Session", null=True, blank=True, related_name="cells", on_delete=models.SET_NULL)
 
     class Meta:
         indexes = [models.Index(fields=["status", "created_at"])]
@@ -44,6 +49,29 @@ class Run(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in ev.TERMINAL_STATUSES
+
+
+class Session(models.Model):
+    """A notebook's session: one sandboxed runner on one node that keeps its cells' state. Who
+    made it and what it runs on are here; its live state (idle, live, stopped, what it holds, its
+    node) is in Redis (executor/sessionstate.py), which its node and the web side both write."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # Whose it is (web.clients' person key: user:<id>, anon:<id>, ip:...): only they may use it.
+    client = models.CharField(max_length=120, db_index=True)
+    # Signed out, everyone at the maker's address together (web.clients' room), whose sessions are
+    # capped together too (SESSION_MAX_PER_ROOM): identities minted per page load buy no more.
+    room = models.CharField(max_length=120, blank=True, db_index=True)
+    device = models.CharField(max_length=40)
+    runtime = models.CharField(max_length=40, default=runtimes.FIRST)
+    idle_timeout_s = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    stopped_reason = models.TextField(blank=True)
+
+    def __str__(self):
+        return f"session {self.id}"
 
 
 # What the listeners of a run's status read of it (``signals.run_status_changed``'s ``run``): the
@@ -60,6 +88,16 @@ def run_facts(run_id: str) -> dict | None:
     # Django resolves and compiles anew for every batch the recorder stores.
     found = list(Run.objects.filter(id=run_id).values(*RUN_FACTS)[:1])
     return found[0] if found else None
+
+
+class RunProfile(models.Model):
+    """A profiled run's trace (Chrome Trace Event Format JSON, gzipped, as the executor checked
+    it): stored by the recorder with the run's ``profile`` event, served by
+    ``/api/runs/<id>/profile``, and kept as long as the run (a shared link's with it)."""
+
+    run = models.OneToOneField(Run, primary_key=True, related_name="profile", on_delete=models.CASCADE)
+    data = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class RunEvent(models.Model):

@@ -7,7 +7,10 @@ from django.conf import settings
 from executor import events as ev
 from web.openapi import DEVICE_PATTERN, RUNTIME, error, reply
 
+from .actions.runs import RUN_MAX_STDIN_BYTES
+
 RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+SESSION_ID = {"name": "session_id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
 
 
 def paths() -> dict:
@@ -29,7 +32,7 @@ def paths() -> dict:
                 "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
             "responses": {
                 "201": reply("RunSummary", "The run was queued"),
-                "400": error("Bad input: malformed JSON, missing or non-string code, code too large, "
+                "400": error("Bad input: malformed JSON, missing or non-string code, code or stdin too large, "
                              "unknown device, unknown runtime (the message names the known ones)"),
                 "415": error("The body is not JSON"),
                 "429": error("Too many runs from this client; see Retry-After"),
@@ -51,14 +54,89 @@ def paths() -> dict:
             "responses": {"200": reply("RunDetail", "The run"), "400": error("A bad after or limit"),
                           "404": error("No such run")},
         }},
+        "/api/runs/{run_id}/profile": {"get": {
+            "summary": "A profiled run's trace: Chrome Trace Event Format JSON",
+            "description": "For a run started with options.profile, once its \"profile\" event has come (that event "
+                           "names this URL and says what the trace holds). One lane (process) per device, named "
+                           "after it (TFRT_CPU_0, /device:GPU:0) with rows XLA Modules and XLA Ops, whose events are "
+                           "named after their HLO instruction (args.hlo_op, args.hlo_module); the Host lane with the "
+                           "snippet's Python, XLA's dispatches and compilations. Times in microseconds. Sent "
+                           "gzip-encoded to a client that accepts it; ?download=1 gives the .json.gz file, which "
+                           "Perfetto and chrome://tracing open.",
+            "operationId": "getRunProfile",
+            "parameters": [RUN_ID, {"name": "download", "in": "query", "required": False,
+                                    "schema": {"type": "string"}, "description": "Any value: the gzipped file"}],
+            "responses": {"200": {"description": "The trace", "content": {
+                "application/json": {"schema": {"type": "object", "required": ["traceEvents"]}},
+                "application/gzip": {"schema": {"type": "string", "format": "binary"}}}},
+                "404": error("No such run, or it has no profile (not asked for, failed, or no longer kept)")},
+        }},
         "/api/runs/{run_id}/cancel": {"post": {
             "summary": "Cancel a queued or running run",
             "operationId": "cancelRun",
             "parameters": [RUN_ID],
             "responses": {
                 "202": reply("CancelResult", "Cancelled, or cancelling within a second"),
+                "403": error("A run a link keeps, which only whoever started it may cancel, or a notebook "
+                             "session's cell, which only the session's maker may interrupt"),
                 "404": error("No such run"),
                 "409": error("The run already finished"),
+            },
+        }},
+        "/api/sessions": {"post": {
+            "summary": "Start a notebook session: a sandboxed runner that keeps its cells' state",
+            "description": "Its runner starts with its first cell on a node of the kind and keeps its cells' globals, "
+                           "device arrays and compiled functions. It is stopped after idle_timeout_s without a cell "
+                           "(SESSION_IDLE_TIMEOUT_S), when its owner ends it, when a cell kills its runner or its node "
+                           "goes; its socket (ws) says so as it happens.",
+            "operationId": "startSession",
+            "requestBody": {"required": False, "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False,
+                "properties": {"device": {"type": "string", "pattern": DEVICE_PATTERN,
+                                          "default": settings.RUN_DEFAULT_DEVICE}, "runtime": RUNTIME}}}}},
+            "responses": {
+                "201": reply("Session", "The session, idle until its first cell"),
+                "400": error("Unknown device or runtime, an unknown field"),
+                "429": error(f"The person holds SESSION_MAX_PER_CLIENT ({settings.SESSION_MAX_PER_CLIENT}) live "
+                             "sessions (their ids under sessions), or started too many this hour"),
+                "503": error("No executor of that kind is online, or none has room for another session"),
+            },
+        }},
+        "/api/sessions/{session_id}": {
+            "get": {
+                "summary": "A session's state: idle, live (a cell runs) or stopped (and why), and what it holds",
+                "operationId": "getSession",
+                "parameters": [SESSION_ID],
+                "responses": {"200": reply("Session", "The session"),
+                              "404": error("No such session, or not yours")},
+            },
+            "delete": {
+                "summary": "End a session (a cell it runs ends with it)",
+                "operationId": "endSession",
+                "parameters": [SESSION_ID],
+                "responses": {"200": {"description": "Ended"}, "404": error("No such session, or not yours")},
+            },
+        },
+        "/api/sessions/{session_id}/cells": {"post": {
+            "summary": "Run a cell in the session",
+            "description": "A run, answered as POST /api/runs answers one: its events stream on ws exactly as a "
+                           "run's, and end with finished. One cell at a time. A cancel (POST "
+                           "/api/runs/{id}/cancel) or the wall clock interrupts it with KeyboardInterrupt and the "
+                           "session keeps its state; a cell that kills its runner ends the session (finished's "
+                           "message says so).",
+            "operationId": "runCell",
+            "parameters": [SESSION_ID],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"], "additionalProperties": False, "properties": {
+                    "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+                    "options": {"$ref": "#/components/schemas/RunRequest/properties/options"}}}}}},
+            "responses": {
+                "201": reply("RunSummary", "The cell was queued"),
+                "400": error("Malformed, no code, code too large"),
+                "404": error("No such session, or not yours"),
+                "409": error("Another cell of the session is queued or running (its run id under running)"),
+                "410": error("The session was stopped (stopped_reason says why); start another"),
+                "429": error("Too many runs from this client; see Retry-After"),
             },
         }},
         "/api/format": {"post": {
@@ -112,6 +190,25 @@ def paths() -> dict:
     }
 
 
+# What a run may ask of its runner (playground.actions.runs.RUN_OPTIONS).
+RUN_OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "compile_cache": {"type": "boolean", "default": True,
+                      "description": "false: XLA compiles everything afresh, rather than loading what "
+                                     "the node compiled for an earlier run (to measure compile times)"},
+    "profile": {"type": "boolean", "default": False,
+                "description": "true: run under jax.profiler; a \"profile\" event then names the trace's URL "
+                               "(GET /api/runs/{run_id}/profile) with a summary per device. The profiler's cost "
+                               "is the run's: its CPU and wall clock"}}}
+
+
+# A run's standard input (playground.actions.runs.check_stdin).
+STDIN = {"type": "string", "maxLength": RUN_MAX_STDIN_BYTES, "default": "",
+         "description": f"The snippet's standard input: at most {RUN_MAX_STDIN_BYTES} bytes of UTF-8 text (no NUL), "
+                        "which sys.stdin reads exactly (sys.stdin.buffer as bytes), then its end: input() reads it "
+                        "a line at a time and raises EOFError past its last line. Absent or \"\": none. A notebook "
+                        "session's cells have none"}
+
+
 def schemas() -> dict:
     kinds = list(settings.RUN_DEVICE_KINDS)
     nullable_num = {"type": ["number", "null"]}
@@ -123,14 +220,32 @@ def schemas() -> dict:
                        "description": "A kind (cpu, gpu, tpu), or a specific device kind of one (gpu:h200, "
                                       "as GET /api/devices lists them); 503 when none is online"},
             "runtime": RUNTIME,
+            "stdin": STDIN,
             "snippet": {"type": "string", "description": "The slug of the snippet this code comes from: a "
-                        "snippet shared unrun keeps its first run as its saved output"},
-            "options": {"type": "object", "additionalProperties": False, "properties": {
-                "compile_cache": {"type": "boolean", "default": True,
-                                  "description": "false: XLA compiles everything afresh, rather than loading what "
-                                                 "the node compiled for an earlier run (to measure compile times)"}}},
+                        "snippet shared unrun keeps its first run (of its code and stdin) as its saved output"},
+            "options": RUN_OPTIONS,
+        }},
+        "Session": {"type": "object", "required": ["id", "url", "ws", "state"], "properties": {
+            "id": {"type": "string", "format": "uuid"},
+            "url": {"type": "string", "description": "Its API path; POST {url}/cells runs a cell"},
+            "ws": {"type": "string", "description": "Websocket path of its state: {\"type\": \"state\", ...this "
+                                                    "object} on connect and on every change"},
+            "state": {"type": "string", "enum": ["idle", "live", "stopped"]},
+            "started": {"type": "boolean", "description": "Its runner has started (with its first cell)"},
+            "running": {"type": ["string", "null"], "description": "The run id of the cell in flight"},
+            "stopped_reason": {"type": ["string", "null"]},
+            "runtime": RUNTIME,
+            "device": {"type": "string", "pattern": DEVICE_PATTERN},
+            "idle_timeout_s": {"type": "integer"},
+            "cells_run": {"type": "integer"},
+            "names": {"type": "object", "additionalProperties": {"type": "string"},
+                      "description": "What its namespace holds: each name and its type or shape"},
+            "memory_bytes": {"type": ["integer", "null"], "description": "Its runner's resident memory"},
+            "last_used_at": {"type": ["string", "null"], "format": "date-time"},
+            "created_at": {"type": "string", "format": "date-time"},
         }},
         "RunSummary": {"type": "object", "required": ["id", "status", "device", "runtime", "ws"], "properties": {
+            "session": {"type": "string", "format": "uuid", "description": "A session's cell: its session"},
             "runtime": RUNTIME,
             "id": {"type": "string", "format": "uuid"},
             "status": {"type": "string", "enum": list(ev.STATUSES)},
@@ -149,6 +264,7 @@ def schemas() -> dict:
                                                             "(gpu:h200); empty before it started"},
                 "device_kind": {"type": "string", "description": "The device kind jax named (NVIDIA H200)"},
                 "code": {"type": "string"},
+                "stdin": {"type": "string", "description": "What it read as its standard input (\"\": none)"},
                 "created_at": {"type": "string", "format": "date-time"},
                 "started_at": {"type": ["string", "null"], "format": "date-time"},
                 "finished_at": {"type": ["string", "null"], "format": "date-time"},

@@ -42,13 +42,15 @@ from contextlib import contextmanager
 
 from django.conf import settings
 from django.dispatch import receiver
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from executor import events as ev
 from executor import registry, shares
 
 from web.clients import client_key, is_address_key
 from web.errors import ActionError
-from web.ratelimit import check_rate
+from web.ratelimit import check_rate, from_your_address
 
 from .models import run_facts
 from .redis import get_redis
@@ -88,11 +90,13 @@ return {0, before, ARGV[1], last}
 """
 
 # What a refusal adds for someone signed out: what they share, and with whom.
-ADDRESS_SHARED = ("Signed out and without the cookie this site's pages give each browser (a script, say), you "
-                  "share this limit with everyone at your address who has none: run from the playground's page, "
-                  "or sign in, to have a share of your own")
-ROOM_SHARED = ("Each browser has a share of its own, within this one that everyone signed out at your address "
-               "shares: sign in to have a share apart from it")
+ADDRESS_SHARED = gettext_lazy(
+    "Signed out and without the cookie this site's pages give each browser (a script, say), you share this limit "
+    "with everyone at your address who has none: run from the playground's page, or sign in, to have a share of "
+    "your own")
+ROOM_SHARED = gettext_lazy("Each browser has a share of its own, within this one that everyone signed out at your "
+                           "address shares: sign in to have a share apart from it")
+RUNS = gettext_lazy("runs")
 
 
 def _kind(device: str) -> str:
@@ -106,7 +110,7 @@ def _limits(kind: str) -> dict:
 
 def refuse(message: str, limit: str, retry_s: float, status: int = 429) -> ActionError:
     retry = max(1, math.ceil(retry_s))
-    return ActionError(f"{message}; try again in {retry} s", status=status,
+    return ActionError(_("%(message)s; try again in %(retry)s s") % {"message": message, "retry": retry}, status=status,
                        headers={"Retry-After": str(retry)}, data={"limit": limit, "retry_after": retry})
 
 
@@ -117,19 +121,18 @@ def check_admit_run(who: str, device: str, run_id: str, room: str | None = None)
     queue it at. The caller releases the slots (``release``) if the run is not made after all."""
     limits = _limits(_kind(device))
     with _explained(who):
-        check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, "runs")
+        check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, RUNS)
     if room is not None:
         with _explained(who, room=True):
             check_rate("runs", room, settings.RUN_RATE_LIMIT_PER_MINUTE * settings.ROOM_SIZE, 60,
-                       "runs from everyone signed out at your address")
+                       from_your_address(RUNS))
     check_queue_length(device, interactive_queue_depth(device))
     with _explained(who):
         check_budget(who, device)
     if room is not None:
         with _explained(who, room=True):
             check_budget(room, device, per_hour_s=limits["per_hour_s"] * settings.ROOM_SIZE,
-                         per_day_s=limits["per_day_s"] * settings.ROOM_SIZE, whose="everyone signed out at your "
-                         "address has")
+                         per_day_s=limits["per_day_s"] * settings.ROOM_SIZE, whole_room=True)
     return admit(who, device, run_id, room)
 
 
@@ -144,8 +147,8 @@ def _explained(who: str, room: bool = False):
         shared = ROOM_SHARED if room else ADDRESS_SHARED if is_address_key(who) else None
         if exc.status != 429 or shared is None:
             raise
-        raise ActionError(f"{exc.message}. {shared}", status=exc.status, headers=exc.headers,
-                          data=exc.data) from None
+        raise ActionError(_("%(message)s. %(shared)s") % {"message": exc.message, "shared": shared},
+                          status=exc.status, headers=exc.headers, data=exc.data) from None
 
 
 def check_admit_regrade(who: str, device: str, runs: int) -> None:
@@ -155,8 +158,9 @@ def check_admit_regrade(who: str, device: str, runs: int) -> None:
     cap = _limits(_kind(device))["queue_max"]
     waiting = regrade_queue_depth(device)
     if cap and waiting + runs > cap:
-        raise refuse(f"the {device} queue has {waiting} regrade runs waiting; {runs} more would pass its "
-                     f"{cap}", "queue_length", settings.RUN_LIMITS["wall_s"], status=503)
+        raise refuse(_("the %(device)s queue has %(waiting)s regrade runs waiting; %(runs)s more would pass its "
+                       "%(cap)s") % {"device": device, "waiting": waiting, "runs": runs, "cap": cap},
+                     "queue_length", settings.RUN_LIMITS["wall_s"], status=503)
 
 
 def admit_regrade(who: str, run_id: str) -> int:
@@ -181,14 +185,16 @@ def regrade_queue_depth(device: str) -> int:
 def check_queue_length(device: str, queue_length: int) -> None:
     cap = _limits(_kind(device))["queue_max"]
     if cap and queue_length >= cap:
-        raise refuse(f"the {device} queue is full ({queue_length} runs waiting)", "queue_length",
+        raise refuse(_("the %(device)s queue is full (%(waiting)s runs waiting)")
+                     % {"device": device, "waiting": queue_length}, "queue_length",
                      settings.RUN_LIMITS["wall_s"], status=503)
 
 
 def check_budget(client: str, device: str, *, per_hour_s: float | None = None, per_day_s: float | None = None,
-                 whose: str = "you have") -> None:
+                 whole_room: bool = False) -> None:
     """Refuse when the client has used its executor seconds of this kind this hour or day (the
-    kind's budget, or ``per_hour_s`` and ``per_day_s``: a room's)."""
+    kind's budget, or ``per_hour_s`` and ``per_day_s``: a room's, said as everyone's at the
+    address with ``whole_room``)."""
     kind, now = _kind(device), time.time()
     limits = _limits(kind)
     redis = get_redis()
@@ -198,9 +204,17 @@ def check_budget(client: str, device: str, *, per_hour_s: float | None = None, p
             continue
         used = float(redis.get(_budget_key(client, kind, window, now)) or 0)
         if used >= per:
-            span = "hour" if window == 3600 else "day"
-            raise refuse(f"{whose} used this {span}'s {per:g} s of {kind} executor time", name,
+            raise refuse(_budget_used(window, whole_room) % {"seconds": f"{per:g}", "kind": kind}, name,
                          window - now % window)
+
+
+def _budget_used(window: int, whole_room: bool) -> str:
+    if whole_room:
+        return (_("everyone signed out at your address has used this hour's %(seconds)s s of %(kind)s executor time")
+                if window == 3600 else
+                _("everyone signed out at your address has used this day's %(seconds)s s of %(kind)s executor time"))
+    return (_("you have used this hour's %(seconds)s s of %(kind)s executor time") if window == 3600 else
+            _("you have used this day's %(seconds)s s of %(kind)s executor time"))
 
 
 def admit(client: str, device: str, run_id: str, room: str | None = None) -> int:
@@ -231,12 +245,15 @@ def admit(client: str, device: str, run_id: str, room: str | None = None) -> int
         retry = min(ACTIVE_RETRY_S, max(1.0, float(oldest) + settings.RUN_LIMITS["wall_s"] - now))
         if key == room:
             with _explained(client, room=True):
-                raise refuse(f"everyone signed out at your address has {int(count)} runs queued or running "
-                             f"between them (at most {at_most} at once)", "active_runs", retry)
-        whose = "your address already has" if is_address_key(client) else "you already have"
+                raise refuse(_("everyone signed out at your address has %(count)s runs queued or running between "
+                               "them (at most %(at_most)s at once)") % {"count": int(count), "at_most": at_most},
+                             "active_runs", retry)
+        if is_address_key(client):
+            message = _("your address already has %(count)s runs queued or running (at most %(at_most)s at once)")
+        else:
+            message = _("you already have %(count)s runs queued or running (at most %(at_most)s at once)")
         with _explained(client):
-            raise refuse(f"{whose} {int(count)} runs queued or running (at most {at_most} at once)", "active_runs",
-                         retry)
+            raise refuse(message % {"count": int(count), "at_most": at_most}, "active_runs", retry)
     # The person's count before this run; a person whose own cap is off is always at the first step.
     step = priority(int(count)) if counted[0][0] == client else 0
     if room is not None and counted[-1][0] == room and rest:

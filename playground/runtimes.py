@@ -5,6 +5,7 @@ serve each now (from the workers' heartbeats). Like devices.py for device string
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from executor import registry, runtimes
 
@@ -17,11 +18,16 @@ def check_runtime(value) -> tuple[str, str | None]:
     """``value`` (None or "": the default) as a runtime id, with a note for a retired id (which
     runs on its successor); an ``ActionError`` (400) naming the known ids."""
     if value is not None and not isinstance(value, str):
-        raise ActionError("'runtime' must be a runtime's id, as GET /api/runtimes lists them")
+        raise ActionError(_("'%(name)s' must be a runtime's id, as GET /api/runtimes lists them") % {"name": "runtime"})
     try:
         runtime, note = runtimes.catalog().resolve(value or None)
     except runtimes.UnknownRuntime as exc:
-        raise ActionError(f"{exc} (GET /api/runtimes lists them)") from None
+        shown = repr(exc.name) if len(exc.name) <= 60 else repr(exc.name[:57]) + "…"  # never echo a megabyte
+        raise ActionError(_("unknown runtime %(name)s: use one of %(known)s (GET /api/runtimes lists them)")
+                          % {"name": shown, "known": ", ".join(exc.known)}) from None
+    if note is not None:  # the person's answer says it in their language
+        note = (_("runtime %(name)s is retired: this ran on its successor, %(successor)s")
+                % {"name": value, "successor": runtime.id})
     return runtime.id, note
 
 

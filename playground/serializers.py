@@ -19,6 +19,8 @@ def run_summary(run: Run) -> dict:
     }
     if getattr(run, "runtime_note", None):
         summary["note"] = run.runtime_note
+    if run.session_id is not None:
+        summary["session"] = str(run.session_id)
     return summary
 
 
@@ -41,6 +43,35 @@ def run_detail(run: Run, *, after: int = 0, limit: int = 1000) -> dict:
         "cpu_ms": run.cpu_ms,
         "peak_memory_kb": run.peak_memory_kb,
         "code": run.code,
+        "stdin": run.stdin,
         "events": page,
         "events_next": page[-1]["seq"] if more else None,
     }
+
+
+def session_detail(session, state: dict) -> dict:
+    """A session as the API and its socket say it: its row and its live state
+    (``actions.sessions.session_state``)."""
+    return {
+        "id": str(session.id),
+        "url": f"/api/sessions/{session.id}",
+        "ws": f"/ws/sessions/{session.id}/",
+        "state": state["state"],
+        "started": bool(state.get("started")),
+        "running": state.get("busy"),
+        "stopped_reason": state.get("stopped_reason"),
+        "runtime": session.runtime,
+        "device": session.device,
+        "idle_timeout_s": session.idle_timeout_s,
+        "cells_run": state.get("cells_run") or 0,
+        "names": state.get("names") or {},
+        "memory_bytes": state.get("memory_bytes"),
+        "last_used_at": _epoch_iso(state.get("last_used")),
+        "created_at": _iso(session.created_at),
+    }
+
+
+def _epoch_iso(ts) -> str | None:
+    from datetime import datetime, UTC
+
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat() if isinstance(ts, (int, float)) else None

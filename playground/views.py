@@ -5,8 +5,14 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.http import Http404, JsonResponse
+import re
+import zlib
+
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.cache import patch_vary_headers
 from django.shortcuts import render
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
@@ -20,8 +26,10 @@ from .gallery import examples
 from .actions.analyse import check_analyse, do_analyse
 from .actions.format import check_format
 from .actions.lint import check_lint, do_lint
-from .actions.runs import check_cancel_run, check_start_run
-from .serializers import run_detail, run_summary
+from .actions.runs import check_cancel_run, check_start_run, profile_of
+from .actions.sessions import check_create_session, check_end_session, check_run_cell, session_state
+from .access import access_session
+from .serializers import run_detail, run_summary, session_detail
 
 
 @api("POST")
@@ -52,12 +60,13 @@ async def api_lint(request):
 
 @api("GET", "POST", "PUT", "PATCH", "DELETE")
 def api_not_found(request, rest: str = ""):
-    raise Http404("no such endpoint; the API is described at /api/openapi.json")
+    raise Http404(_("no such endpoint; the API is described at /api/openapi.json"))
 
 
 def page_context(request) -> dict:
-    """What every page with the editor shows: the unsandboxed banner, the gallery."""
-    return {"unsandboxed": devices.unsandboxed(devices.describe_all()), "examples": examples(),
+    """What every page with the editor shows: the unsandboxed banner, the gallery (in the page's
+    language)."""
+    return {"unsandboxed": devices.unsandboxed(devices.describe_all()), "examples": examples(get_language()),
             "runtimes": runtimes.choices()}
 
 
@@ -100,19 +109,106 @@ def api_runs(request):
 def api_run(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
-        raise Http404("no such run")
+        raise Http404(_("no such run"))
     after = query_int(request, "after", 0, minimum=0)
     limit = query_int(request, "limit", settings.RUN_EVENTS_PAGE, minimum=1, maximum=settings.RUN_EVENTS_PAGE)
     return JsonResponse(run_detail(run, after=after, limit=limit))
+
+
+def accepts_gzip(header: str) -> bool:
+    """Whether an Accept-Encoding header takes gzip (``gzip`` or ``*``, not at ``q=0``)."""
+    quality = {}
+    for part in header.split(","):
+        coding, _sep, params = part.strip().partition(";")
+        found = re.search(r"q\s*=\s*([0-9.]+)", params)
+        try:
+            quality[coding.strip().lower()] = float(found.group(1)) if found else 1.0
+        except ValueError:
+            quality[coding.strip().lower()] = 0.0
+    return quality.get("gzip", quality.get("x-gzip", quality.get("*", 0.0))) > 0
+
+
+def _inflated(data: bytes, chunk: int = 256 * 1024):
+    """A gzipped trace, inflated a piece at a time (never whole in memory)."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    rest = data
+    while rest and not inflate.eof:
+        yield inflate.decompress(rest, chunk)
+        rest = inflate.unconsumed_tail
+    yield inflate.flush()
+
+
+@api("GET", "HEAD")
+def api_run_profile(request, run_id):
+    """A profiled run's trace: Chrome Trace Event Format JSON, gzipped on the wire when the client
+    accepts it (browsers, ``curl --compressed``), inflated a piece at a time for one that does
+    not; ``?download=1`` is the .json.gz file itself, for Perfetto or chrome://tracing. It is the
+    run's own data, which its code could have written: served as data only (an attachment, a
+    sandboxing CSP), never as anything a browser would render."""
+    run = access_run_for_user(run_id, request.user)
+    if run is None:
+        raise Http404(_("no such run"))
+    data = profile_of(run)
+    if data is None:
+        raise Http404(_('this run has no profile: it was not run with options.profile, its profile failed (its '
+                        '"profile" event says why), or it is no longer kept'))
+    name = f"run-{run.id}.trace.json"
+    if request.GET.get("download") in ("1", "true", "yes"):
+        response = HttpResponse(data, content_type="application/gzip")
+        name += ".gz"
+    elif accepts_gzip(request.headers.get("Accept-Encoding", "")):
+        response = HttpResponse(data, content_type="application/json")
+        response["Content-Encoding"] = "gzip"
+    else:
+        response = StreamingHttpResponse(_inflated(data), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    patch_vary_headers(response, ("Accept-Encoding",))
+    response["Cache-Control"] = "private, max-age=86400"  # a run's trace never changes
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response
 
 
 @api("POST")
 def api_run_cancel(request, run_id):
     run = access_run_for_user(run_id, request.user)
     if run is None:
-        raise Http404("no such run")
+        raise Http404(_("no such run"))
     status = check_cancel_run(run, who=clients.request_client(request).person)
     return JsonResponse({"id": str(run.id), "status": status}, status=202)
+
+
+@api("POST")
+def api_sessions(request):
+    """A notebook session: a sandboxed runner that keeps its cells' state (started by its first cell)."""
+    body = parse_json(request) if request.body else {}
+    session = check_create_session(body, client=clients.request_client(request), owner=request.user)
+    return JsonResponse(session_detail(session, session_state(session)), status=201)
+
+
+def _own_session(request, session_id):
+    session = access_session(session_id, clients.request_client(request).person)
+    if session is None:
+        raise Http404(_("no such session"))
+    return session
+
+
+@api("GET", "DELETE")
+def api_session(request, session_id):
+    session = _own_session(request, session_id)
+    if request.method == "DELETE":
+        check_end_session(session)
+        return JsonResponse({"id": str(session.id), "state": "stopped"})
+    return JsonResponse(session_detail(session, session_state(session)))
+
+
+@api("POST")
+def api_session_cells(request, session_id):
+    """A cell, run in the session: answered as POST /api/runs answers a run."""
+    session = _own_session(request, session_id)
+    run = check_run_cell(session, parse_json(request), client=clients.request_client(request), owner=request.user)
+    return JsonResponse(run_summary(run), status=201)
 
 
 @api("GET")

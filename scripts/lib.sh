@@ -70,7 +70,14 @@ build_frontend() {
   fi
   say "building the front end"
   (cd frontend && npm run --silent build)
+  build_messages
   .venv/bin/python manage.py collectstatic --noinput --clear -v0
+}
+
+# The server's catalogues: each <app>/locale/*/LC_MESSAGES/django.po and locale/ compiled to .mo.
+build_messages() {
+  command -v msgfmt >/dev/null || apt_install gettext
+  DEBUG=1 .venv/bin/python manage.py compilemessages -v0 --ignore=.venv --ignore=var --ignore=frontend --ignore=node_modules
 }
 
 redis_answers() {

@@ -5,6 +5,7 @@ lists and search engines)."""
 from __future__ import annotations
 
 from django.db.models import Q
+from django.utils.translation import gettext as _
 
 from web.errors import ActionError
 
@@ -49,7 +50,7 @@ def check_may_cancel(run, who: str) -> None:
     starter = quotas.client_of(str(run.id))
     if who == starter or (run.owner_id is not None and who == f"user:{run.owner_id}"):
         return
-    snippets = Snippet.objects.filter(run=run).exists()
-    kept = "the saved output of a shared snippet" if snippets else "a side of a comparison"
-    raise ActionError(f"this run is {kept}: only whoever started it may cancel it",
-                      status=403)
+    if Snippet.objects.filter(run=run).exists():
+        raise ActionError(_("this run is the saved output of a shared snippet: only whoever started it may cancel it"),
+                          status=403)
+    raise ActionError(_("this run is a side of a comparison: only whoever started it may cancel it"), status=403)

@@ -12,6 +12,8 @@ class Snippet(models.Model):
     slug = models.CharField(max_length=32, unique=True)
     content_hash = models.CharField(max_length=64, unique=True)
     code = models.TextField()
+    # Its standard input ("" for none): its runs read it, byte for byte.
+    stdin = models.TextField(blank=True, default="")
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     device = models.CharField(max_length=40)

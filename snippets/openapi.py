@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from web.openapi import DEVICE, RUNTIME, error, reply
+from playground.openapi import RUN_OPTIONS, STDIN
 
 SLUG = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -68,26 +69,34 @@ def schemas() -> dict:
     return {
         "SnippetRequest": {"type": "object", "required": ["code"], "properties": {
             "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+            "stdin": {**STDIN, "description": "Its runs' standard input, part of its content (the same code with "
+                                              "another stdin is another link)"},
             "title": {"type": "string", "maxLength": 200},
             "description": {"type": "string", "maxLength": 10000, "description": "Markdown"},
             "device": DEVICE,
             "runtime": {**RUNTIME, "description": "The runtime it is pinned to; default: its run's, else the default"},
             "run": {"type": "string", "format": "uuid",
-                    "description": "The run it is shared from (kept when its code and device are these)"},
+                    "description": "The run it is shared from (kept when its code, stdin, device and runtime are "
+                                   "these)"},
             "parent": {"type": "string", "description": "The slug of the snippet this one was forked from"},
         }},
         "ComparisonRequest": {"type": "object", "required": ["code", "sides"], "properties": {
             "code": {"type": "string", "maxLength": settings.RUN_MAX_CODE_BYTES},
+            "stdin": {**STDIN, "description": "Both sides' standard input (a side's own stdin wins); default: "
+                                              "the input of 'snippet', else none"},
             "title": {"type": "string", "maxLength": 200},
             "sides": {"type": "array", "minItems": 2, "maxItems": 2, "description": "A and B", "items": {"oneOf": [
                 {"type": "object", "description": "A new run there", "properties": {
                     "runtime": {**RUNTIME, "description": "Default: the default runtime"},
-                    "device": DEVICE}},
+                    "device": DEVICE,
+                    "options": {**RUN_OPTIONS, "description": "This side's run options, over the request's"},
+                    "stdin": {**STDIN, "description": "This side's standard input, over the request's"}}},
                 {"type": "object", "required": ["run"],
-                 "description": "One of your own runs of this code, or the saved run of 'snippet'",
+                 "description": "One of your own runs of this code and input, or the saved run of 'snippet'",
                  "properties": {"run": {"type": "string", "format": "uuid"}}},
             ]}},
             "snippet": {"type": "string", "description": "The slug of the snippet whose page asked for it"},
+            "options": {**RUN_OPTIONS, "description": "Both new runs' options: {\"profile\": true} profiles both"},
         }},
         "Comparison": {"type": "object", "required": ["slug", "url", "code", "sides", "created_at"], "properties": {
             "slug": {"type": "string"}, "url": {"type": "string", "format": "uri"}, "title": {"type": "string"},
@@ -99,6 +108,7 @@ def schemas() -> dict:
                     "label": {"type": "string", "description": "How the page names it: JAX 0.4.38 · CPU"},
                     "device": DEVICE, "runtime": RUNTIME, "jax": {"type": "string"},
                     "saved": {"type": "boolean", "description": "The snippet's saved run, not a new one"},
+                    "stdin": {"type": "string", "description": "What its run read as its standard input"},
                     "run": {"type": "object", "required": ["id", "status", "ws"], "properties": {
                         "id": {"type": "string", "format": "uuid"}, "status": {"type": "string"},
                         "device": DEVICE, "runtime": RUNTIME, "ws": {"type": "string"},
@@ -121,6 +131,7 @@ def schemas() -> dict:
             "required": ["code", "description", "jax_version", "parent", "forks", "run", "links"],
             "properties": {
                 "code": {"type": "string"}, "description": {"type": "string"},
+                "stdin": {"type": "string", "description": "Its runs' standard input (\"\": none)"},
                 "description_html": {"type": "string", "description": "The description rendered, without raw HTML"},
                 "options": {"type": "object"},
                 "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},

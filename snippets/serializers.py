@@ -30,6 +30,7 @@ def snippet_detail(snippet: Snippet, *, events_after: int = 0, events_limit: int
     return {
         **snippet_summary(snippet),
         "code": snippet.code,
+        "stdin": snippet.stdin,
         "description": snippet.description,
         "description_html": markdown.render(snippet.description),
         "options": snippet.options,
@@ -62,6 +63,7 @@ def comparison_detail(comparison: Comparison) -> dict:
             "runtime": run.runtime,
             "jax": jax_of(current(run.runtime)),
             "saved": comparison.snippet_id is not None and comparison.snippet.run_id == run.id,
+            "stdin": run.stdin,
             "run": {**run_summary(run), "wall_ms": run.wall_ms, "finished_at": run.finished_at.isoformat()
                     if run.finished_at else None},
         } for name, run in zip(SIDES, comparison.sides)],

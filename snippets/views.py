@@ -10,6 +10,7 @@ from functools import wraps
 from django.conf import settings
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.csp import csp_override
 from django.views.decorators.csrf import ensure_csrf_cookie
@@ -37,10 +38,17 @@ ME_PAGE = 50
 def _snippet_or_404(request, slug: str) -> Snippet:
     snippet = access_snippet_for_user(slug, request.user)
     if snippet is None:
-        raise Http404("no such snippet")
+        raise Http404(_("no such snippet"))
     if snippet.removed_at is not None:
-        raise ActionError(f"this snippet was removed ({snippet.removed_reason or 'by the staff'})", status=410)
+        raise ActionError(removed(snippet), status=410)
     return snippet
+
+
+def removed(snippet: Snippet) -> str:
+    """What a removed snippet's API answers (the reason is the staff's own words, as written)."""
+    if snippet.removed_reason:
+        return _("this snippet was removed (%(reason)s)") % {"reason": snippet.removed_reason}
+    return _("this snippet was removed (by the staff)")
 
 
 def _all_events(snippet: Snippet) -> list[dict]:
@@ -71,7 +79,7 @@ def api_snippet(request, slug):
 
 def _signed_in(request):
     if not request.user.is_authenticated:
-        raise ActionError("sign in (a session, or Authorization: Bearer <token>) to see your own snippets",
+        raise ActionError(_("sign in (a session, or Authorization: Bearer <token>) to see your own snippets"),
                           status=401)
     return request.user
 
@@ -91,7 +99,7 @@ def api_me_snippet(request, slug):
     user = _signed_in(request)
     snippet = access_own_snippets(user).filter(slug=slug).first()
     if snippet is None:
-        raise Http404("no such snippet of yours")
+        raise Http404(_("no such snippet of yours"))
     do_hide_snippet(snippet)
     return HttpResponse(status=204)
 
@@ -105,15 +113,17 @@ def _preview(snippet: Snippet, request) -> dict:
     image = None
     if snippet.run_id and snippet.run.events.filter(type=ev.DISPLAY, data__mime="image/png").exists():
         image = request.build_absolute_uri(f"/s/{snippet.slug}/figure.png")
-    return {"title": snippet.title or f"JAX Playground snippet {snippet.slug}",
-            "description": description or "Code in the JAX Playground",
+    return {"title": snippet.title or _("JAX Playground snippet %(slug)s") % {"slug": snippet.slug},
+            "description": description or _("Code in the JAX Playground"),
             "url": request.build_absolute_uri(snippet.get_absolute_url()), "image": image}
 
 
 def _page_data(snippet: Snippet) -> dict:
-    """What the page's script needs: the code and where its saved run is (never run on opening)."""
+    """What the page's script needs: the code, its input and where its saved run is (never run on
+    opening)."""
     return {
-        "slug": snippet.slug, "code": snippet.code, "title": snippet.title, "device": snippet.device,
+        "slug": snippet.slug, "code": snippet.code, "stdin": snippet.stdin, "title": snippet.title,
+        "device": snippet.device,
         # The runtime its runs go to now (a retired id's successor), and the JAX it pins.
         "runtime": current_runtime(snippet.runtime), "runtime_jax": jax_of(snippet.runtime),
         "jax_version": snippet.jax_version or None, "jaxlib_version": snippet.jaxlib_version or None,
@@ -131,7 +141,7 @@ def snippet_view(view):
     def wrapper(request, slug, *args, **kwargs):
         snippet = access_snippet_for_user(slug, request.user)
         if snippet is None:
-            raise Http404("no such snippet")
+            raise Http404(_("no such snippet"))
         if snippet.removed_at is not None:
             return render(request, "snippets/removed.html", {"snippet": snippet}, status=410)
         return view(request, snippet, *args, **kwargs)
@@ -196,10 +206,10 @@ def snippet_figure(request, slug):
     """The saved run's first figure: the image of the link's preview."""
     snippet = access_snippet_for_user(slug, request.user)
     if snippet is None or snippet.removed_at is not None or not snippet.run_id:
-        raise Http404("no figure")
+        raise Http404(_("no figure"))
     event = snippet.run.events.filter(type=ev.DISPLAY, data__mime="image/png").order_by("seq").first()
     if event is None:
-        raise Http404("no figure")
+        raise Http404(_("no figure"))
     response = HttpResponse(base64.b64decode(event.data.get("data") or ""), content_type="image/png")
     response["Cache-Control"] = "public, max-age=31536000, immutable"  # a snippet never changes
     return response
@@ -229,7 +239,7 @@ def api_comparisons(request):
 def _comparison_or_404(request, slug):
     comparison = access_comparison(slug, request.user)
     if comparison is None:
-        raise Http404("no such comparison")
+        raise Http404(_("no such comparison"))
     return comparison
 
 
@@ -246,10 +256,11 @@ def comparison_page(request, slug):
     comparison = _comparison_or_404(request, slug)
     detail = comparison_detail(comparison)
     a, b = detail["sides"]
-    title = comparison.title or f"{a['label']} vs {b['label']}"
+    title = comparison.title or _("%(a)s vs %(b)s") % {"a": a["label"], "b": b["label"]}
     context = page_context(request) | {
         "comparison": comparison, "comparison_data": detail, "comparison_title": title,
         "preview": {"title": title, "url": request.build_absolute_uri(comparison.get_absolute_url()),
-                    "description": f"The same code on {a['label']} and on {b['label']}, side by side"},
+                    "description": _("The same code on %(a)s and on %(b)s, side by side")
+                    % {"a": a["label"], "b": b["label"]}},
     }
     return render(request, "snippets/comparison.html", context)

@@ -12,6 +12,7 @@ other's queued runs, and a test database of its own (pytest-django names it afte
 
 import atexit
 import os
+from pathlib import Path
 import shutil
 import signal
 import socket
@@ -53,6 +54,10 @@ def _private_redis() -> str:
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["TEST_REDIS_URL"] = _private_redis()
+# The suite's own SQLite file (the controller names it; its workers inherit the name and add their
+# own suffix): two runs side by side on one checkout never share one.
+os.environ.setdefault("TEST_DATABASE_NAME",
+                      str(Path(__file__).resolve().parents[1] / "var" / f"test-{os.getpid()}.sqlite3"))
 # Tests use their own Redis database so they never see a developer's runs.
 os.environ.setdefault("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 os.environ["REDIS_URL"] = os.environ["TEST_REDIS_URL"]

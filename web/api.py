@@ -16,6 +16,8 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.csrf import csrf_exempt
 
 from . import clients
@@ -23,9 +25,13 @@ from .errors import ActionError
 
 log = logging.getLogger("playground")
 
+QUEUE_UNREACHABLE = gettext_lazy("the playground's queue is unreachable for a moment; try again in a few seconds")
+
 
 def error(message: str, status: int, headers: dict | None = None, data: dict | None = None) -> JsonResponse:
-    response = JsonResponse({"error": message, **(data or {})}, status=status)
+    """A JSON error: ``error`` is what a person reads, in the request's language (a lazy text is
+    made one now); the other fields are for programs and stay as they are."""
+    response = JsonResponse({"error": str(message), **(data or {})}, status=status)
     for k, v in (headers or {}).items():
         response[k] = v
     return response
@@ -39,7 +45,8 @@ def api(*methods: str):
     def decorate(view):
         def refused(request):
             if request.method not in methods:
-                return error(f"method {request.method} not allowed; use {', '.join(methods)}", 405,
+                return error(_("method %(method)s not allowed; use %(methods)s")
+                             % {"method": request.method, "methods": ", ".join(methods)}, 405,
                              {"Allow": ", ".join(methods)})
             return None
 
@@ -47,10 +54,9 @@ def api(*methods: str):
             if isinstance(exc, ActionError):
                 return error(exc.message, exc.status, exc.headers, exc.data)
             if isinstance(exc, Http404):
-                return error(str(exc) or "not found", 404)
+                return error(str(exc) or _("not found"), 404)
             log.warning("Redis is unreachable (%s); %s %s answered 503", exc, request.method, request.path)
-            return error("the playground's queue is unreachable for a moment; try again in a few seconds",
-                         503, {"Retry-After": "5"})
+            return error(QUEUE_UNREACHABLE, 503, {"Retry-After": "5"})
 
         handled = (ActionError, Http404, redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 
@@ -102,20 +108,21 @@ def _authenticator():
 
 def parse_json(request):
     if request.content_type not in ("application/json", ""):
-        raise ActionError("send the body as JSON (Content-Type: application/json)", status=415)
+        raise ActionError(_("send the body as JSON (Content-Type: application/json)"), status=415)
     try:
         body = request.body
     except RequestDataTooBig:
         raise ActionError(
-            f"the body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024} KiB; code may be at "
-            f"most {settings.RUN_MAX_CODE_BYTES} bytes ({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
+            _("the body is over %(body_kib)s KiB; code may be at most %(code_bytes)s bytes (%(code_kib)s KiB)")
+            % {"body_kib": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024, "code_bytes": settings.RUN_MAX_CODE_BYTES,
+               "code_kib": settings.RUN_MAX_CODE_BYTES // 1024}
         ) from None
     try:
         return json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ActionError(f"the body is not valid JSON: {exc}") from None
+        raise ActionError(_("the body is not valid JSON: %(reason)s") % {"reason": exc}) from None
     except RecursionError:
-        raise ActionError("the body is not valid JSON here: it is nested too deeply") from None
+        raise ActionError(_("the body is not valid JSON here: it is nested too deeply")) from None
 
 
 def plain_text(value: str, name: str) -> str:
@@ -124,9 +131,11 @@ def plain_text(value: str, name: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ActionError(f"'{name}' is not valid Unicode text (a lone surrogate at character {exc.start})") from None
+        raise ActionError(_("'%(name)s' is not valid Unicode text (a lone surrogate at character %(at)s)")
+                          % {"name": name, "at": exc.start}) from None
     if "\x00" in value:
-        raise ActionError(f"'{name}' holds a NUL character (at character {value.index(chr(0))})")
+        raise ActionError(_("'%(name)s' holds a NUL character (at character %(at)s)")
+                          % {"name": name, "at": value.index(chr(0))})
     return value
 
 
@@ -138,16 +147,16 @@ def text(payload: dict, name: str, limit: int, *, required: bool = False, strip:
     value = payload.get(name)
     if value is None:
         if required:
-            raise ActionError(f"'{name}' is required")
+            raise ActionError(_("'%(name)s' is required") % {"name": name})
         return default
     if not isinstance(value, str):
-        raise ActionError(f"'{name}' must be a string")
+        raise ActionError(_("'%(name)s' must be a string") % {"name": name})
     plain_text(value, name)
     if strip:
         value = value.strip()
     size = len(value.encode("utf-8")) if unit == "bytes" else len(value)
     if size > limit:
-        raise ActionError(f"'{name}' is {size} {unit}; the limit is {limit}", status=status)
+        raise ActionError(_too_long(name, size, unit, limit), status=status)
     return value
 
 
@@ -158,11 +167,21 @@ def query_int(request, name: str, default: int, *, minimum: int = 0, maximum: in
     try:
         value = int(raw)
     except ValueError:
-        raise ActionError(f"'{name}' must be an integer") from None
+        raise ActionError(_("'%(name)s' must be an integer") % {"name": name}) from None
     if value < minimum or (maximum is not None and value > maximum):
-        bound = f"from {minimum} to {maximum}" if maximum is not None else f"at least {minimum}"
-        raise ActionError(f"'{name}' must be {bound}")
+        if maximum is not None:
+            raise ActionError(_("'%(name)s' must be from %(minimum)s to %(maximum)s")
+                              % {"name": name, "minimum": minimum, "maximum": maximum})
+        raise ActionError(_("'%(name)s' must be at least %(minimum)s") % {"name": name, "minimum": minimum})
     return value
+
+
+def _too_long(name: str, size: int, unit: str, limit: int) -> str:
+    """``text``'s refusal of a value over its limit, in ``unit`` (bytes or characters)."""
+    values = {"name": name, "size": size, "limit": limit}
+    if unit == "characters":
+        return _("'%(name)s' is %(size)s characters; the limit is %(limit)s") % values
+    return _("'%(name)s' is %(size)s bytes; the limit is %(limit)s") % values
 
 
 def client_address(request) -> str:

@@ -1,4 +1,5 @@
-"""The ASGI application: Django for HTTP, Channels for websockets (daphne serves both)."""
+"""The ASGI application: Django for HTTP, Channels for websockets (daphne serves both), and in
+front of Django the assistants' MCP endpoint at /mcp (assistants/asgi.py)."""
 
 import os
 
@@ -18,11 +19,12 @@ django_asgi_app = ASGIHandler()
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from assistants.asgi import mount  # noqa: E402 - needs Django set up first
 from courses.routing import websocket_urlpatterns as course_sockets  # noqa: E402
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from web.origins import site_or_script  # noqa: E402 - needs Django set up first
 
 application = ProtocolTypeRouter({
-    "http": django_asgi_app,
+    "http": mount(django_asgi_app),
     "websocket": site_or_script(AuthMiddlewareStack(URLRouter(websocket_urlpatterns + course_sockets))),
 })

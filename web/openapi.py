@@ -9,7 +9,7 @@ from importlib import import_module
 from executor.registry import DEVICE_PATTERN as _DEVICE_PATTERN
 
 # The apps whose parts make the document, in its order.
-PARTS = ("playground.openapi", "snippets.openapi", "accounts.openapi", "courses.openapi")
+PARTS = ("playground.openapi", "snippets.openapi", "notebooks.openapi", "accounts.openapi", "courses.openapi")
 
 DEVICE_PATTERN = _DEVICE_PATTERN.pattern
 # A kind (cpu, gpu, tpu) or a specific device kind of one, as workers advertise it (gpu:h200).

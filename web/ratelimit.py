@@ -2,13 +2,16 @@
 sign-ins, drafts, dashboards, the editor's requests. ``who`` is a client or person key
 (``web.clients``: which counts for which limit is said there) or, for sign-in failures, an
 account's name; a person signed out is also counted in their room (``check_rate_in_room``).
-Every refusal is the same 429: ``{"error", "limit": "rate", "retry_after"}`` and a Retry-After."""
+Every refusal is the same 429: ``{"error", "limit": "rate", "retry_after"}`` and a Retry-After.
+``what`` names what is counted in the refusal a person reads: a lazy text (``gettext_lazy``), so
+that it is said in the language of whoever is refused."""
 
 from __future__ import annotations
 
 import time
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from .errors import ActionError
 from .redis import get_redis
@@ -20,9 +23,17 @@ def _key(bucket: str, who: str, window_s: int, now: float) -> str:
 
 def _refuse(what: str, limit: int, window_s: int, now: float) -> ActionError:
     retry = max(1, int(window_s - now % window_s))
-    per = {60: "a minute", 900: "in 15 minutes", 3600: "an hour"}.get(window_s, f"per {window_s} s")
-    return ActionError(f"too many {what}: at most {limit} {per}; try again in {retry} s",
-                       status=429, headers={"Retry-After": str(retry)}, data={"limit": "rate", "retry_after": retry})
+    values = {"what": what, "limit": limit, "retry": retry, "window": window_s}
+    if window_s == 60:
+        message = _("too many %(what)s: at most %(limit)s a minute; try again in %(retry)s s") % values
+    elif window_s == 900:
+        message = _("too many %(what)s: at most %(limit)s in 15 minutes; try again in %(retry)s s") % values
+    elif window_s == 3600:
+        message = _("too many %(what)s: at most %(limit)s an hour; try again in %(retry)s s") % values
+    else:
+        message = _("too many %(what)s: at most %(limit)s per %(window)s s; try again in %(retry)s s") % values
+    return ActionError(message, status=429, headers={"Retry-After": str(retry)},
+                       data={"limit": "rate", "retry_after": retry})
 
 
 def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str, *, redis=None) -> None:
@@ -36,7 +47,7 @@ def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str, *, r
     pipe = (redis or get_redis()).pipeline()
     pipe.incr(key)
     pipe.expire(key, window_s + 1)
-    count, _ = pipe.execute()
+    count, _expiry = pipe.execute()
     if count > limit:
         raise _refuse(what, limit, window_s, now)
 
@@ -46,8 +57,12 @@ def check_rate_in_room(bucket: str, who: str, room: str | None, limit: int, wind
     (``room``: everyone signed out at their address), which may have ROOM_SIZE times as many."""
     check_rate(bucket, who, limit, window_s, what)
     if room is not None and limit:
-        check_rate(bucket, room, limit * settings.ROOM_SIZE, window_s,
-                   f"{what} from everyone signed out at your address")
+        check_rate(bucket, room, limit * settings.ROOM_SIZE, window_s, from_your_address(what))
+
+
+def from_your_address(what: str) -> str:
+    """``what``, counted for everyone signed out at the person's address together."""
+    return _("%(what)s from everyone signed out at your address") % {"what": what}
 
 
 def check_count(bucket: str, who: str, limit: int, window_s: int, what: str) -> None:

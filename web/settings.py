@@ -48,7 +48,7 @@ TRUSTED_PROXIES = env_int("TRUSTED_PROXIES", 0, minimum=0)
 # suite, a trial run) is plain http, and a Secure cookie would never come back from it.
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
 HTTPS = env_bool("HTTPS", not DEBUG and any(h not in _LOOPBACK_HOSTS for h in ALLOWED_HOSTS))
-SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = LANGUAGE_COOKIE_SECURE = HTTPS
 if HTTPS:
     # A year, as `check --deploy` asks; the subdomains and the browsers' preload list are the
     # domain owner's to choose (they bind every other site under it).
@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "snippets",
     "accounts",
     "courses",
+    "notebooks",
     "ops",  # manage.py backup, manage.py restore
 ]
 
@@ -93,9 +94,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language of pages, mails and API errors: the person's choice (cookie), else the
+    # browser's Accept-Language, else English; the control on every page and a signed-in person's account
+    # set it (web/languages.py).
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "web.languages.AccountLanguage",  # a signed-in person's language, in a browser without the cookie
     "web.clients.BrowserMiddleware",  # a browser's own identity, signed out (web/clients.py)
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -131,6 +137,7 @@ TEMPLATES = [
         "OPTIONS": {"context_processors": [
             "django.template.context_processors.request",
             "django.template.context_processors.csrf",
+            "django.template.context_processors.i18n",
             "django.contrib.auth.context_processors.auth",
             "django.contrib.messages.context_processors.messages",
         ]},
@@ -161,8 +168,10 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     })
-    # A file, not memory, so the test suite's worker processes share the test database.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    # A file, not memory, so the test suite's worker processes share the test database; one of
+    # its own for each run of the suite (tests/testenv.py names it), so that two runs side by
+    # side on one checkout never write to each other's.
+    DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", str(VAR_DIR / "test.sqlite3"))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -266,6 +275,27 @@ RUN_QUOTAS = {kind: _quotas(kind) for kind in RUN_DEVICE_KINDS}
 RUN_QUEUE_TIMEOUT_S = env_int("RUN_QUEUE_TIMEOUT_S", 600, minimum=30)
 # GET /api/runs/<id> returns a run's events a page at a time.
 RUN_EVENTS_PAGE = env_int("RUN_EVENTS_PAGE", 1000, minimum=10)
+
+# Notebook sessions (executor/sessions.py): a session held idle this long is stopped by its node
+# (which may hold it less: EXECUTOR_SESSION_IDLE_S), and its page says so; the sessions one person
+# may hold at once (each holds a node's memory while idle; a cell holds a run's slot while it runs).
+SESSION_IDLE_TIMEOUT_S = env_int("SESSION_IDLE_TIMEOUT_S", 1200, minimum=5)
+SESSION_MAX_PER_CLIENT = env_int("SESSION_MAX_PER_CLIENT", 3, minimum=1)
+# ...and everyone signed out at one address together (a room: ROOM_SIZE people, one session each
+# on average), so that a client minting browser identities cannot fill the nodes' sessions.
+SESSION_MAX_PER_ROOM = env_int("SESSION_MAX_PER_ROOM", ROOM_SIZE, minimum=1)
+# New sessions one person may start an hour (a restore is a new session).
+SESSION_RATE_LIMIT_PER_HOUR = env_int("SESSION_RATE_LIMIT_PER_HOUR", 60, minimum=1)
+
+# Notebooks: shared notebooks one client may make an hour (as snippets); the cells of one notebook
+# and their sources' bytes in all (a cell's source is at most RUN_MAX_CODE_BYTES); the notebooks one
+# person may keep; the largest .ipynb file an import reads (its outputs are dropped; no body passes
+# MAX_REQUEST_BYTES anyway).
+NOTEBOOK_SHARE_RATE_LIMIT_PER_HOUR = env_int("NOTEBOOK_SHARE_RATE_LIMIT_PER_HOUR", 120, minimum=0)
+NOTEBOOK_MAX_CELLS = env_int("NOTEBOOK_MAX_CELLS", 300, minimum=1)
+NOTEBOOK_MAX_BYTES = env_int("NOTEBOOK_MAX_BYTES", 512 * 1024, minimum=1024)
+NOTEBOOK_MAX_PER_PERSON = env_int("NOTEBOOK_MAX_PER_PERSON", 1000, minimum=1)
+NOTEBOOK_IMPORT_MAX_BYTES = env_int("NOTEBOOK_IMPORT_MAX_BYTES", MAX_REQUEST_BYTES, minimum=1024)
 
 # Sharing and accounts. Snippets one client (address) and one account may share an hour; sign-ups
 # one address may make an hour. Mail (password resets) goes to the console unless EMAIL_BACKEND
@@ -383,6 +413,18 @@ WHITENOISE_AUTOREFRESH = STATIC_FROM_SOURCE
 
 USE_TZ = True
 TIME_ZONE = "UTC"
+
+# Two languages: English and Simplified Chinese. Each app keeps its catalogue in <app>/locale/,
+# the project package's in web/locale/. The .mo files are built from the .po files by
+# `manage.py compilemessages` (scripts/lib.sh), never committed. The front end has its own
+# catalogues (frontend/src/i18n/), bundled with it.
+USE_I18N = True
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LOCALE_PATHS = [BASE_DIR / "web" / "locale"]
+LANGUAGE_COOKIE_NAME = "playground_language"
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 
 # Log lines on stderr: JSON objects, one a line, with the run a line concerns (executor/logs.py,
 # shared with the executor), or text for people (LOG_FORMAT=text, what scripts/dev sets).

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.translation import gettext as _
 
 from executor import registry
 from playground import quotas
@@ -33,13 +34,15 @@ def _parse_due(value):
     if value is None:
         return None
     if not isinstance(value, str):
-        raise ActionError("'due' must be a date and time in ISO 8601 (2026-03-01T23:59:00Z) or null")
+        raise ActionError(_("'%(name)s' must be a date and time in ISO 8601 (2026-03-01T23:59:00Z) or null")
+                          % {"name": "due"})
     try:
         parsed = parse_datetime(value.strip())
     except ValueError:
         parsed = None
     if parsed is None:
-        raise ActionError(f"'due' is not a date and time in ISO 8601 (2026-03-01T23:59:00Z): {value!r}")
+        raise ActionError(_("'%(name)s' is not a date and time in ISO 8601 (2026-03-01T23:59:00Z): %(value)s")
+                          % {"name": "due", "value": repr(value)})
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)  # without an offset, a time is UTC (the API's clock)
     return parsed
@@ -49,16 +52,18 @@ def _parse_limits(value) -> dict:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ActionError(f"'limits' must be an object with any of {', '.join(settings.RUN_LIMITS)}")
+        raise ActionError(_("'%(name)s' must be an object with any of %(limits)s")
+                          % {"name": "limits", "limits": ", ".join(settings.RUN_LIMITS)})
     limits = {}
     for key, number in value.items():
         if key not in settings.RUN_LIMITS:
-            raise ActionError(f"unknown limit {key!r}; an assignment may narrow {', '.join(settings.RUN_LIMITS)}")
+            raise ActionError(_("unknown limit %(limit)s; an assignment may narrow %(limits)s")
+                              % {"limit": repr(key), "limits": ", ".join(settings.RUN_LIMITS)})
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) or number <= 0:
-            raise ActionError(f"limit {key!r} must be a positive number")
+            raise ActionError(_("limit %(limit)s must be a positive number") % {"limit": repr(key)})
         if number > settings.RUN_LIMITS[key]:
-            raise ActionError(f"limit {key!r} may be at most {settings.RUN_LIMITS[key]} (the playground's own); "
-                              f"an assignment can only narrow limits")
+            raise ActionError(_("limit %(limit)s may be at most %(max)s (the playground's own); an assignment can "
+                                "only narrow limits") % {"limit": repr(key), "max": settings.RUN_LIMITS[key]})
         limits[key] = number
     return limits
 
@@ -68,7 +73,7 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
     title = text(payload, "title", TITLE_MAX, required=creating, strip=True)
     if title is not None:
         if not title:
-            raise ActionError("'title' must not be empty")
+            raise ActionError(_("'%(name)s' must not be empty") % {"name": "title"})
         fields["title"] = title
     for name, limit in (("description", DESCRIPTION_MAX), ("starter_code", settings.RUN_MAX_CODE_BYTES),
                         ("reference_solution", settings.RUN_MAX_CODE_BYTES),
@@ -87,7 +92,7 @@ def _assignment_fields(payload: dict, *, creating: bool) -> dict:
         fields["due_at"] = _parse_due(payload["due"])
     if "results_before_due" in payload:
         if not isinstance(payload["results_before_due"], bool):
-            raise ActionError("'results_before_due' must be true or false")
+            raise ActionError(_("'%(name)s' must be true or false") % {"name": "results_before_due"})
         fields["results_before_due"] = payload["results_before_due"]
     if "limits" in payload:
         fields["limits"] = _parse_limits(payload["limits"])

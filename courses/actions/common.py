@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from django.utils.translation import gettext as _
+
 from playground import quotas
 from web.clients import client_key
 from web.errors import ActionError
@@ -23,13 +25,13 @@ def _who(user) -> str:
 
 def _object(payload) -> dict:
     if not isinstance(payload, dict):
-        raise ActionError("the request body must be a JSON object")
+        raise ActionError(_("the request body must be a JSON object"))
     return payload
 
 
 def _not_archived(course: Course) -> None:
     if course.archived_at is not None:
-        raise ActionError("this course is archived: it is read-only", status=409)
+        raise ActionError(_("this course is archived: it is read-only"), status=409)
 
 
 @contextmanager

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from web.api import text
 from web.errors import ActionError
@@ -15,20 +17,21 @@ from .common import TITLE_MAX, _object, _who
 
 # Far more than a person makes by hand; a script's runaway loop stops here.
 COURSES_PER_HOUR = 30
+COURSES_CREATED = gettext_lazy("courses created")
 
 
 def check_create_course(payload, *, user) -> Course:
     payload = _object(payload)
     title = text(payload, "title", TITLE_MAX, required=True, strip=True)
     if not title:
-        raise ActionError("'title' must not be empty")
-    check_rate("courses", _who(user), COURSES_PER_HOUR, 3600, "courses created")
+        raise ActionError(_("'%(name)s' must not be empty") % {"name": "title"})
+    check_rate("courses", _who(user), COURSES_PER_HOUR, 3600, COURSES_CREATED)
     return do_create_course(user, title)
 
 
 def do_create_course(user, title: str) -> Course:
     """A new course, taught by ``user``, with a join code no other course has."""
-    for _ in range(10):
+    for _attempt in range(10):
         try:
             with transaction.atomic():
                 course = Course.objects.create(title=title, created_by=user, join_code=new_join_code())
@@ -36,14 +39,14 @@ def do_create_course(user, title: str) -> Course:
                 return course
         except IntegrityError:  # the code is taken (1 in 10^12 per course): draw another
             continue
-    raise ActionError("could not find a free join code", status=500)
+    raise ActionError(_("could not find a free join code"), status=500)
 
 
 def check_archive_course(course: Course, payload) -> Course:
     payload = {} if payload is None else _object(payload)
     archived = payload.get("archived", True)
     if not isinstance(archived, bool):
-        raise ActionError("'archived' must be true or false")
+        raise ActionError(_("'%(name)s' must be true or false") % {"name": "archived"})
     return do_archive_course(course, archived)
 
 

@@ -11,6 +11,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from web.api import text
 from web.errors import ActionError
@@ -26,8 +28,13 @@ JOINS_PER_HOUR = 30  # join codes have 40 bits; this keeps anyone from trying th
 # a way to try usernames in bulk.
 INVITATIONS_PER_HOUR = 60
 INVITATION_DAYS = 14
-REMOVED = ("you were removed from this course by its instructors; ask one of them to invite you "
-           "again or to let you back in")
+REMOVED = gettext_lazy("you were removed from this course by its instructors; ask one of them to invite you "
+                       "again or to let you back in")
+# What the limits count, as their refusals name it (``web.ratelimit``).
+JOIN_ATTEMPTS = gettext_lazy("attempts to join a course")
+JOIN_MISSES = gettext_lazy("join codes that name no course")
+INVITATIONS = gettext_lazy("invitations")
+SIGN_UPS_THROUGH_LINK = gettext_lazy("sign-ups through this course's join link")
 
 
 def normalize_join_code(code: str) -> str:
@@ -41,10 +48,10 @@ def check_join_course(payload, *, user) -> Membership:
     check_join_rate(user)
     code = normalize_join_code(code)
     if len(code) > 16 or any(c not in JOIN_CODE_ALPHABET for c in code):
-        raise ActionError("no course has this join code", status=404)
+        raise ActionError(_("no course has this join code"), status=404)
     course = Course.objects.filter(join_code=code).first()
     if course is None:
-        raise ActionError("no course has this join code", status=404)
+        raise ActionError(_("no course has this join code"), status=404)
     existing = Membership.objects.select_related("course").filter(course=course, user=user).first()
     if existing is not None:
         return existing  # joining again changes nothing: instructors stay instructors
@@ -55,7 +62,7 @@ def check_join_course(payload, *, user) -> Membership:
 
 def check_join_rate(user) -> None:
     """Joining and looking a join code up count together (the join page shows a code's course)."""
-    check_rate("course-joins", _who(user), JOINS_PER_HOUR, 3600, "attempts to join a course")
+    check_rate("course-joins", _who(user), JOINS_PER_HOUR, 3600, JOIN_ATTEMPTS)
 
 
 def check_join_link(code: str, *, client: str) -> Course | None:
@@ -64,7 +71,7 @@ def check_join_link(code: str, *, client: str) -> Course | None:
     address open it at once: only codes that name no course count against the address, and once
     it has tried JOINS_PER_HOUR of those this hour it is refused (429), so codes still cannot be
     tried in bulk."""
-    check_count("course-join-misses", client, JOINS_PER_HOUR, 3600, "join codes that name no course")
+    check_count("course-join-misses", client, JOINS_PER_HOUR, 3600, JOIN_MISSES)
     code = normalize_join_code(code)
     course = None
     if code and len(code) <= 16 and all(c in JOIN_CODE_ALPHABET for c in code):
@@ -91,8 +98,7 @@ def sign_up_bucket(course: Course) -> tuple[str, int, str]:
     sign-ups (``accounts.actions.check_sign_up``): a class signs up there together, often behind one
     address. At most SIGNUP_RATE_LIMIT_PER_COURSE_HOUR an hour through this course's link, from any
     addresses, and as many from one address through any course's."""
-    return (f"course:{course.pk}", settings.SIGNUP_RATE_LIMIT_PER_COURSE_HOUR,
-            "sign-ups through this course's join link")
+    return (f"course:{course.pk}", settings.SIGNUP_RATE_LIMIT_PER_COURSE_HOUR, SIGN_UPS_THROUGH_LINK)
 
 
 def check_not_banned(course: Course, user) -> None:
@@ -127,11 +133,11 @@ def check_add_member(acting: Membership, payload) -> dict:
     _not_archived(course)
     username = text(payload, "username", 150, required=True, strip=True)
     if not username:
-        raise ActionError("'username' must not be empty")
+        raise ActionError(_("'%(name)s' must not be empty") % {"name": "username"})
     role = payload.get("role", INSTRUCTOR)
     if role not in ROLES:
-        raise ActionError(f"'role' must be one of {', '.join(ROLES)}")
-    check_rate("course-invitations", _who(acting.user), INVITATIONS_PER_HOUR, 3600, "invitations")
+        raise ActionError(_("'%(name)s' must be one of %(choices)s") % {"name": "role", "choices": ", ".join(ROLES)})
+    check_rate("course-invitations", _who(acting.user), INVITATIONS_PER_HOUR, 3600, INVITATIONS)
     user = get_user_model().objects.filter(username=username, is_active=True).first()
     member = None if user is None else Membership.objects.filter(course=course, user=user).first()
     if member is not None and (role == STUDENT or member.role == INSTRUCTOR):
@@ -151,7 +157,7 @@ def invitation_for_instructors(invitation: Invitation) -> dict:
 
 def do_invite(course: Course, username: str, user, role: str, *, by) -> Invitation:
     """Invite ``username`` (``user``: who has it, None for no one); inviting again renews it."""
-    invitation, _ = Invitation.objects.update_or_create(course=course, username=username, defaults={
+    invitation, _created = Invitation.objects.update_or_create(course=course, username=username, defaults={
         "user": user, "role": role, "invited_by": by,
         "expires_at": timezone.now() + timedelta(days=INVITATION_DAYS)})
     return invitation
@@ -169,7 +175,7 @@ def check_answer_invitation(invitation_id, user, *, accept: bool) -> Membership 
     pk = _id(invitation_id)
     invitation = None if pk is None else pending_invitations(user).filter(pk=pk).first()
     if invitation is None:
-        raise ActionError("no such invitation of yours (it may have lapsed or been answered)", status=404)
+        raise ActionError(_("no such invitation of yours (it may have lapsed or been answered)"), status=404)
     if not accept:
         Invitation.objects.filter(pk=invitation.pk).delete()
         return None
@@ -206,13 +212,13 @@ def do_set_member(course: Course, user, role: str) -> Membership:
 def _keep_an_instructor(course: Course, leaving: Membership) -> None:
     others = Membership.objects.filter(course=course, role=INSTRUCTOR).exclude(pk=leaving.pk)
     if not others.exists():
-        raise ActionError("a course needs an instructor: add another one first", status=409)
+        raise ActionError(_("a course needs an instructor: add another one first"), status=409)
 
 
 def _check_not_the_creator(acting: Membership, target: Membership) -> None:
     """A co-instructor cannot remove or step down the course's creator (who may leave)."""
     if target.user_id == acting.course.created_by_id and target.user_id != acting.user_id:
-        raise ActionError("the course's creator cannot be removed or made a student by another instructor",
+        raise ActionError(_("the course's creator cannot be removed or made a student by another instructor"),
                           status=403)
 
 
@@ -225,7 +231,7 @@ def check_remove_member(acting: Membership, user_id) -> None:
     target_id = _id(user_id)
     target = None if target_id is None else Membership.objects.filter(course=course, user_id=target_id).first()
     if target is None or (not acting.is_instructor and target.user_id != acting.user_id):
-        raise ActionError("no such member of this course", status=404)
+        raise ActionError(_("no such member of this course"), status=404)
     _not_archived(course)
     _check_not_the_creator(acting, target)
     with transaction.atomic():
@@ -250,5 +256,5 @@ def check_lift_ban(course: Course, user_id) -> None:
     """An instructor lets a removed person back: they may join by the code again."""
     target_id = _id(user_id)
     if target_id is None or not Ban.objects.filter(course=course, user_id=target_id).exists():
-        raise ActionError("no one removed from this course has this id", status=404)
+        raise ActionError(_("no one removed from this course has this id"), status=404)
     Ban.objects.filter(course=course, user_id=target_id).delete()

@@ -6,15 +6,17 @@ instructor's, queued below every run a person waits for."""
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from executor import registry
 from playground import quotas
-from playground.actions.runs import check_code, do_start_run
+from playground.actions.runs import check_code, check_stdin, do_start_run
 from playground.devices import check_online
 from playground.models import Run
 from playground.runtimes import current as current_runtime
@@ -24,6 +26,8 @@ from ..dashboard import broadcast_on_commit, regrade_item, run_item, submission_
 from ..grading import queue_grading
 from ..models import Assignment, CourseRun, Membership, Submission
 from .common import _given_back_on_failure, _instructors_run, _not_archived, _object, _who
+
+REGRADES = gettext_lazy("regrades")
 
 
 def _check_admit(assignment: Assignment, user) -> tuple[uuid.UUID, int]:
@@ -49,17 +53,20 @@ def _admitted(assignment: Assignment, payload, user, start):
 
 
 def check_start_course_run(assignment: Assignment, payload, *, user) -> Run:
-    """A free run of the assignment's device and limits, without its checks."""
-    return _admitted(assignment, payload, user, do_start_course_run)
+    """A free run of the assignment's device and limits, without its checks, reading the
+    ``stdin`` it was given (a submission reads none: the checks call the code)."""
+    stdin = check_stdin(_object(payload).get("stdin"))
+    return _admitted(assignment, payload, user, partial(do_start_course_run, stdin=stdin))
 
 
 def do_start_course_run(assignment: Assignment, user, code: str, *, run_id: uuid.UUID | None = None,
-                        priority: int = 0) -> Run:
+                        priority: int = 0, stdin: str = "") -> Run:
     with transaction.atomic():
         # What a student's run compiles is not offered to the node's compile cache (it still loads
         # from it): an entry's name can be tested for, and a student's modules hold their answers.
         run = do_start_run(code, assignment.device, owner=user, limits=assignment.limits, run_id=run_id,
-                           priority=priority, runtime=assignment.runtime, options={"private_compiles": True})
+                           priority=priority, runtime=assignment.runtime, options={"private_compiles": True},
+                           stdin=stdin)
         course_run = CourseRun.objects.create(run=run, assignment=assignment, student=user)
         broadcast_on_commit(assignment.course_id, lambda: run_item(run, course_run.student_id, assignment.pk))
     return run
@@ -100,7 +107,7 @@ def check_regrade(assignment: Assignment, *, user=None) -> int:
     check_online(assignment.device, current_runtime(assignment.runtime))
     who = _who(user) if user is not None else None
     if who is not None:
-        check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, "regrades")
+        check_rate("regrades", who, settings.REGRADE_RATE_LIMIT_PER_HOUR, 3600, REGRADES)
         # len(), not count(): Django 6.1 on SQLite counts a grouped values_list with an empty SELECT.
         runs = len(_latest_submissions(assignment))
         quotas.check_admit_regrade(who, registry.route(assignment.device, current_runtime(assignment.runtime)), runs)

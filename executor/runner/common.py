@@ -94,6 +94,22 @@ def deadline() -> float | None:
     return _deadline[0]
 
 
+# How many lines the run's standard input has (None: it has none), for explaining an input()
+# that finds no more.
+_input_lines: list[int | None] = [None]
+
+
+def set_input(text: str | None) -> None:
+    """The run's standard input: its lines are counted as input() reads them, at each "\n" (a
+    last line without one counts too)."""
+    _input_lines[0] = text.count("\n") + (not text.endswith("\n")) if text else None
+
+
+def input_lines() -> int | None:
+    """How many lines the run's standard input has; None when the run has none."""
+    return _input_lines[0]
+
+
 def send(type_: str, **fields) -> bool:
     """Send one event to the supervisor (flushing the snippet's output first, so that the page
     shows them in the order they happened)."""

@@ -21,7 +21,8 @@ import sys
 from . import capture, common, compilecache, display, explain, fonts, notebook
 
 # capture_off: a run's options turned capture off (a lean runner then installs none when jax comes).
-_state = {"capture": False, "capture_off": False}
+# profile: the run's options asked for a profile (runner/profile.py).
+_state = {"capture": False, "capture_off": False, "profile": False}
 
 
 def libraries() -> dict[str, str]:
@@ -130,6 +131,21 @@ def configure(options: dict | None) -> None:
         _state["capture_off"] = True
     if options.get("compile_cache") is False:  # every compilation XLA's own, measured as such
         compilecache.use(None)
+    _state["profile"] = options.get("profile") is True
+
+
+def start_profile(channel):
+    """The run's profile, started, when its options asked for one (None otherwise; said on the
+    channel when it cannot start)."""
+    if not _state["profile"]:
+        return None
+    from .profile import Profile
+
+    profile = Profile.start()
+    if isinstance(profile, str):
+        channel.send("profile_trace", error=profile)
+        return None
+    return profile
 
 
 def run(source: str, namespace: dict) -> None:

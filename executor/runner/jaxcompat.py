@@ -375,3 +375,149 @@ class CompilePoint:
 
 def compile_point() -> CompilePoint:
     return CompilePoint()
+
+
+# The profiler (runner/profile.py) ---------------------------------------------------------------
+
+def profiler_start(python_tracer: bool = True):
+    """A profiler session, started. JAX's own ``ProfileSession`` where it has one (0.7 and
+    later: a snippet's own ``jax.profiler.start_trace`` then says one is running), which stops
+    into jaxlib's ProfileData; before it, XLA's ``ProfilerSession``, which stops into XSpace
+    bytes (read by runner/xspace.py). The backend is started first, as JAX does, or its devices'
+    tracers would miss the run."""
+    from jax._src import xla_bridge
+
+    xla_bridge.get_backend()
+    try:
+        from jax._src.profiler import ProfileSession
+    except ImportError:
+        ProfileSession = None
+    try:
+        from jax._src.lib import _profiler as xla_profiler
+    except ImportError:  # JAX 0.4: under xla_client
+        from jax._src.lib import xla_client
+
+        xla_profiler = xla_client.profiler
+    options = xla_profiler.ProfileOptions()
+    options.python_tracer_level = 1 if python_tracer else 0
+    # 2 is its default, but JAX 0.6.2's default options record no HLO op unless it is set.
+    options.host_tracer_level = 2
+    saved = _stderr_off()
+    try:
+        if ProfileSession is not None:
+            return _Profiling(ProfileSession(profiler_options=options).start())
+        return _Profiling(xla_profiler.ProfilerSession(options))
+    finally:
+        _stderr_on(saved)
+
+
+class _Profiling:
+    """A started profiler session, which ``profiler_stop`` stops and lets go of while fd 2 is
+    quiet (JAX 0.6's logs "Profiler session tear down." as it goes)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session):
+        self.session = session
+
+
+def profiler_stop(profiling: _Profiling):
+    """What ``profiling`` recorded: planes of lines of events (``.planes``)."""
+    saved = _stderr_off()
+    try:
+        session, profiling.session = profiling.session, None
+        data = session.stop()
+        del session
+    finally:
+        _stderr_on(saved)
+    if hasattr(data, "planes"):
+        return data
+    from .xspace import parse_xspace
+
+    return parse_xspace(data)
+
+
+def _stderr_off() -> int | None:
+    """fd 2 on /dev/null while the profiler starts or stops (``_stderr_on`` puts it back): XLA's
+    C++ logs there ("Can't import tensorflow.python.profiler.trace", twice a session on JAX 0.4
+    and 0.6), which would be the snippet's stderr. The snippet's code does not run meanwhile,
+    and a failure still raises. The saved fd, or None where there is none to move."""
+    import os
+
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        saved = os.dup(2)
+    except OSError:
+        return None
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        os.close(saved)
+        return None
+    os.dup2(null, 2)
+    os.close(null)
+    return saved
+
+
+def _stderr_on(saved: int | None) -> None:
+    import os
+
+    if saved is not None:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def executable_devices(modules) -> dict[int, tuple[int, ...]]:
+    """{program id: the ordinals of its devices, in its order}, of the live executables whose
+    module is named in ``modules``: the k-th device an op's program was launched on
+    (runner/profile.py, where an op does not say its device). The program id is the HLO
+    module's unique id (the ops' ``program_id``), read from its serialized HloModuleProto (field
+    5), as no JAX says it otherwise; an executable gone by now is not there."""
+    import jax
+
+    from .xspace import _fields
+
+    local = jax.local_devices()
+    ordinal = {device: n for n, device in enumerate(local)}
+    found: dict[int, tuple[int, ...]] = {}
+    for client in {device.client for device in local}:
+        for executable in client.live_executables():
+            hlo = executable.hlo_modules()
+            if len(hlo) != 1 or hlo[0].name not in modules:
+                continue
+            proto = hlo[0].as_serialized_hlo_module_proto()
+            program = next((v for field, wire, v in _fields(proto, 0, len(proto)) if field == 5 and wire == 0), None)
+            devices = [ordinal.get(device) for device in executable.local_devices()]
+            if program is not None and None not in devices:
+                found[program] = tuple(devices)
+    return found
+
+
+def device_names() -> dict[int, str]:
+    """{local device ordinal: the name its profile lane has}: a CPU device as XLA names it
+    (``TFRT_CPU_3``, JAX's own name before 0.8), any other as its platform's profile plane is
+    named (``/device:GPU:0``)."""
+    import jax
+
+    names = {}
+    for ordinal, device in enumerate(jax.local_devices()):
+        if device.platform == "cpu":
+            names[ordinal] = f"TFRT_CPU_{device.id}"
+        else:
+            names[ordinal] = f"/device:{device.platform.upper()}:{ordinal}"
+    return names
+
+
+def jax_version() -> str:
+    import jax
+
+    return jax.__version__
+
+
+def platform() -> str:
+    import jax
+
+    return jax.default_backend()

@@ -1,13 +1,16 @@
 """Warm up, wait for the one request, be what it asks (``ROLES``), report, exit.
 
     supervisor ──stdin: {"op": "warm"} lines, then one request (protocol.request)──▶ runner
-        "run"      run a snippet; a graded run's student side then answers the checks' questions
+        "run"      run a snippet (its "stdin" becomes the snippet's sys.stdin); a graded run's
+                   student side then answers the checks' questions
         "check"    be a graded run's checker (runner/checker.py)
         "compile"  be a compile job for the node's compile cache (runner/compilecache.py)
         "analyse"  be a graded run's analyst (runner/analyst.py)
+        "session"  be a notebook's session: run each "cell" line in one namespace (runner/session.py)
     runner ──event fd: JSON lines (ready, warmed, events, exit...)──▶ supervisor
 
-A runner never runs two snippets: it leaves with ``os._exit`` so that nothing the snippet did
+A runner never runs two snippets, a session's cells aside (they share one namespace on purpose,
+and one person's): it leaves with ``os._exit`` so that nothing the snippet did
 (threads, atexit hooks, monkey-patched modules, a jax cache) can reach the next run.
 """
 
@@ -164,9 +167,7 @@ def error_event(exc: BaseException) -> dict:
              "traceback": "".join(["Traceback (most recent call last):\n",
                                    f"  [{depth:,} calls; the run's memory was too full to list them]\n",
                                    *traceback.format_exception_only(type(exc), exc)])}
-    if text := explain.deep_recursion(exc, depth):
-        event["explanation"] = text
-    return event
+    return dict(event, **explain.explanation_fields(explain.deep_recursion(exc, depth)))
 
 
 def run_snippet(source: str, channel: EventChannel, namespace: dict | None = None) -> str:
@@ -176,6 +177,8 @@ def run_snippet(source: str, channel: EventChannel, namespace: dict | None = Non
     status = "succeeded"
     if namespace is None:
         namespace = {"__name__": "__main__", "__builtins__": builtins}
+    profile = hooks.start_profile(channel)
+    interrupted = False  # a session's cell that was interrupted builds no trace: its session waits
     try:
         # Notebook magics and a trailing expression's value (hooks.py → notebook.py).
         hooks.run(source, namespace)
@@ -189,8 +192,11 @@ def run_snippet(source: str, channel: EventChannel, namespace: dict | None = Non
             )
     except BaseException as exc:  # noqa: BLE001 - the snippet's failure is the result
         status = "failed"
+        interrupted = isinstance(exc, KeyboardInterrupt)
         flush_user_streams()
         channel.send("error", **error_event(exc))
+    if profile is not None:
+        profile.finish(channel, interrupted=interrupted)
     return status
 
 
@@ -249,10 +255,20 @@ def serve(channel: EventChannel, stdin) -> None:
     if role is None:
         raise ValueError(f"a runner is not asked {str(request.get('op'))[:40]!r}: it is one of {', '.join(ROLES)}")
     common.set_wall_clock(request.get("wall_s"))
-    sys.stdin = io.TextIOWrapper(io.BytesIO(b""))  # the snippet gets no input
+    sys.stdin = snippet_stdin(request.pop("stdin", None))
     sys.stdout = _user_stream(1)
     sys.stderr = _user_stream(2)
     role(request, channel, stdin)
+
+
+def snippet_stdin(text: str | None) -> io.TextIOWrapper:
+    """The snippet's ``sys.stdin``: a text stream over exactly the run's input, UTF-8, then its
+    end (none: at its end at once). Lines end at "\n" alone and nothing is translated, as in
+    Python's own stdin on Linux: "\r\n" reads as it was sent. ``sys.stdin.buffer`` is the
+    bytes. The runner's own stdin, fd 0, stays the supervisor's channel."""
+    common.set_input(text)
+    data = text.encode("utf-8", errors="surrogatepass") if text else b""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogatepass", newline="\n")
 
 
 def _first_request(channel: EventChannel, stdin) -> dict:
@@ -329,4 +345,12 @@ def serve_analyst(request: dict, channel: EventChannel, stdin) -> None:
 # before, by ``_first_request``). Each takes (request, channel, stdin) and never returns; each
 # imports its own modules when a runner becomes it, so that the template, which imports this
 # module for every runner to share, loads none it will not use.
-ROLES = {"run": serve_snippet, "check": serve_check, "compile": serve_compile, "analyse": serve_analyst}
+def serve_session(request: dict, channel: EventChannel, stdin) -> None:
+    """A notebook's session (runner/session.py): cells, one at a time, in one namespace."""
+    from .session import serve_session as serve
+
+    serve(request, channel, stdin, run_snippet)
+
+
+ROLES = {"run": serve_snippet, "check": serve_check, "compile": serve_compile, "analyse": serve_analyst,
+         "session": serve_session}

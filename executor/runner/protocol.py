@@ -2,7 +2,8 @@
 what a runner is asked on its stdin, and the runner's own messages to its supervisor. Standard
 library only, so the sandboxed runner, the executor and the web side all import this one module.
 
-    supervisor ──request() lines──▶ runner stdin   RUNNER_REQUESTS: warm, run, check, compile, analyse
+    supervisor ──request() lines──▶ runner stdin   RUNNER_REQUESTS: warm, run, check, compile, analyse,
+                                                   session (then cell lines)
     runner ──JSON lines──▶ supervisor ──rebuild()──▶ run log (Redis) ──▶ websocket, database
 
 Whatever comes out of the sandbox is untrusted: the supervisor passes each runner event through
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 import sys
 from dataclasses import dataclass, field
 
@@ -60,7 +62,7 @@ EVENTS: dict[str, Event] = {
     "started": Event(
         "An executor took the run: where it runs.",
         {"worker": STR, "kind": STR, "device": STR, "runtime": STR, "sandboxed": BOOL, "platform": STR,
-         "device_kind": STR,
+         "device_kind": STR, "session": STR, "cell": INT, "session_started": BOOL,
          "device_count": INT, "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR,
          "libraries": DICT},
     ),
@@ -103,8 +105,11 @@ EVENTS: dict[str, Event] = {
         from_runner=True,
     ),
     "error": Event(
-        "The snippet raised: type, message, the snippet's line, a trimmed traceback.",
-        {"exc_type": STR, "message": STR, "line": INT, "traceback": STR, "explanation": STR},
+        "The snippet raised: type, message, the snippet's line, a trimmed traceback; for an error we "
+        "know, a plain explanation, with the template and args it was made from (a page says it in its "
+        "reader's language).",
+        {"exc_type": STR, "message": STR, "line": INT, "traceback": STR, "explanation": STR,
+         "explanation_template": STR, "explanation_args": DICT},
         required=("exc_type", "message"), from_runner=True,
     ),
     "shapes": Event(
@@ -112,10 +117,18 @@ EVENTS: dict[str, Event] = {
         "the editor's hover: {name: {type, line, sharding}}.",
         {"names": DICT, "truncated": BOOL}, required=("names",), from_runner=True,
     ),
+    "profile": Event(
+        "The run's profile (options.profile): where its trace is (Chrome Trace Event Format, gzipped), its "
+        "size and events, its lanes (the host, then one per device), a summary per device (span, busy time, "
+        "time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none.",
+        {"url": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST, "devices": INT,
+         "summary": LIST, "cut": STR, "profile_ms": NUM, "error": STR},
+    ),
     "finished": Event(
-        "The last event of every run: its terminal status and what it used.",
+        "The last event of every run: its terminal status and what it used; its message's template and "
+        "args where the executor made it from one (an arg may be a message of its own: {template, args}).",
         {"status": STR, "message": STR, "wall_ms": NUM, "cpu_ms": NUM, "peak_memory_kb": INT,
-         "output_bytes": INT, "events": INT, "truncated": BOOL},
+         "output_bytes": INT, "events": INT, "truncated": BOOL, "message_template": STR, "message_args": DICT},
         required=("status",),
     ),
 }
@@ -142,9 +155,11 @@ PART_FIELDS = {"seq": INT, "type": STR, "of": STR, "part": INT, "parts": INT, "d
 RUNNER_REQUESTS: dict[str, Event] = {
     "warm": Event("Start the backend and compile a tiny function, then wait for the real request "
                   "(answered with \"warmed\"; executor/pool.py).", {}),
-    "run": Event("Run a snippet: its code, the run's options, whether it is a graded run's student side "
-                 "(which then answers the checks' questions, runner/answers.py) and the run's wall clock.",
-                 {"code": STR, "options": DICT, "graded": BOOL, "wall_s": NUM}, required=("code", "wall_s")),
+    "run": Event("Run a snippet: its code, the run's options, its standard input (the snippet's sys.stdin; "
+                 "none when absent), whether it is a graded run's student side (which then answers the checks' "
+                 "questions, runner/answers.py) and the run's wall clock.",
+                 {"code": STR, "options": DICT, "stdin": STR, "graded": BOOL, "wall_s": NUM},
+                 required=("code", "wall_s")),
     "check": Event("Be a graded run's checker (runner/checker.py): run the hidden checks, asking the student's "
                    "side through the supervisor.", {"checks": STR, "wall_s": NUM}, required=("checks", "wall_s")),
     "compile": Event("Be a compile job (executor/compilecache.py): compile each module from its bytes alone "
@@ -152,6 +167,11 @@ RUNNER_REQUESTS: dict[str, Event] = {
                      required=("modules", "wall_s")),
     "analyse": Event("Be a graded run's analyst (runner/analyst.py): read the compiled functions the student's "
                      "side hands over, one question a line.", {}),
+    "session": Event("Be a notebook's session (runner/session.py): keep one namespace and run each \"cell\" "
+                     "line in it, until stdin ends.", {}),
+    "cell": Event("A session's next cell (only after \"session\"): its code, the run's options, its wall clock "
+                  "and CPU seconds.", {"code": STR, "options": DICT, "wall_s": NUM, "cpu_s": NUM},
+                  required=("code", "wall_s")),
 }
 
 # The runner's own messages on its event pipe, read by the supervisor and never logged.
@@ -168,6 +188,15 @@ RUNNER_MESSAGES: dict[str, Event] = {
                     "function compiled; null when that failed.", {"warm_ms": NUM}),
     "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
                   required=("status",)),
+    "cell_done": Event("A session's cell ended and the runner waits for the next: succeeded or failed, "
+                       "\"interrupted\" or \"cpu\" when a KeyboardInterrupt or its CPU limit stopped it, and "
+                       "the process's resident memory.", {"status": STR, "stopped_by": STR, "memory_bytes": INT},
+                       required=("status",)),
+    "profile_trace": Event("A profiled run's trace (runner/profile.py): the Chrome trace gzipped (base64), what it "
+                           "holds and a summary per device, which the executor keeps and logs as a \"profile\" "
+                           "event; or why there is none.",
+                           {"data": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST,
+                            "devices": INT, "summary": LIST, "cut": STR, "profile_ms": NUM, "error": STR}),
     # The node's compile cache (executor/compilecache.py).
     "compiled_modules": Event("At a run's end: the modules it had to compile (base64 bytes, compile options, "
                               "devices), for the executor to have compiled by a fresh runner.",
@@ -207,9 +236,16 @@ CHECKER_ONLY = frozenset(CHECKER_MESSAGES)
 # messages, a checker's (runner/main.py's EventChannel checks itself against these in the tests).
 RUNNER_SENDS: dict[str, Event] = {**{t: e for t, e in EVENTS.items() if e.from_runner}, **RUNNER_MESSAGES,
                                   **CHECKER_MESSAGES}
+# A profile's trace: at most this many bytes gzipped and uncompressed (runner/profile.py keeps
+# within them; the supervisor refuses what does not).
+PROFILE_MAX_BYTES = 8 * 1024**2
+PROFILE_MAX_RAW_BYTES = 64 * 1024**2
 # What one answer, one question and the checker's notes may weigh.
 ANSWER_MAX_BYTES = 48 * 1024**2
 NOTES_MAX_CHARS = 64 * 1024
+# An error's explanation is sent with its template and args (runner/explain.py) when each arg is
+# at most this long; the supervisor keeps them only then.
+EXPLANATION_ARG_MAX_CHARS = 500
 # What a graded run's executor sends the recorder (recorder.record_grade): the checks as the
 # checker reported them, and how the run ended. ``runner/grades.py`` turns it into a score.
 GRADE_FIELDS = {"checks": LIST, "outcome": STR, "student_status": STR, "error": STR, "log": STR}
@@ -352,12 +388,43 @@ def undeclared(type_: str, fields: dict, spec: dict[str, Event] = RUNNER_SENDS) 
 
 def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None, peak_memory_kb=None,
                     output_bytes=None, events=None, truncated: bool = False) -> dict:
-    """The fields of a ``finished`` event: built here, by whoever ends a run."""
+    """The fields of a ``finished`` event: built here, by whoever ends a run. A ``Templated``
+    message brings its template and args along."""
     if status not in TERMINAL_STATUSES:
         raise ValueError(f"not a terminal status: {status!r}")
-    return {"status": status, "message": message or "", "wall_ms": wall_ms, "cpu_ms": cpu_ms,
+    templated = isinstance(message, Templated)
+    return {"status": status, "message": str(message or ""), "wall_ms": wall_ms, "cpu_ms": cpu_ms,
             "peak_memory_kb": peak_memory_kb, "output_bytes": output_bytes, "events": events,
-            "truncated": bool(truncated)}
+            "truncated": bool(truncated), "message_template": message.template if templated else None,
+            "message_args": message.json_args() if templated else None}
+
+
+class Templated(str):
+    """A text for people made from a template: the English (it is the str), and the template and
+    named args it was filled from, so that a page can say it in its reader's language instead.
+    Placeholders are plain ``{name}`` (no format spec: the page fills them too); an arg is a
+    short text or a number, already formatted as it reads, or a Templated of its own."""
+
+    template: str
+    args: dict
+
+    def __new__(cls, template: str, **args):
+        self = super().__new__(cls, template.format(**args))
+        self.template, self.args = template, args
+        return self
+
+    def __getnewargs_ex__(self):  # copied and pickled from its template, not its English
+        return (self.template,), self.args
+
+    def json_args(self) -> dict:
+        """The args as an event carries them: a Templated one as {"template", "args"}."""
+        return {name: {"template": value.template, "args": value.json_args()} if isinstance(value, Templated)
+                else value for name, value in self.args.items()}
+
+
+def placeholders(template: str) -> frozenset[str]:
+    """The names a template is filled with: {"line", "column"} for "Line {line}, column {column}"."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
 
 
 def request(op: str, **fields) -> bytes:

@@ -204,7 +204,9 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float, c
     seccomp.install()
     info = {k: v for k, v in ready_info.items() if k not in ("font_cache", "compile_cache")}
     channel.send("ready", warmup_ms=round((time.perf_counter() - t_fork) * 1000, 1), forked=True, **info)
-    main.serve(channel, os.fdopen(0, "rb", buffering=0, closefd=False))
+    # Buffered: a request line is read whole, not a byte a read (a run's input, a few hundred KiB,
+    # took a fifth of a second so). Whoever reads the supervisor's lines after it reads this object.
+    main.serve(channel, os.fdopen(0, "rb", closefd=False))
 
 
 # -- the template ---------------------------------------------------------------------------

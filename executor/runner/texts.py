@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from . import common, jaxcompat
+from . import common, jaxcompat, profile
 
 SNIPPET = common.SNIPPET_FILENAME
 
@@ -195,7 +195,9 @@ def texts(jaxpr, computation, executable) -> dict:
     except Exception as exc:  # noqa: BLE001
         fields["stablehlo"] = f"[StableHLO unavailable: {exc}]"
     try:
-        text, where = hlo_text(executable.as_text())
+        raw = executable.as_text()
+        profile.note_hlo(raw)  # a profiled run's op kinds, by instruction
+        text, where = hlo_text(raw)
         put("hlo", text, where)
     # Backends differ in what they can print: whatever they raise is shown in the pane.
     except Exception as exc:  # noqa: BLE001

@@ -349,7 +349,7 @@ class BwrapLauncher(Launcher):
                         FONT_CACHE_DIR / os.path.basename(self.font_cache))
             self.font_cache = None
 
-    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
         STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
         self._check_font_cache()
         cgroup = self._new_cgroup(slot)
@@ -367,7 +367,7 @@ class BwrapLauncher(Launcher):
         proc.sandbox_runner_pid = None
         return proc
 
-    def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
+    def restrict(self, proc: subprocess.Popen, limits: Limits, cpu: bool = True) -> None:
         """Lower a warm runner's sandbox limits to a run's own, which may only be stricter than
         the launcher's (Limits.clamp). Call after "ready" and before sending the code: a warm
         runner was started with the node's maximums before anyone knew the run.
@@ -390,12 +390,12 @@ class BwrapLauncher(Launcher):
         data = int(limits.memory_bytes * (1 - DATA_HEADROOM))
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         used_s = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-        cpu = math.ceil(used_s) + limits.cpu_s
+        cpu_limit = math.ceil(used_s) + limits.cpu_s
         try:
             for name, value, hard in (
                 (resource.RLIMIT_DATA, data, data),
                 (resource.RLIMIT_FSIZE, limits.tmp_bytes, limits.tmp_bytes),
-                (resource.RLIMIT_CPU, cpu, cpu + 1),
+                *([(resource.RLIMIT_CPU, cpu_limit, cpu_limit + 1)] if cpu else []),
             ):
                 old_soft, old_hard = resource.prlimit(pid, name)
                 resource.prlimit(pid, name, (min(value, old_soft), min(hard, old_hard)))
@@ -404,6 +404,19 @@ class BwrapLauncher(Launcher):
                 self._warned_prlimit = True
                 log.warning("no CAP_SYS_RESOURCE: a run's own lower rlimits are not applied, "
                             "only its lower memory and pids caps")
+
+    def allow_session_cpu(self, proc: subprocess.Popen, total_s: int) -> bool:
+        pid = self.runner_pid(proc)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used_s = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+            hard = math.ceil(used_s) + total_s
+            soft = min(resource.prlimit(pid, resource.RLIMIT_CPU)[0], hard)
+            resource.prlimit(pid, resource.RLIMIT_CPU, (soft, hard))
+        except (OSError, ValueError, IndexError) as exc:
+            log.warning("a session's CPU allowance could not be set (%s): its cells share one run's", exc)
+            return False
+        return True
 
     def runner_pid(self, proc: subprocess.Popen) -> int:
         """The runner's pid on the host: the Python among the sandbox's processes (the other is
@@ -420,6 +433,9 @@ class BwrapLauncher(Launcher):
             else:
                 raise RuntimeError("the runner is not running")
         return proc.sandbox_runner_pid
+
+    def read_live(self, proc: subprocess.Popen) -> None:
+        proc.sandbox_report = None
 
     def _report(self, proc: subprocess.Popen) -> dict:
         """What the cgroup knows about the run, read once, before cleanup removes it."""

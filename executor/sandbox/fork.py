@@ -295,6 +295,8 @@ class ForkLauncher(BwrapLauncher):
     name = "fork"
     sandboxed = True
     lean_runners = True
+    # A session's runner gets its whole CPU allowance as it is forked (runner_rlimits).
+    sets_session_cpu = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -404,16 +406,18 @@ class ForkLauncher(BwrapLauncher):
 
     # -- runners -------------------------------------------------------------------------------
 
-    def runner_rlimits(self) -> list[tuple[str, int, int]]:
+    def runner_rlimits(self, session_cpu_s: int | None = None) -> list[tuple[str, int, int]]:
+        """``session_cpu_s``: a notebook session's runner, whose hard CPU limit is the whole
+        session's (each cell's is the soft limit the runner sets: runner/session.py)."""
         out = []
         for name, soft, hard in self.rlimits():
             if name == "RLIMIT_CPU":
                 cpu = self.limits.cpu_s + SETUP_CPU_S
-                soft, hard = cpu, cpu + 1
+                soft, hard = cpu, (session_cpu_s + SETUP_CPU_S if session_cpu_s else cpu + 1)
             out.append((name, soft, hard))
         return out
 
-    def start(self, slot: int, lean: bool = False):
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None):
         """A runner forked from the full template, or (``lean``) from the lean one: a runner for
         code that does not use jax, whose fork and exit cost a fraction of a full one's."""
         template = self.template(lean)
@@ -427,7 +431,7 @@ class ForkLauncher(BwrapLauncher):
                 ours.append(w if not theirs else r)
                 theirs.append(r if not theirs else w)
             spec = {
-                "uid": uid, "gid": uid, "env": self.environment(), "rlimits": self.runner_rlimits(),
+                "uid": uid, "gid": uid, "env": self.environment(), "rlimits": self.runner_rlimits(session_cpu_s),
                 "tmp_bytes": self.limits.tmp_bytes, "cwd": WORKDIR,
             }
             spawn = template.spawn(spec, theirs)

@@ -112,10 +112,12 @@ class Launcher:
         """Once, when a worker starts and before its first runner: build what every runner
         shares. Never fatal: without it runners are only slower."""
 
-    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
         """Start a runner. Its stdin, stdout and stderr are pipes; its event pipe's read end is
         returned as ``proc.event_fd`` (an int the caller owns and closes). ``lean``: a lean
-        runner where the launcher has them (``lean_runners``), else a full one."""
+        runner where the launcher has them (``lean_runners``), else a full one.
+        ``session_cpu_s``: a notebook session's, allowed that many CPU seconds in all its cells
+        where the launcher sets it at the start (else ``allow_session_cpu`` tries later)."""
         raise NotImplementedError
 
     def exit_reason(self, proc: subprocess.Popen, returncode: int | None = None) -> tuple[str, str] | None:
@@ -135,8 +137,20 @@ class Launcher:
     def background(self, proc: subprocess.Popen) -> None:
         """A runner taken for the node's own work (a compile job): it yields the CPU to runs."""
 
-    def restrict(self, proc: subprocess.Popen, limits: Limits) -> None:
-        """Lower a warm runner's limits to a run's own (stricter) ones before it gets the code."""
+    def restrict(self, proc: subprocess.Popen, limits: Limits, cpu: bool = True) -> None:
+        """Lower a warm runner's limits to a run's own (stricter) ones before it gets the code.
+        ``cpu=False``: all but its CPU (a session's runner, whose CPU is its cells')."""
+
+    def read_live(self, proc: subprocess.Popen) -> None:
+        """The runner lives on after what was measured (a session's cell): its counters are to be
+        read afresh next time, not from what was kept for its end."""
+
+    def allow_session_cpu(self, proc: subprocess.Popen, total_s: int) -> bool:
+        """A session's runner: its hard CPU limit becomes what it used so far plus ``total_s``, the
+        session's whole allowance (each cell's own is the soft limit the runner sets itself:
+        runner/session.py). False where the limit cannot be raised (a cell then has what is left
+        of one run's)."""
+        return False
 
     def limit_hit(self, proc: subprocess.Popen) -> tuple[str, str] | None:
         """While the runner runs: ``(status, message)`` for a sandbox limit that should end it
@@ -246,7 +260,7 @@ class DirectLauncher(Launcher):
     name = "none"
     sandboxed = False
 
-    def start(self, slot: int, lean: bool = False) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
         python = os.path.join(self.venv, "bin", "python")
         return spawn_runner(
             lambda event_w: [python, "-m", "executor.runner", *self.runner_args(event_w)],

@@ -3,9 +3,13 @@
 // polite live region (role="status"); the visible badge and clock stay out of it, since a clock
 // that ticks ten times a second would speak without pause.
 import type { RunEvent } from "./events";
+import { t } from "./i18n";
 import type { RunView } from "./run";
 import { statusWord } from "./status";
 import { TerminalModel } from "./terminal";
+
+/** Where the run's own words (an exception, a printed line) go in a sentence the page says. */
+const QUOTED = "\u{E000}";
 
 /** The shortest gap between two announcements of new output. */
 const OUTPUT_EVERY_MS = 3000;
@@ -26,11 +30,22 @@ export class Announcer implements RunView {
     document.body.append(this.region);
   }
 
-  /** Says ``text`` once (the same words twice in a row are said again too). */
-  say(text: string): void {
+  /** Says ``text`` once (the same words twice in a row are said again too). ``quoted``: what the
+   *  run wrote, in place of QUOTED in ``text``, kept apart as text no page translator touches. */
+  say(text: string, quoted?: string): void {
     // A region whose text is set to the same words again is not announced; clear it first.
     this.region.textContent = "";
-    window.setTimeout(() => (this.region.textContent = text), 50);
+    window.setTimeout(() => {
+      const at = quoted === undefined ? -1 : text.indexOf(QUOTED);
+      if (at < 0) {
+        this.region.textContent = text;
+        return;
+      }
+      const own = document.createElement("span");
+      own.translate = false;
+      own.textContent = quoted ?? "";
+      this.region.replaceChildren(text.slice(0, at), own, text.slice(at + QUOTED.length));
+    }, 50);
   }
 
   reset(): void {
@@ -45,7 +60,7 @@ export class Announcer implements RunView {
   handle(event: RunEvent): void {
     switch (event.type) {
       case "started":
-        this.say("Running.");
+        this.say(t("Running."));
         break;
       case "stdout":
       case "stderr":
@@ -53,16 +68,20 @@ export class Announcer implements RunView {
         break;
       case "error": {
         this.flush();
-        const where = typeof event.line === "number" ? ` on line ${event.line}` : "";
-        this.say(`Error${where}: ${event.exc_type}: ${clip(event.message ?? "")}`);
+        const said = typeof event.line === "number"
+          ? t("Error on line {line}: {error}", { line: event.line, error: QUOTED })
+          : t("Error: {error}", { error: QUOTED });
+        this.say(said, `${event.exc_type}: ${clip(event.message ?? "")}`);
         break;
       }
       case "finished": {
         this.flush();
-        const wall = typeof event.wall_ms === "number" ? ` in ${(event.wall_ms / 1000).toFixed(1)} s` : "";
-        const word = statusWord(event.status, event.message ?? "");
+        const status = statusWord(event.status, event.message ?? "");
+        const said = typeof event.wall_ms === "number"
+          ? t("Run {status} in {time}.", { status, time: `${(event.wall_ms / 1000).toFixed(1)} s` })
+          : t("Run {status}.", { status });
         // An error was just said; the ending follows it a moment later.
-        window.setTimeout(() => this.say(`Run ${word}${wall}.`), 400);
+        window.setTimeout(() => this.say(said), 400);
         break;
       }
     }
@@ -91,8 +110,10 @@ export class Announcer implements RunView {
     // Only the line still being written matters for what comes next (a \r rewrites it).
     this.model.lines = this.model.lines.slice(-1);
     if (lines.length === 0) return;
-    const count = lines.length === 1 ? "" : ` (${lines.length} new lines)`;
-    this.say(`Output${count}: ${clip(lines[lines.length - 1])}`);
+    const said = lines.length === 1
+      ? t("Output: {line}", { line: QUOTED })
+      : t("Output ({n} new lines): {line}", { n: lines.length, line: QUOTED });
+    this.say(said, clip(lines[lines.length - 1]));
     this.lastOutputAt = Date.now();
   }
 

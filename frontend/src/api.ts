@@ -1,5 +1,7 @@
 // The JSON HTTP API the page uses (see docs: the public contract in ARCHITECTURE.md).
-// Errors come back as {"error": "human message"}; ApiError carries that message and the status.
+// Errors come back as {"error": "human message"} (in the page's language: the server follows the
+// same choice); ApiError carries that message and the status.
+import { t } from "./i18n";
 
 export interface Device {
   kind: string;
@@ -115,7 +117,7 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
       credentials: "same-origin",
     });
   } catch {
-    throw new ApiError(0, "Cannot reach the server. Check your connection and try again.");
+    throw new ApiError(0, t("Cannot reach the server. Check your connection and try again."));
   }
   let data: unknown = null;
   try {
@@ -127,7 +129,7 @@ export async function request<T>(method: Method, path: string, body?: unknown): 
     const message =
       data && typeof data === "object" && typeof (data as { error?: unknown }).error === "string"
         ? (data as { error: string }).error
-        : `The server answered ${response.status} ${response.statusText}`.trim();
+        : t("The server answered {status} {statusText}", { status: response.status, statusText: response.statusText }).trim();
     throw new ApiError(response.status, message);
   }
   return data as T;
@@ -168,16 +170,29 @@ export function serverNow(): number | null {
   return serverAhead === null ? null : Date.now() / 1000 + serverAhead;
 }
 
+/** How a run runs, beyond its code and device. */
+export interface RunOptions {
+  /** Under jax.profiler: its log gets a `profile` event with the trace's link. */
+  profile?: boolean;
+}
+
 /** Starts a run. `snippet`: the slug of the snippet whose code this is, unchanged (a snippet
  *  without a saved run keeps its first run as its output). `runtime`: the runtime to run on
  *  (a pinned snippet's), else the site's default. On the run socket the page keeps open when it
  *  has one (no request and no opening handshake before the run starts), else POST /api/runs. */
-export async function startRun(code: string, device: string, snippet?: string | null, runtime?: string | null): Promise<CreatedRun> {
+export async function startRun(
+  code: string,
+  device: string,
+  snippet?: string | null,
+  runtime?: string | null,
+  options?: RunOptions | null,
+): Promise<CreatedRun> {
   const body = {
     code,
     device,
     ...(snippet ? { snippet } : {}),
     ...(runtime ? { runtime } : {}),
+    ...(options && Object.keys(options).length ? { options } : {}),
   };
   return (await launcher.start(body)) ?? request<CreatedRun>("POST", "/api/runs", body);
 }
@@ -224,7 +239,7 @@ export class RunLauncher {
           return;
         }
         if (data?.type === "refused") {
-          reject(new ApiError(data.status ?? 400, data.error ?? "the run was refused"));
+          reject(new ApiError(data.status ?? 400, data.error ?? t("the run was refused")));
         } else if (data?.type === "started_run" && data.run) {
           run = { ...data.run, launched: { socket, early } };
           if (this.socket === socket) this.socket = null; // the run's now
@@ -233,7 +248,7 @@ export class RunLauncher {
       };
       socket.onclose = () => {
         if (this.socket === socket) this.socket = null;
-        if (run === null) reject(new ApiError(0, "the connection closed before the run started; try again"));
+        if (run === null) reject(new ApiError(0, t("the connection closed before the run started; try again")));
       };
       socket.send(JSON.stringify({ op: "start", ...body }));
     });
@@ -326,7 +341,7 @@ export function deleteDraft(key: string): Promise<void> {
 /** The code formatted by ruff on the server (422: not valid Python, the message says where). */
 export async function formatCode(code: string): Promise<string> {
   const data = await request<{ code?: string }>("POST", "/api/format", { code });
-  if (typeof data?.code !== "string") throw new ApiError(500, "The formatter answered without code.");
+  if (typeof data?.code !== "string") throw new ApiError(500, t("The formatter answered without code."));
   return data.code;
 }
 
@@ -363,6 +378,10 @@ export function createComparison(body: {
   sides: [SideRequest, SideRequest];
   title?: string;
   snippet?: string | null;
+  /** Both sides' (a side's own `options` would win). */
+  options?: RunOptions;
+  /** Both sides' standard input. */
+  stdin?: string;
 }): Promise<Comparison> {
   return request<Comparison>("POST", "/api/comparisons", body);
 }

@@ -3,6 +3,7 @@
 import { ApiError } from "./api";
 import type { Submission } from "./course-api";
 import { el, maybeById } from "./dom";
+import { formatDateTime, language, t } from "./i18n";
 import { session } from "./storage";
 
 const FLASH_KEY = "courses.flash";
@@ -22,21 +23,53 @@ export function showFlash(): void {
   box.hidden = false;
 }
 
-/** The server's message as a sentence: a capital first letter and a full stop. */
+/** The server's message as a sentence: a capital first letter and a full stop (a Chinese one
+ *  on a Chinese page). */
 export function sentence(text: string): string {
-  const t = text.trim();
-  if (!t) return t;
-  return t[0].toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+  const trimmed = text.trim();
+  if (!trimmed) return trimmed;
+  const stop = /[.!?。！？]$/.test(trimmed) ? "" : language === "zh-hans" ? "。" : ".";
+  return trimmed[0].toUpperCase() + trimmed.slice(1) + stop;
 }
 
 export function errorText(error: unknown, doing = ""): string {
   if (error instanceof ApiError) {
     if (error.status === 0) return error.message;
-    if (error.status === 429) return sentence(`Too many requests: ${error.message}`);
-    if (error.status >= 500) return `${doing ? `${doing}: ` : ""}the server failed (${error.status}). Try again in a moment.`;
+    if (error.status === 429) return sentence(t("Too many requests: {message}", { message: error.message }));
+    if (error.status >= 500) {
+      return doing
+        ? t("{doing}: the server failed ({status}). Try again in a moment.", { doing, status: error.status })
+        : t("the server failed ({status}). Try again in a moment.", { status: error.status });
+    }
     return sentence(error.message);
   }
   return sentence(String(error));
+}
+
+/** Items as a list in the page's language: "a, b, c", "a、b、c". */
+export function listOf(items: readonly string[]): string {
+  return items.join(language === "zh-hans" ? "、" : ", ");
+}
+
+/** Phrases one after another in a sentence: "a, b, c", "a，b，c". */
+export function clauses(items: readonly string[]): string {
+  return items.join(language === "zh-hans" ? "，" : ", ");
+}
+
+/** A translated text whose `{name}` placeholders are elements (a name in bold, a link): the
+ *  text's parts and the elements in the order the language puts them. */
+export function compose(text: string, parts: Record<string, Node | string | null>): (Node | string)[] {
+  const out: (Node | string)[] = [];
+  let at = 0;
+  for (const match of text.matchAll(/\{(\w+)\}/g)) {
+    const part = parts[match[1]];
+    if (part === undefined) continue;
+    if (match.index > at) out.push(text.slice(at, match.index));
+    if (part !== null) out.push(part);
+    at = match.index + match[0].length;
+  }
+  if (at < text.length) out.push(text.slice(at));
+  return out;
 }
 
 /** Shows `text` in an error box (role="alert"), or hides it (null). */
@@ -49,11 +82,13 @@ const DATE_TIME: Intl.DateTimeFormatOptions = {
   day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit",
 };
 
-/** "3 May 2026, 14:05" in the reader's time zone. */
+/** "3 May 2026, 14:05" ("2026年5月3日 14:05") in the reader's time zone. */
 export function dateTime(iso: string | null | undefined): string {
   if (!iso) return "";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? "" : date.toLocaleString("en-GB", DATE_TIME);
+  if (Number.isNaN(date.getTime())) return "";
+  // English keeps the day-first, 24-hour form these pages have always shown.
+  return language === "en" ? date.toLocaleString("en-GB", DATE_TIME) : formatDateTime(date, DATE_TIME);
 }
 
 /** Dates the server wrote (<time datetime data-local>) in the reader's time zone. */
@@ -68,20 +103,18 @@ export function localizeTimes(root: ParentNode = document): void {
 export function clockTime(iso: string | number | null | undefined): string {
   if (iso === null || iso === undefined || iso === "") return "";
   const date = typeof iso === "number" ? new Date(iso * 1000) : new Date(iso);
-  return Number.isNaN(date.getTime())
-    ? ""
-    : date.toLocaleTimeString("en-GB", { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  return formatDateTime(date, { hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23" });
 }
 
-/** "just now", "5 min ago", "3 h ago", else the date. */
+/** "just now", "5 min ago", "3 h ago", else the date (in the page's language). */
 export function ago(iso: string | null | undefined): string {
   if (!iso) return "";
   const then = new Date(iso).getTime();
   if (Number.isNaN(then)) return "";
   const s = Math.round((Date.now() - then) / 1000);
-  if (s < 45) return "just now";
-  if (s < 3600) return `${Math.max(1, Math.round(s / 60))} min ago`;
-  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  if (s < 45) return t("just now");
+  if (s < 3600) return t("{n} min ago", { n: Math.max(1, Math.round(s / 60)) });
+  if (s < 86400) return t("{n} h ago", { n: Math.round(s / 3600) });
   return dateTime(iso);
 }
 
@@ -103,14 +136,14 @@ export function scoreTone(score: number | null | undefined, max: number | null |
  *  message and points. */
 export function checkList(checks: NonNullable<Submission["checks"]>): HTMLElement {
   const list = el("ul", "check-list");
-  list.setAttribute("aria-label", "Checks");
+  list.setAttribute("aria-label", t("Checks"));
   for (const check of checks) {
     const worth = typeof check.points === "number" ? check.points : null;
     const got = check.passed ? worth : 0;
     const crashed = Boolean(check.crashed);
     const icon = el("span", "check-icon", check.passed ? "✓" : crashed ? "!" : "✗");
     icon.setAttribute("aria-hidden", "true");
-    const state = check.passed ? "Passed: " : crashed ? "Could not run: " : "Failed: ";
+    const state = check.passed ? t("Passed: ") : crashed ? t("Could not run: ") : t("Failed: ");
     const item = el("li", "check",
       icon,
       el("span", "check-text",
@@ -122,7 +155,7 @@ export function checkList(checks: NonNullable<Submission["checks"]>): HTMLElemen
     if (crashed) item.dataset.crashed = "true";
     list.append(item);
   }
-  if (checks.length === 0) list.append(el("li", "check check-none", "No checks were reported."));
+  if (checks.length === 0) list.append(el("li", "check check-none", t("No checks were reported.")));
   return list;
 }
 

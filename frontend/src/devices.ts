@@ -2,6 +2,7 @@
 // executor that comes online (or goes away) shows up without a reload. Each kind is an option
 // ("GPU"), followed by the specific kinds online under it ("GPU: H200", value "gpu:h200").
 import { listDevices, type Device, type SpecificDevice } from "./api";
+import { formatNumber, t, tn } from "./i18n";
 import { KEYS, local } from "./storage";
 
 // One small GET while the page is visible (and at once when it becomes visible again).
@@ -10,7 +11,7 @@ const REFRESH_MS = 15_000;
 /** `withJax`: say the JAX its workers run (not where a JAX version picker says it). */
 export function deviceLabel(device: Device, withJax = true): string {
   const kind = device.kind.toUpperCase();
-  if (!device.online) return `${kind} · offline`;
+  if (!device.online) return t("{kind} · offline", { kind });
   const parts = [kind];
   const count = device.device_count ?? 0;
   const deviceKind = device.device_kind ?? "";
@@ -18,11 +19,11 @@ export function deviceLabel(device: Device, withJax = true): string {
     parts.push(
       deviceKind && deviceKind.toLowerCase() !== device.kind.toLowerCase()
         ? `${count} × ${deviceKind}`
-        : `${count} ${count === 1 ? "device" : "devices"}`,
+        : tn("{n} device", "{n} devices", count, { n: formatNumber(count) }),
     );
   }
   if (withJax && device.jax_version) parts.push(`JAX ${device.jax_version}`);
-  if (device.queue_depth) parts.push(`${device.queue_depth} queued`);
+  if (device.queue_depth) parts.push(t("{n} queued", { n: formatNumber(device.queue_depth) }));
   return parts.join(" · ");
 }
 
@@ -30,8 +31,8 @@ export function deviceLabel(device: Device, withJax = true): string {
 export function specificLabel(specific: SpecificDevice): string {
   const [kind, name] = specific.device.split(":");
   const parts = [`${kind.toUpperCase()}: ${specific.device_kind || name}`];
-  if (specific.free_runners !== undefined) parts.push(`${specific.free_runners} free`);
-  if (specific.queue_depth) parts.push(`${specific.queue_depth} queued`);
+  if (specific.free_runners !== undefined) parts.push(t("{n} free", { n: formatNumber(specific.free_runners) }));
+  if (specific.queue_depth) parts.push(t("{n} queued", { n: formatNumber(specific.queue_depth) }));
   return parts.join(" · ");
 }
 
@@ -128,7 +129,7 @@ export class DevicePicker {
       if (this.select.options.length === 0 || !this.select.options[0].value) {
         this.fill([{ kind: "cpu", online: true }], "CPU");
       }
-      this.onProblem(`Could not load devices: ${(error as Error).message}`);
+      this.onProblem(t("Could not load devices: {error}", { error: (error as Error).message }));
       return;
     }
     this.devices = devices;
@@ -136,7 +137,7 @@ export class DevicePicker {
     this.announce();
     this.onList(devices);
     this.onProblem(
-      devices.some((d) => d.online) ? null : "No executor is online right now. Try again shortly.",
+      devices.some((d) => d.online) ? null : t("No executor is online right now. Try again shortly."),
     );
   }
 
@@ -148,9 +149,11 @@ export class DevicePicker {
       option.textContent = fallbackLabel ?? deviceLabel(device, this.withJax);
       option.disabled = !device.online;
       if (device.online && device.workers !== undefined) {
-        option.title =
-          `${device.workers} worker${device.workers === 1 ? "" : "s"}, ${device.slots ?? "?"} slots` +
-          (device.free_runners !== undefined ? `, ${device.free_runners} free` : "");
+        const workers = tn("{n} worker", "{n} workers", device.workers, { n: formatNumber(device.workers) });
+        const slots = device.slots ?? "?";
+        option.title = device.free_runners !== undefined
+          ? t("{workers}, {slots} slots, {free} free", { workers, slots, free: formatNumber(device.free_runners) })
+          : t("{workers}, {slots} slots", { workers, slots });
       }
       const specifics = device.online && !fallbackLabel ? specificsOf(device) : [];
       return [
@@ -159,7 +162,10 @@ export class DevicePicker {
           const choice = document.createElement("option");
           choice.value = specific.device;
           choice.textContent = specificLabel(specific);
-          choice.title = `Only ${specific.device} executors: ${specific.workers} worker${specific.workers === 1 ? "" : "s"}`;
+          choice.title = tn("Only {device} executors: {n} worker", "Only {device} executors: {n} workers", specific.workers, {
+            device: specific.device,
+            n: formatNumber(specific.workers),
+          });
           return choice;
         }),
       ];
@@ -167,7 +173,7 @@ export class DevicePicker {
     if (options.length === 0) {
       const none = document.createElement("option");
       none.value = "";
-      none.textContent = "No devices";
+      none.textContent = t("No devices");
       none.disabled = true;
       options.push(none);
     }

@@ -6,7 +6,8 @@
 // They live in localStorage; for a signed-in person they also go to the server
 // (/api/me/drafts), so another browser finds them. A draft changed here and not yet on the
 // server is "dirty"; one that came from (or reached) the server and is gone from it was deleted
-// in another browser.
+// in another browser. A document's Input (its run's standard input) is kept beside its draft, in
+// this browser only (Inputs, below).
 import { ApiError, deleteDraft, listDrafts, saveDraft } from "./api";
 import { KEYS, local } from "./storage";
 
@@ -162,4 +163,69 @@ function readAll(): Record<string, Draft> {
     drafts = {};
   }
   return drafts;
+}
+
+/** Where each document's Input (the run's standard input, stdin.ts) is kept: apart from the
+ *  drafts, whose code goes to the server (which keeps no input). */
+const INPUTS_KEY = "playground.inputs";
+/** Inputs kept, the newest: each may be a few hundred KiB, and localStorage holds a few MiB. */
+const INPUTS_KEPT = 20;
+/** How long typing in an Input pauses before it is written. */
+const INPUTS_WRITE_AFTER_MS = 300;
+
+/**
+ * The Input a person typed for each document they edited it in (the keys are the drafts': "own",
+ * "example:<slug>", "snippet:<slug>", "assignment:<id>"), in this browser, beside the document's
+ * draft: a reload, or opening the document again, shows it as it was left. An input that is the
+ * document's own again (none, or a snippet's) is not kept.
+ */
+export class Inputs {
+  private inputs: Record<string, { text: string; updated: number }> = readInputs();
+  private timer: number | undefined;
+
+  constructor() {
+    // Written a moment after typing pauses (they may be large), and before the page goes.
+    window.addEventListener("pagehide", () => this.write());
+  }
+
+  /** The input kept for `key`, or null when none is (the document's own then). */
+  get(key: string): string | null {
+    return this.inputs[key]?.text ?? null;
+  }
+
+  /** Keeps `text` as `key`'s input; `base`, the document's own input, is not kept. */
+  save(key: string, text: string, base = ""): void {
+    if (text === base) {
+      if (!(key in this.inputs)) return;
+      delete this.inputs[key];
+    } else {
+      this.inputs[key] = { text, updated: Date.now() };
+    }
+    window.clearTimeout(this.timer);
+    this.timer = window.setTimeout(() => this.write(), INPUTS_WRITE_AFTER_MS);
+  }
+
+  private write(): void {
+    if (this.timer === undefined) return;
+    window.clearTimeout(this.timer);
+    this.timer = undefined;
+    const newest = Object.entries(this.inputs).sort(([, a], [, b]) => b.updated - a.updated);
+    this.inputs = Object.fromEntries(newest.slice(0, INPUTS_KEPT));
+    local.set(INPUTS_KEY, JSON.stringify(this.inputs));
+  }
+}
+
+function readInputs(): Record<string, { text: string; updated: number }> {
+  const inputs: Record<string, { text: string; updated: number }> = {};
+  try {
+    const data = JSON.parse(local.get(INPUTS_KEY) ?? "{}") as unknown;
+    if (data && typeof data === "object") {
+      for (const [key, d] of Object.entries(data as Record<string, { text?: unknown; updated?: unknown }>)) {
+        if (d && typeof d.text === "string") inputs[key] = { text: d.text, updated: typeof d.updated === "number" ? d.updated : 0 };
+      }
+    }
+  } catch {
+    // A broken entry loses the inputs, never the page.
+  }
+  return inputs;
 }

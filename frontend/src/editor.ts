@@ -1,6 +1,7 @@
 // The code editor: Monaco with Python, Ctrl+Enter to run and a marker on the line that raised.
+import { t } from "./i18n";
 import { themeName } from "./languages";
-import { registerPythonIntellisense, watchProblems } from "./intellisense";
+import { registerPythonIntellisense, watchComposition, watchProblems, whenComposed } from "./intellisense";
 import { MONO_FONT, monaco } from "./monaco";
 
 export { monaco };
@@ -17,7 +18,9 @@ export interface CodeEditor {
   /** Marks the line an exception came from: a squiggle, a glyph and a hover message. */
   markError(line: number, message: string): void;
   clearMarks(): void;
-  markers(): { line: number; message: string; severity: string }[];
+  /** This editor's markers: the run's (the line that raised), or another owner's ("problems": ruff's,
+   *  "fullwidth": full-width punctuation in code). */
+  markers(owner?: string): { line: number; column: number; message: string; severity: string }[];
   /** Marks the line a piece of compiled code came from (null: none). */
   linkLine(line: number | null, reveal: boolean): void;
   /** Called with the cursor's line when the person moves it. */
@@ -61,6 +64,10 @@ export function createEditor(options: {
   problems?: boolean;
 }): CodeEditor {
   installWorker(options.workerUrl);
+  // The context menu is drawn in a shadow root that Monaco hangs on this container (the overflow
+  // widgets are fixed), outside .monaco-editor: as a "monaco-component" the container carries
+  // the theme's colours down to it, or the menu has neither background nor shadow.
+  options.container.classList.add("monaco-component");
   const editor = monaco.editor.create(options.container, {
     value: options.code,
     language: "python",
@@ -82,11 +89,12 @@ export function createEditor(options: {
     fixedOverflowWidgets: true,
     // Enter takes a suggestion only when it changes the text ("import jax" + Enter is a new line).
     acceptSuggestionOnEnter: "smart",
-    ariaLabel: "Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus; F1 lists the shortcuts.",
+    ariaLabel: t("Python code editor. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus; F1 lists the shortcuts."),
   });
   const model = editor.getModel()!;
   model.onDidChangeContent(() => options.onChange(model.getValue()));
   registerPythonIntellisense();
+  watchComposition(editor);
   if (options.problems !== false) watchProblems(editor);
   editor.addCommand(monaco.KeyMod.CtrlCmd | monaco.KeyCode.Enter, () => options.onRun());
   const onSave = options.onSave;
@@ -197,9 +205,10 @@ export function createEditor(options: {
         if (e.source !== "api" && e.reason !== 1 /* ContentFlush */) listener(e.position.lineNumber);
       });
     },
-    markers: () =>
-      monaco.editor.getModelMarkers({ owner: MARKER_OWNER }).map((m) => ({
+    markers: (owner = MARKER_OWNER) =>
+      monaco.editor.getModelMarkers({ owner, resource: model.uri }).map((m) => ({
         line: m.startLineNumber,
+        column: m.startColumn,
         message: m.message,
         severity: monaco.MarkerSeverity[m.severity],
       })),
@@ -215,6 +224,8 @@ function registerFormatter(format: (code: string) => Promise<string>, onError?: 
   monaco.languages.registerDocumentFormattingEditProvider("python", {
     displayName: "ruff",
     async provideDocumentFormattingEdits(model) {
+      // Not the half-typed text of an input method's composition: the text once it is done.
+      await new Promise<void>((done) => whenComposed(model, done));
       const before = model.getValue();
       try {
         const after = await format(before);

@@ -23,6 +23,7 @@ import {
   type EventType,
   type FinishedFields,
   type PartMessage,
+  type ProfileFields,
   type QueuedFields,
   type ShapesFields,
   type StartedFields,
@@ -168,6 +169,37 @@ export interface FinishedEvent extends BaseFields, FinishedFields {
   status: TerminalStatus;
 }
 
+/** One device lane of a profile's summary (times in µs): its span, the time its top-level ops
+ *  took (busy), what its collectives spent waiting for their peers, that time per op kind, and
+ *  its top ops as [name, kind, count, total µs]. */
+export interface ProfileSummaryRow {
+  device?: string | null;
+  span_us?: number | null;
+  busy_us?: number | null;
+  wait_us?: number | null;
+  kinds?: Record<string, number> | null;
+  ops?: [string, string, number, number][] | null;
+}
+
+/**
+ * The run ran under jax.profiler (the run's `options.profile`): `url` answers its trace (Chrome
+ * Trace Event Format, one process lane for the host and one per device), `summary` has a row
+ * per device lane. `cut` says what the trace left out; `error` why there is none.
+ */
+export interface ProfileEvent extends BaseFields, ProfileFields {
+  type: "profile";
+  /** The trace's size gzipped, and as JSON. */
+  bytes?: number | null;
+  raw_bytes?: number | null;
+  /** Its "X" events. */
+  events?: number | null;
+  /** Its process lanes, in order: "Host", then the devices. */
+  lanes?: string[] | null;
+  summary?: ProfileSummaryRow[] | null;
+  /** What stopping the profiler and converting its trace cost the run. */
+  profile_ms?: number | null;
+}
+
 /** What the snippet's top-level names held when it ended: name → {type ("f32[3,4]"), line, sharding}. */
 export interface ShapesEvent extends BaseFields, ShapesFields {
   type: "shapes";
@@ -184,6 +216,7 @@ export type RunEvent =
   | DisplayEvent
   | ErrorEvent
   | ShapesEvent
+  | ProfileEvent
   | FinishedEvent;
 
 // Compile-time checks against protocol.gen.ts: `tsc` fails, naming the field, when a type here
@@ -206,6 +239,7 @@ export type ProtocolChecks = [
   None<Extra<DisplayEvent, DisplayFields>>,
   None<Extra<ErrorEvent, ErrorFields>>,
   None<Extra<ShapesEvent, ShapesFields>>,
+  None<Extra<ProfileEvent, ProfileFields>>,
   None<Extra<FinishedEvent, FinishedFields>>,
   None<Exclude<EventType, RunEvent["type"]>>,
 ];

@@ -1,6 +1,7 @@
 // Numbers as people read them, and safe reads of event fields (which come from code inside the
 // sandbox: any field may be missing or of the wrong type).
 import { el } from "./dom";
+import { formatNumber } from "./i18n";
 
 /** A finite number, or null. */
 export function num(value: unknown): number | null {
@@ -61,7 +62,7 @@ export function flops(n: number): string {
 
 /** A rate: 12.3 (three significant digits, no unit). */
 export function rate(value: number): string {
-  return Math.abs(value) >= 1000 ? Math.round(value).toLocaleString("en") : sig(value);
+  return Math.abs(value) >= 1000 ? formatNumber(Math.round(value)) : sig(value);
 }
 
 /** A speed-up: 13.6×, 0.16×. */

@@ -7,6 +7,7 @@
 // code" brings the person's own code back.
 import { RESET_PREFIX, type Draft, type Drafts } from "./drafts";
 import { el } from "./dom";
+import { formatNumber, t, tn } from "./i18n";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
 
@@ -129,7 +130,7 @@ export class Gallery {
   attach(editor: GalleryEditor): void {
     this.editor = editor;
     if (location.hash && !this.exampleFromHash() && exampleInHash() !== null) {
-      this.say(`There is no example called “${exampleInHash()}”.`, "warning");
+      this.say(t("There is no example called “{slug}”.", { slug: exampleInHash() ?? "" }), "warning");
     }
     this.remember();
     this.renderHeader();
@@ -188,7 +189,7 @@ export class Gallery {
   private openFromHash(): void {
     const doc = this.exampleFromHash();
     if (doc) this.open(doc);
-    else if (exampleInHash() !== null) this.say(`There is no example called “${exampleInHash()}”.`, "warning");
+    else if (exampleInHash() !== null) this.say(t("There is no example called “{slug}”.", { slug: exampleInHash() ?? "" }), "warning");
   }
 
   private exampleFromHash(): Doc | null {
@@ -202,7 +203,7 @@ export class Gallery {
   }
 
   private own(): Doc {
-    return { key: "own", title: "Your code", fileName: "snippet.py", base: this.defaultCode, kind: "own" };
+    return { key: "own", title: t("Your code"), fileName: "snippet.py", base: this.defaultCode, kind: "own" };
   }
 
   private snippetDoc(base: GalleryBase): Doc {
@@ -234,27 +235,27 @@ export class Gallery {
     const before = this.editor.getCode();
     this.replace(doc.base);
     this.drafts.remove(doc.key);
-    if (before !== doc.base) this.drafts.save(RESET_PREFIX + doc.key, `${doc.title} (before Reset)`, before);
+    if (before !== doc.base) this.drafts.save(RESET_PREFIX + doc.key, t("{title} (before Reset)", { title: doc.title }), before);
     this.renderHeader();
     this.showUndo(doc, before);
   }
 
   private showUndo(doc: Doc, code: string): void {
     this.undo = { doc, code };
-    const button = el("button", "button button-small undo-button", "Undo");
+    const button = el("button", "button button-small undo-button", t("Undo"));
     button.type = "button";
-    button.title = "Bring back the code you had before Reset";
+    button.title = t("Bring back the code you had before Reset");
     button.addEventListener("click", () => this.undoReset());
     const close = el("button", "button button-icon button-quiet undo-close", "×");
     close.type = "button";
-    close.setAttribute("aria-label", "Dismiss");
-    close.title = "Dismiss (the code before Reset stays in Examples ▸ Your drafts)";
+    close.setAttribute("aria-label", t("Dismiss"));
+    close.title = t("Dismiss (the code before Reset stays in Examples ▸ Your drafts)");
     close.addEventListener("click", () => {
       this.hideUndo();
       this.ui.button.focus();
     });
     this.ui.undoBar.replaceChildren(
-      el("span", "undo-text", "Code reset. ", el("span", "undo-sub", "The code before it is kept in Examples ▸ Your drafts.")),
+      el("span", "undo-text", t("Code reset."), " ", el("span", "undo-sub", t("The code before it is kept in Examples ▸ Your drafts."))),
       button,
       close,
     );
@@ -284,7 +285,7 @@ export class Gallery {
   private openResetDraft(draft: Draft): void {
     const key = draft.key.slice(RESET_PREFIX.length);
     const doc = this.docFor(key);
-    const title = draft.title.replace(/ \(before Reset\)$/, "");
+    const title = beforeReset(draft.title);
     this.drafts.save(key, doc?.title ?? title, draft.code);
     this.drafts.remove(draft.key);
     if (doc) this.open(doc);
@@ -307,11 +308,14 @@ export class Gallery {
     const doc = this.current;
     const modified = doc.kind !== "own" && code !== doc.base;
     this.ui.fileName.textContent = doc.fileName;
-    this.ui.fileName.title = doc.kind === "own" ? "Your code" : `${doc.title}${modified ? " (edited)" : ""}`;
+    this.ui.fileName.title = doc.kind === "own" ? t("Your code") : modified ? t("{title} (edited)", { title: doc.title }) : doc.title;
     this.ui.fileName.dataset.modified = String(modified);
-    const what = { own: "the starter code", example: "the example's code", snippet: "the snippet's code" }[doc.kind];
-    this.ui.reset.textContent = { own: "Reset", example: "Reset example", snippet: "Reset snippet" }[doc.kind];
-    this.ui.reset.title = `Back to ${what} (Ctrl+Z undoes it)`;
+    this.ui.reset.textContent = { own: t("Reset"), example: t("Reset example"), snippet: t("Reset snippet") }[doc.kind];
+    this.ui.reset.title = {
+      own: t("Back to the starter code (Ctrl+Z undoes it)"),
+      example: t("Back to the example's code (Ctrl+Z undoes it)"),
+      snippet: t("Back to the snippet's code (Ctrl+Z undoes it)"),
+    }[doc.kind];
     this.ui.reset.hidden = code === doc.base;
     this.ui.restore.hidden = doc.kind === "own" || this.drafts.get("own") === null;
     this.ui.button.hidden = this.examples.length === 0 && !this.drafts.list().length;
@@ -330,7 +334,7 @@ export class Gallery {
         el(
           "span",
           "example-text",
-          el("span", "example-title", example.title, this.drafts.get(key) ? el("span", "chip", "edited") : null),
+          el("span", "example-title", example.title, this.drafts.get(key) ? el("span", "chip", t("edited")) : null),
           example.description ? el("span", "example-description", example.description) : null,
         ),
       );
@@ -343,16 +347,18 @@ export class Gallery {
     this.ui.menu.replaceChildren(
       ...(draftItems.length
         ? [
-            el("div", "menu-header", el("h2", "menu-title", "Your drafts"),
-               el("p", "menu-sub", "Kept in this browser" + (this.drafts.signedIn ? " and your account" : "") + " until you delete them.")),
+            el("div", "menu-header", el("h2", "menu-title", t("Your drafts")),
+               el("p", "menu-sub", this.drafts.signedIn
+                 ? t("Kept in this browser and your account until you delete them.")
+                 : t("Kept in this browser until you delete them."))),
             el("ul", "example-list draft-list", ...draftItems),
           ]
         : []),
       el(
         "div",
         "menu-header",
-        el("h2", "menu-title", "Examples"),
-        el("p", "menu-sub", "The walk-through of “JAX, the new face of machine learning”, runnable."),
+        el("h2", "menu-title", t("Examples")),
+        el("p", "menu-sub", t("The walk-through of “JAX, the new face of machine learning”, runnable.")),
       ),
       el("ol", "example-list", ...exampleItems),
     );
@@ -368,8 +374,8 @@ export class Gallery {
       el(
         "span",
         "example-text",
-        el("span", "example-title", draft.key === "own" ? "Your code" : draft.title || draft.key),
-        el("span", "example-description", `${lineCount(draft.code)}, edited ${ago(draft.updated)}`),
+        el("span", "example-title", draft.key === "own" ? t("Your code") : draft.title || draft.key),
+        el("span", "example-description", t("{lines}, edited {ago}", { lines: lineCount(draft.code), ago: ago(draft.updated) })),
       ),
     );
     open.type = "button";
@@ -383,13 +389,14 @@ export class Gallery {
     });
     const remove = el("button", "button button-icon button-quiet draft-delete", "×");
     remove.type = "button";
-    remove.setAttribute("aria-label", `Delete the draft “${draft.key === "own" ? "Your code" : draft.title}”`);
-    remove.title = "Delete this draft";
+    const name = draft.key === "own" ? t("Your code") : draft.title;
+    remove.setAttribute("aria-label", t("Delete the draft “{title}”", { title: name }));
+    remove.title = t("Delete this draft");
     remove.addEventListener("click", () => {
       const open = draft.key === this.current.key;
       this.drafts.remove(draft.key);
       if (open) this.replace(this.current.base);
-      this.say(`Deleted the draft “${draft.key === "own" ? "Your code" : draft.title}”.`);
+      this.say(t("Deleted the draft “{title}”.", { title: name }));
       this.renderMenu();
       this.renderHeader();
       this.ui.menu.querySelector<HTMLElement>("button")?.focus();
@@ -408,10 +415,10 @@ export function migrateOldDrafts(drafts: Drafts, examples: Example[], defaultCod
   const example = examples.find((e) => e.slug === slug);
   if (code !== null) {
     if (example && code !== example.code) drafts.save(`example:${example.slug}`, example.title, code);
-    else if (!example && code !== defaultCode && !examples.some((e) => e.code === code)) drafts.save("own", "Your code", code);
+    else if (!example && code !== defaultCode && !examples.some((e) => e.code === code)) drafts.save("own", t("Your code"), code);
     if (example) local.set(KEYS.current, `example:${example.slug}`);
   }
-  if (scratch !== null && drafts.get("own") === null) drafts.save("own", "Your code", scratch);
+  if (scratch !== null && drafts.get("own") === null) drafts.save("own", t("Your code"), scratch);
   for (const key of [KEYS.code, KEYS.example, KEYS.scratch]) local.set(key, null);
 }
 
@@ -427,15 +434,25 @@ function exampleInHash(): string | null {
 
 function lineCount(code: string): string {
   const n = code.replace(/\n$/, "").split("\n").length;
-  return `${n} line${n === 1 ? "" : "s"}`;
+  return tn("{n} line", "{n} lines", n, { n: formatNumber(n) });
 }
 
-/** "just now", "5 min ago", "3 h ago", "2 days ago". */
+/** "just now", "5 min ago", "3 h ago", "2 days ago": short, as the menu has little room
+ *  (Intl's relative times say "5 minutes ago"). */
 function ago(ms: number): string {
   const s = Math.max(0, (Date.now() - ms) / 1000);
-  if (s < 60) return "just now";
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  if (s < 60) return t("just now");
+  if (s < 3600) return t("{n} min ago", { n: Math.floor(s / 60) });
+  if (s < 86400) return t("{n} h ago", { n: Math.floor(s / 3600) });
   const days = Math.floor(s / 86400);
-  return `${days} day${days === 1 ? "" : "s"} ago`;
+  return tn("{n} day ago", "{n} days ago", days, { n: formatNumber(days) });
+}
+
+/** A title a Reset marked (drafts.ts RESET_PREFIX), unmarked: in English, or in the language the
+ *  page speaks now. */
+function beforeReset(title: string): string {
+  for (const mark of [" (before Reset)", t("{title} (before Reset)", { title: "" })]) {
+    if (mark && title.endsWith(mark)) return title.slice(0, -mark.length);
+  }
+  return title;
 }

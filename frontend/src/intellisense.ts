@@ -2,9 +2,16 @@
 // signature and the first lines of its doc), signature help inside a call, docs on hover, and
 // the code's problems as markers. Completion, signatures and hover come from the analysers on
 // the executor nodes (POST /api/analyse: jedi, in the environment the runs use); problems from
-// POST /api/lint (ruff). The providers are Python's, registered once for every editor of the
-// page; a request that a newer keystroke supersedes is aborted here and skipped there.
+// POST /api/lint (ruff), and full-width punctuation typed with a Chinese input method (fullwidth.ts)
+// with its quick fixes. The providers are Python's, registered once for every editor of the page;
+// a request that a newer keystroke supersedes is aborted here and skipped there.
+//
+// While an input method composes (pinyin on its way to 你好), the text in the editor is not yet
+// the person's: nothing is asked of the server, no marker changes and no completion opens; what
+// was held back runs once the composition ends.
 import { csrfToken } from "./api";
+import { codePointLabel, findFullWidth } from "./fullwidth";
+import { t } from "./i18n";
 import { monaco } from "./monaco";
 
 type Position = { lineNumber: number; column: number };
@@ -43,6 +50,7 @@ export interface Problem {
 }
 
 const LINT_OWNER = "problems";
+const FULL_WIDTH_OWNER = "fullwidth";
 const LINT_PAUSE_MS = 500;
 let seq = 0;
 /** The runtime the page's runs use: its analysers answer, for its JAX (null: the default). */
@@ -68,16 +76,74 @@ async function post<T>(path: string, body: object, signal?: AbortSignal): Promis
   }
 }
 
+// Code that comes before an editor's own for its analysis: a notebook cell's are the code cells
+// above it, so that completion, signatures and hover know the names they define.
+const contexts = new WeakMap<monaco.editor.ITextModel, () => string>();
+// What the analysis is sent at most; the context's oldest lines go first.
+const CONTEXT_MAX_CHARS = 48_000;
+
+/** ``before()``: the code that runs before this model's, whole lines (ending with a newline). */
+export function setAnalysisContext(model: monaco.editor.ITextModel, before: () => string): void {
+  contexts.set(model, before);
+}
+
+function withContext(model: monaco.editor.ITextModel): { code: string; offset: number } {
+  let before = contexts.get(model)?.() ?? "";
+  if (before.length > CONTEXT_MAX_CHARS) {
+    before = before.slice(before.length - CONTEXT_MAX_CHARS);
+    before = before.slice(before.indexOf("\n") + 1); // from a whole line
+  }
+  if (before && !before.endsWith("\n")) before += "\n";
+  return { code: before + model.getValue(), offset: before ? before.split("\n").length - 1 : 0 };
+}
+
+/** Whether an input method is composing text in this model's editor. */
+const composing = new WeakSet<monaco.editor.ITextModel>();
+/** What waits for the composition in progress to end, each once. */
+const afterComposing = new WeakMap<monaco.editor.ITextModel, Set<() => void>>();
+
+/** Runs ``run`` now, or once when the composition in progress ends (however often asked meanwhile). */
+export function whenComposed(model: monaco.editor.ITextModel, run: () => void): void {
+  if (!composing.has(model)) {
+    run();
+    return;
+  }
+  let waiting = afterComposing.get(model);
+  if (!waiting) afterComposing.set(model, (waiting = new Set()));
+  waiting.add(run);
+}
+
+/** Follows the editor's compositions (editor.ts calls this for every editor). */
+export function watchComposition(editor: monaco.editor.IStandaloneCodeEditor): void {
+  editor.onDidCompositionStart(() => {
+    const model = editor.getModel();
+    if (!model) return;
+    composing.add(model);
+    // A list opened before the composition would take its Enter or filter on its pinyin.
+    editor.trigger("composition", "hideSuggestWidget", null);
+  });
+  editor.onDidCompositionEnd(() => {
+    const model = editor.getModel();
+    if (!model || !composing.delete(model)) return;
+    const waiting = afterComposing.get(model);
+    afterComposing.delete(model);
+    for (const run of waiting ?? []) run();
+  });
+}
+
 async function analyse<T>(op: string, model: monaco.editor.ITextModel, position: Position, token: Token,
   extra: object = {}): Promise<T | null> {
+  if (composing.has(model)) return null;
   const controller = new AbortController();
   token.onCancellationRequested(() => controller.abort());
+  const { code, offset } = withContext(model);
   const answer = await post<T & { superseded?: boolean; error?: string }>("/api/analyse", {
-    op, code: model.getValue(), line: position.lineNumber, column: position.column, seq: ++seq, editor: EDITOR,
+    op, code, line: position.lineNumber + offset, column: position.column, seq: ++seq, editor: EDITOR,
     ...(runtime ? { runtime } : {}),
     ...extra,
   }, controller.signal);
-  if (!answer || answer.superseded || answer.error || token.isCancellationRequested) return null;
+  // An answer that comes back during a composition is not shown either: it was for other text.
+  if (!answer || answer.superseded || answer.error || token.isCancellationRequested || composing.has(model)) return null;
   return answer;
 }
 
@@ -98,7 +164,7 @@ export function docMarkdown(h: Hover): string {
   const parts: string[] = [];
   if (h.signature) parts.push("```python\n" + h.signature + "\n```");
   if (h.doc) parts.push(restToMarkdown(h.doc));
-  if (h.docs_url) parts.push(`[${publicName(h)} on docs.jax.dev](${h.docs_url})`);
+  if (h.docs_url) parts.push(`[${t("{name} on docs.jax.dev", { name: publicName(h) })}](${h.docs_url})`);
   return parts.join("\n\n");
 }
 
@@ -141,10 +207,17 @@ export function shapeMarkdown(model: monaco.editor.ITextModel, name: string): st
   if (!shapes || !entry || typeof entry.type !== "string") return null;
   const upTo = (text: string) => (entry.line ? text.split("\n").slice(0, entry.line).join("\n") : text);
   const stale = upTo(model.getValue()) !== upTo(shapes.code);
-  const where = entry.line ? `, assigned on line ${entry.line}` : "";
-  const sharding = entry.sharding ? `\n\nSharded: \`${entry.sharding.replace(/`/g, "")}\`` : "";
-  const note = stale ? " *The code up to there has changed since: it may hold something else now.*" : "";
-  return "`" + `${name}: ${entry.type}`.replace(/`/g, "") + "`" + sharding + `\n\nWhen the last run ended${where}.${note}`;
+  const sharding = entry.sharding ? "\n\n" + t("Sharded: `{sharding}`", { sharding: entry.sharding.replace(/`/g, "") }) : "";
+  return "`" + `${name}: ${entry.type}`.replace(/`/g, "") + "`" + sharding + "\n\n" + whenItRan(entry.line, stale);
+}
+
+function whenItRan(line: number | undefined, stale: boolean): string {
+  if (line && stale) {
+    return t("When the last run ended, assigned on line {line}. *The code up to there has changed since: it may hold something else now.*", { line });
+  }
+  if (line) return t("When the last run ended, assigned on line {line}.", { line });
+  if (stale) return t("When the last run ended. *The code up to there has changed since: it may hold something else now.*");
+  return t("When the last run ended.");
 }
 
 type PlaygroundItem = monaco.languages.CompletionItem & { at?: { model: monaco.editor.ITextModel; position: Position } };
@@ -154,6 +227,7 @@ let registered = false;
 export function registerPythonIntellisense(): void {
   if (registered) return;
   registered = true;
+  registerFullWidthFixes();
   monaco.languages.registerCompletionItemProvider("python", {
     triggerCharacters: ["."],
     async provideCompletionItems(model, position, _context, token) {
@@ -194,7 +268,9 @@ export function registerPythonIntellisense(): void {
   monaco.languages.registerSignatureHelpProvider("python", {
     signatureHelpTriggerCharacters: ["(", ","],
     signatureHelpRetriggerCharacters: [")"],
-    async provideSignatureHelp(model, position, token) {
+    async provideSignatureHelp(model, position, token, context) {
+      // A composition's edits ask again: the signatures shown stay as they are meanwhile.
+      if (composing.has(model)) return context.activeSignatureHelp ? { value: context.activeSignatureHelp, dispose() {} } : null;
       const answer = await analyse<{ signatures: Signature[] }>("signatures", model, position, token);
       if (!answer || !answer.signatures.length) return null;
       const first = answer.signatures[0];
@@ -249,34 +325,108 @@ function parameterRanges(s: Signature): monaco.languages.ParameterInformation[] 
   });
 }
 
-/** Markers for the code's problems, within about a second of a pause in typing. */
+/** Markers for the code's problems, within about a second of a pause in typing: ruff's, and each
+ *  full-width character in code. A syntax error that ruff finds on a line holding one is that
+ *  character's doing: its marker says so better, and the rest comes back once it is fixed. */
 export function watchProblems(editor: monaco.editor.IStandaloneCodeEditor): { refresh(): void } {
   const model = editor.getModel()!;
   let timer: number | undefined;
   let controller: AbortController | null = null;
   const check = async () => {
     controller?.abort();
+    controller = null;
+    if (model.isDisposed()) return;
+    if (composing.has(model)) {
+      whenComposed(model, later);
+      return;
+    }
+    const fullWidth = markFullWidth(model);
     controller = new AbortController();
     const version = model.getVersionId();
     const answer = await post<{ problems: Problem[] }>("/api/lint", { code: model.getValue() }, controller.signal);
     if (!answer || model.isDisposed() || model.getVersionId() !== version) return;
-    monaco.editor.setModelMarkers(model, LINT_OWNER, answer.problems.map((p) => ({
-      startLineNumber: p.line,
-      startColumn: p.column,
-      endLineNumber: p.end_line,
-      endColumn: Math.max(p.end_column, p.column + 1),
-      message: p.message,
-      code: p.code,
-      source: p.code.startsWith("F") || p.code === "syntax" ? "ruff" : "playground",
-      severity: p.severity === "error" ? monaco.MarkerSeverity.Error : monaco.MarkerSeverity.Warning,
-      tags: p.unnecessary ? [monaco.MarkerTag.Unnecessary] : [],
-    })));
+    if (composing.has(model)) {
+      whenComposed(model, later);
+      return;
+    }
+    monaco.editor.setModelMarkers(model, LINT_OWNER, answer.problems
+      .filter((p) => !(p.code === "syntax" && fullWidth.has(p.line)))
+      .map((p) => ({
+        startLineNumber: p.line,
+        startColumn: p.column,
+        endLineNumber: p.end_line,
+        endColumn: Math.max(p.end_column, p.column + 1),
+        message: p.message,
+        code: p.code,
+        source: p.code.startsWith("F") || p.code === "syntax" ? "ruff" : "playground",
+        severity: p.severity === "error" ? monaco.MarkerSeverity.Error : monaco.MarkerSeverity.Warning,
+        tags: p.unnecessary ? [monaco.MarkerTag.Unnecessary] : [],
+      })));
   };
   const later = () => {
     window.clearTimeout(timer);
-    timer = window.setTimeout(() => void check(), LINT_PAUSE_MS);
+    // Nothing is checked while an input method composes: once, when it is done.
+    if (composing.has(model)) whenComposed(model, later);
+    else timer = window.setTimeout(() => void check(), LINT_PAUSE_MS);
   };
   model.onDidChangeContent(later);
+  model.onDidChangeLanguage(later);
   later();
   return { refresh: later };
+}
+
+/** Marks each full-width character in the model's code (Python's only): the lines that hold one. */
+function markFullWidth(model: monaco.editor.ITextModel): Set<number> {
+  const found = model.getLanguageId() === "python" ? findFullWidth(model.getValue()) : [];
+  monaco.editor.setModelMarkers(model, FULL_WIDTH_OWNER, found.map((f) => ({
+    startLineNumber: f.line,
+    startColumn: f.column,
+    endLineNumber: f.line,
+    endColumn: f.column + f.char.length,
+    message: t("Full-width '{char}' ({code}): Python needs '{ascii}'", {
+      char: f.char, code: codePointLabel(f.codePoint), ascii: f.ascii,
+    }),
+    severity: monaco.MarkerSeverity.Error,
+  })));
+  return new Set(found.map((f) => f.line));
+}
+
+/** Quick fixes at a full-width character: that one made ASCII, or every one in the code, each
+ *  as one edit (one undo). Offered from the light bulb, Ctrl+., and the marker's hover. */
+function registerFullWidthFixes(): void {
+  monaco.languages.registerCodeActionProvider("python", {
+    provideCodeActions(model, range, context) {
+      // Where they are marked: an editor that shows no problems (a read-only one) offers no fix.
+      if (!monaco.editor.getModelMarkers({ resource: model.uri, owner: FULL_WIDTH_OWNER }).length) {
+        return { actions: [], dispose() {} };
+      }
+      const found = findFullWidth(model.getValue());
+      const here = found.filter((f) => f.line >= range.startLineNumber && f.line <= range.endLineNumber
+        && (f.line > range.startLineNumber || f.column + 1 >= range.startColumn)
+        && (f.line < range.endLineNumber || f.column <= range.endColumn));
+      if (!here.length) return { actions: [], dispose() {} };
+      const markers = context.markers.filter((m) => found.some((f) => f.line === m.startLineNumber && f.column === m.startColumn));
+      const edit = (chars: typeof found): monaco.languages.WorkspaceEdit => ({
+        edits: chars.map((f) => ({
+          resource: model.uri,
+          versionId: model.getVersionId(),
+          textEdit: { range: new monaco.Range(f.line, f.column, f.line, f.column + f.char.length), text: f.ascii },
+        })),
+      });
+      const actions: monaco.languages.CodeAction[] = here.map((f) => ({
+        title: t("Replace '{char}' with '{ascii}'", { char: f.char, ascii: f.ascii }),
+        kind: "quickfix",
+        diagnostics: markers.filter((m) => m.startLineNumber === f.line && m.startColumn === f.column),
+        edit: edit([f]),
+      }));
+      actions.push({
+        title: t("Replace full-width punctuation with half-width"),
+        kind: "quickfix",
+        diagnostics: markers,
+        edit: edit(found),
+        isPreferred: true,
+      });
+      return { actions, dispose() {} };
+    },
+  }, { providedCodeActionKinds: ["quickfix"] });
 }

@@ -1,11 +1,12 @@
 // Vim and Emacs key bindings for the editor, from monaco-vim and monaco-emacs; each is loaded
 // the first time it is chosen (a chunk of its own), and the choice is remembered.
+import { t } from "./i18n";
 import type { monaco } from "./monaco";
 import { KEYS, local } from "./storage";
 
 export type Keymap = "standard" | "vim" | "emacs";
 export const KEYMAPS: { id: Keymap; label: string }[] = [
-  { id: "standard", label: "Standard" },
+  { id: "standard", label: t("Standard") },
   { id: "vim", label: "Vim" },
   { id: "emacs", label: "Emacs" },
 ];
@@ -54,10 +55,10 @@ export class Keymaps {
       const { EmacsExtension } = await import("monaco-emacs");
       if (ticket !== this.loading) return;
       const emacs = new EmacsExtension(this.editor);
-      emacs.onDidMarkChange((on: boolean) => (this.statusBar.textContent = on ? "Mark set" : "Mark unset"));
+      emacs.onDidMarkChange((on: boolean) => (this.statusBar.textContent = on ? t("Mark set") : t("Mark unset")));
       emacs.onDidChangeKey((keys: string) => (this.statusBar.textContent = keys));
       emacs.start();
-      this.statusBar.textContent = "Emacs keys";
+      this.statusBar.textContent = t("Emacs keys");
       this.active = emacs;
     }
   }

@@ -5,21 +5,22 @@ import type { Device } from "./api";
 import type { RunEvent } from "./events";
 import { el } from "./dom";
 import { str } from "./format";
+import { t } from "./i18n";
 import { bindPopover } from "./popover";
 import { KEYS, local } from "./storage";
 
 /** What every run can import, with a few words on what each is for. */
 const KNOWN: [string, string][] = [
-  ["numpy", "arrays on the CPU"],
-  ["scipy", "scientific computing"],
-  ["jax", "grad, jit, vmap, pmap; XLA"],
-  ["optax", "optimisers and losses"],
-  ["flax", "neural networks"],
-  ["equinox", "neural networks as PyTrees"],
-  ["chex", "assertions for JAX code"],
-  ["einops", "readable reshapes"],
-  ["matplotlib", "figures, shown in Figures"],
-  ["rich", "pretty terminal output"],
+  ["numpy", t("arrays on the CPU")],
+  ["scipy", t("scientific computing")],
+  ["jax", "grad, jit, vmap, pmap; XLA"], // names of code: the same in every language
+  ["optax", t("optimisers and losses")],
+  ["flax", t("neural networks")],
+  ["equinox", t("neural networks as PyTrees")],
+  ["chex", t("assertions for JAX code")],
+  ["einops", t("readable reshapes")],
+  ["matplotlib", t("figures, shown in Figures")],
+  ["rich", t("pretty terminal output")],
 ];
 
 export class LibrariesMenu {
@@ -80,27 +81,32 @@ export class LibrariesMenu {
     const names = KNOWN.map(([name]) => name);
     for (const name of Object.keys(this.versions).sort()) if (!names.includes(name)) names.push(name);
     const about = new Map(KNOWN);
-    const rows = names.map((name) =>
-      el(
+    const rows = names.map((name) => {
+      // A package's name is code: a page translator leaves it as it is.
+      const label = el("span", "library-name", name);
+      label.translate = false;
+      return el(
         "li",
         "library",
-        el("span", "library-name", name),
+        label,
         el("span", "library-version", this.versions[name] ?? ""),
         el("span", "library-about", about.get(name) ?? ""),
-      ),
-    );
+      );
+    });
     const known = Object.keys(this.versions).length > 0;
     this.panel.replaceChildren(
-      el("div", "menu-header", el("h2", "menu-title", "Libraries"), el("p", "menu-sub", "Pinned, in every run: import any of them.")),
+      el("div", "menu-header", el("h2", "menu-title", t("Libraries")), el("p", "menu-sub", t("Pinned, in every run: import any of them."))),
       el("ul", "library-list", ...rows),
       el(
         "p",
         "menu-footer",
         !known
-          ? "Run something to see the exact versions."
+          ? t("Run something to see the exact versions.")
           : this.source === "device"
-            ? `Versions on the ${this.where || "chosen"} executors.`
-            : `Versions as installed where the last run ran${this.where ? ` (${this.where})` : ""}.`,
+            ? this.where ? t("Versions on the {where} executors.", { where: this.where }) : t("Versions on the chosen executors.")
+            : this.where
+              ? t("Versions as installed where the last run ran ({where}).", { where: this.where })
+              : t("Versions as installed where the last run ran."),
       ),
     );
   }

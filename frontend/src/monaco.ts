@@ -9,6 +9,8 @@ import * as monaco from "monaco-editor/editor";
 import "monaco-editor/features/codicon/register";
 import "monaco-editor/features/bracketMatching/register";
 import "monaco-editor/features/clipboard/register";
+// Quick fixes (the light bulb, Ctrl+., a marker's hover): full-width punctuation (intellisense.ts).
+import "monaco-editor/features/codeAction/register";
 import "monaco-editor/features/comment/register";
 import "monaco-editor/features/contextmenu/register";
 import "monaco-editor/features/cursorUndo/register";
@@ -36,5 +38,8 @@ import "monaco-editor/languages/definitions/python/register";
 
 export { monaco };
 
+// Chinese in strings and comments comes from a CJK font after the monospace ones (as in
+// styles/base.css's --font-mono): the code's own letters keep their fixed width.
 export const MONO_FONT =
-  'ui-monospace, "SF Mono", "Cascadia Code", "JetBrains Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace';
+  'ui-monospace, "SF Mono", "Cascadia Code", "JetBrains Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace, '
+  + '"PingFang SC", "Hiragino Sans GB", "Microsoft YaHei", "Noto Sans CJK SC", "Source Han Sans SC"';

@@ -1,7 +1,7 @@
 // Generated from executor/runner/protocol.py by `python -m executor.runner.protocol`.
 // Do not edit: change the Python and regenerate (tests/unit/test_protocol.py checks it).
 
-export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "shapes", "finished"] as const;
+export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "shapes", "profile", "finished"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost"] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
@@ -31,6 +31,9 @@ export interface StartedFields {
   sandboxed?: boolean | null;
   platform?: string | null;
   device_kind?: string | null;
+  session?: string | null;
+  cell?: number | null;
+  session_started?: boolean | null;
   device_count?: number | null;
   memory_bytes?: number | null;
   jax_version?: string | null;
@@ -162,13 +165,15 @@ export interface DisplayFields {
   stats?: Record<string, unknown> | null;
 }
 
-/** The snippet raised: type, message, the snippet's line, a trimmed traceback. */
+/** The snippet raised: type, message, the snippet's line, a trimmed traceback; for an error we know, a plain explanation, with the template and args it was made from (a page says it in its reader's language). */
 export interface ErrorFields {
   exc_type: string;
   message: string;
   line?: number | null;
   traceback?: string | null;
   explanation?: string | null;
+  explanation_template?: string | null;
+  explanation_args?: Record<string, unknown> | null;
 }
 
 /** What the snippet's top-level names held when it ended (arrays and pytrees of them), for the editor's hover: {name: {type, line, sharding}}. */
@@ -177,7 +182,21 @@ export interface ShapesFields {
   truncated?: boolean | null;
 }
 
-/** The last event of every run: its terminal status and what it used. */
+/** The run's profile (options.profile): where its trace is (Chrome Trace Event Format, gzipped), its size and events, its lanes (the host, then one per device), a summary per device (span, busy time, time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none. */
+export interface ProfileFields {
+  url?: string | null;
+  bytes?: number | null;
+  raw_bytes?: number | null;
+  events?: number | null;
+  lanes?: string[] | null;
+  devices?: number | null;
+  summary?: unknown[] | null;
+  cut?: string | null;
+  profile_ms?: number | null;
+  error?: string | null;
+}
+
+/** The last event of every run: its terminal status and what it used; its message's template and args where the executor made it from one (an arg may be a message of its own: {template, args}). */
 export interface FinishedFields {
   status: string;
   message?: string | null;
@@ -187,6 +206,8 @@ export interface FinishedFields {
   output_bytes?: number | null;
   events?: number | null;
   truncated?: boolean | null;
+  message_template?: string | null;
+  message_args?: Record<string, unknown> | null;
 }
 
 /** A websocket message that carries one part of a large event's JSON text. */
@@ -211,5 +232,6 @@ export interface EventFields {
   display: DisplayFields;
   error: ErrorFields;
   shapes: ShapesFields;
+  profile: ProfileFields;
   finished: FinishedFields;
 }

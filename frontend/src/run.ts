@@ -1,7 +1,8 @@
 // One run at a time: start it, follow its events, cancel it, and pick it up again after a
 // reload (the run id lives in sessionStorage, so a reload replays the run from seq 0).
-import { ApiError, cancelRun, getRun, launcher, startRun, type CreatedRun } from "./api";
+import { ApiError, cancelRun, getRun, launcher, request, startRun, type CreatedRun, type RunOptions } from "./api";
 import { isTerminal, RunStream, type RunEvent } from "./events";
+import { t } from "./i18n";
 import type { StatusLine } from "./status";
 import { KEYS, session } from "./storage";
 
@@ -14,6 +15,33 @@ export interface RunView {
 }
 
 export type RunPhase = "idle" | "submitting" | "active" | "cancelling";
+
+// The largest start a run socket is sent (daphne takes messages of at most 1 MiB); a larger one
+// (an input of control characters, which JSON writes six bytes each) is posted.
+const SOCKET_START_MAX_BYTES = 768 * 1024;
+
+/** Starts a run as api.ts startRun does, reading `stdin` as its standard input ("": none). */
+export async function startRunWithInput(
+  code: string,
+  device: string,
+  snippet: string | null,
+  runtime: string | null | undefined,
+  options: RunOptions | null | undefined,
+  stdin: string,
+): Promise<CreatedRun> {
+  if (!stdin) return startRun(code, device, snippet, runtime, options);
+  const body = {
+    code,
+    device,
+    stdin,
+    ...(snippet ? { snippet } : {}),
+    ...(runtime ? { runtime } : {}),
+    ...(options && Object.keys(options).length ? { options } : {}),
+  };
+  const size = new TextEncoder().encode(JSON.stringify(body)).length;
+  const run = size <= SOCKET_START_MAX_BYTES ? await launcher.start(body) : null;
+  return run ?? request<CreatedRun>("POST", "/api/runs", body);
+}
 
 export class RunSession {
   private stream: RunStream | null = null;
@@ -68,7 +96,7 @@ export class RunSession {
     const id = session.get(this.runKey);
     if (!id) return false;
     this.runId = id;
-    this.status.say("Loading the last run…");
+    this.status.say(t("Loading the last run…"));
     this.follow(id);
     return true;
   }
@@ -83,7 +111,7 @@ export class RunSession {
       if (this.stream && !this.stream.done) this.setPhase("active");
       // 409: it finished on its own meanwhile; its "finished" event says how.
       if (!(error instanceof ApiError && error.status === 409)) {
-        this.status.say(`Could not cancel: ${(error as Error).message}`, "error");
+        this.status.say(t("Could not cancel: {error}", { error: (error as Error).message }), "error");
       }
     }
   }
@@ -134,17 +162,17 @@ export class RunSession {
       }
       if (!stream.done) {
         this.status.following(record.status);
-        if (isTerminal(record.status)) this.status.say("This run's full event log has expired.");
+        if (isTerminal(record.status)) this.status.say(t("This run's full event log has expired."));
       }
     } catch (error) {
       if (stream !== this.stream) return;
       if (after > 0) {
         // Its first pages are shown: keep them.
-        this.status.say(`Could not load the rest of this run: ${(error as Error).message}`, "error");
+        this.status.say(t("Could not load the rest of this run: {error}", { error: (error as Error).message }), "error");
       } else {
         this.forget();
         this.status.clear();
-        this.status.say("The previous run is no longer available.");
+        this.status.say(t("The previous run is no longer available."));
       }
     }
     if (stream === this.stream) this.setPhase("idle");

@@ -2,6 +2,7 @@
 // runtimes into the select; this marks those no worker serves now and remembers the choice on
 // the home page. A snippet's page starts on the snippet's runtime (it is pinned to it).
 import { listRuntimes } from "./api";
+import { t } from "./i18n";
 import { setAnalysisRuntime } from "./intellisense";
 import { KEYS, local } from "./storage";
 
@@ -39,7 +40,7 @@ export class RuntimePicker {
       if (!runtime) continue;
       const served = runtime.kinds.includes(kind.split(":")[0]);
       const label = `JAX ${runtime.jax ?? runtime.id}`;
-      option.textContent = served ? label : `${label} · not on ${kind.split(":")[0].toUpperCase()}`;
+      option.textContent = served ? label : t("{label} · not on {kind}", { label, kind: kind.split(":")[0].toUpperCase() });
       option.disabled = !served && option.value !== this.pinned;
     }
   }

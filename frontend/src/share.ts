@@ -1,14 +1,19 @@
 // The "Share" dialog (the toolbar's Share button, Ctrl/Cmd+S): an optional title and Markdown
-// description, then "Create link" saves the snippet (POST /api/snippets) and shows its link
+// description, then "Create link" saves the snippet (POST /api/snippets), with the run's Input
+// when there is one (the link's runs read it), and shows its link
 // (copied at once), its downloads and the code to embed it. The dialog is the page's <dialog>
 // (#share-dialog), opened modal: the browser keeps the focus inside it and Escape closes it;
 // the focus goes back where it was.
-import { ApiError, createSnippet, getRun, type SavedSnippet } from "./api";
+import { ApiError, createSnippet, getRun, type NewSnippet, type SavedSnippet } from "./api";
 import { copyText } from "./dom";
+import { formatNumber, language, t, tn } from "./i18n";
 import { isMac } from "./platform";
+import { inputLines } from "./stdin";
 
 export interface ShareSource {
   getCode(): string;
+  /** The run's Input (stdin.ts): what the link's runs read ("": none). */
+  getInput?(): string;
   /** The device kind a run would use now. */
   getDevice(): string;
   /** The runtime its runs use (a pinned snippet's), or null for the site's default. */
@@ -25,74 +30,101 @@ export interface OriginalSnippet {
   slug: string;
   title: string;
   code: string;
+  /** Its input ("": none). */
+  stdin?: string;
 }
 
 /** The longest title the server takes (snippets/actions.py TITLE_MAX). */
 const TITLE_MAX = 200;
-const FORK_MARK = " (fork)";
 
 /** The title a fork of a snippet starts with: the original's, marked, so that the two never
  *  look alike in the original's list of forks or in a browser tab. An untitled original's forks
  *  are untitled too (their link names them). */
 export function forkTitle(title: string): string {
-  const t = title.trim();
-  return t ? t.slice(0, TITLE_MAX - FORK_MARK.length) + FORK_MARK : "";
+  const own = title.trim();
+  if (!own) return "";
+  const room = TITLE_MAX - t("{title} (fork)", { title: "" }).length;
+  return t("{title} (fork)", { title: own.slice(0, room) });
 }
 
 export interface ShownRun {
   id: string;
   /** Its code, when the page knows it (a run picked up again after a reload: not). */
   code: string | null;
+  /** Its input, when the page knows it (as `code`); a page without an Input: none. */
+  stdin?: string | null;
   /** Its "finished" event has arrived (the stored status may lag behind it). */
   finished: boolean;
 }
 
-/** The id of the shown run when it finished and ran exactly this code, else null. */
-async function matchingRun(run: ShownRun | null, code: string): Promise<string | null> {
-  if (!run || !run.finished) return null;
-  if (run.code !== null) return run.code === code ? run.id : null;
-  try {
-    const record = await getRun(run.id, { limit: 1 });
-    return record.code === code ? run.id : null;
-  } catch {
-    return null;
+/** How the shown run compares with what a link would keep: "same" (it finished and ran exactly
+ *  this code and input: the link keeps its output), "other input" (this code, another input),
+ *  or "other" (another code, or not finished). */
+type Match = { run: string | null; why: "same" | "other input" | "other" };
+
+async function matchingRun(run: ShownRun | null, code: string, stdin: string): Promise<Match> {
+  if (!run || !run.finished) return { run: null, why: "other" };
+  let ran = { code: run.code, stdin: run.stdin === undefined ? "" : run.stdin };
+  if (ran.code === null || ran.stdin === null) {
+    try {
+      const record = await getRun(run.id, { limit: 1 });
+      const stored = (record as { stdin?: unknown }).stdin;
+      ran = { code: record.code ?? null, stdin: typeof stored === "string" ? stored : "" };
+    } catch {
+      return { run: null, why: "other" };
+    }
   }
+  if (ran.code !== code) return { run: null, why: "other" };
+  return ran.stdin === stdin ? { run: run.id, why: "same" } : { run: null, why: "other input" };
 }
 
-/** The server's message as a sentence: a capital first letter and a full stop. */
+/** The server's message as a sentence: a capital first letter and a full stop (a Chinese one
+ *  for a message in Chinese). */
 function sentence(text: string): string {
-  const t = text.trim();
-  if (!t) return t;
-  return t[0].toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");
+  const said = text.trim();
+  if (!said) return said;
+  const stop = /[.!?。！？]$/.test(said) ? "" : /[\u3400-\u9fff]/.test(said) ? "。" : ".";
+  return said[0].toUpperCase() + said.slice(1) + stop;
+}
+
+/** The wait a rate limit's message names, in seconds (web/ratelimit.py's words, in either
+ *  language), or null. */
+function retryAfter(message: string): number | null {
+  const match = /try again in (\d+) s|(\d+) 秒后再试/.exec(message);
+  return match ? Number(match[1] ?? match[2]) : null;
 }
 
 /** Why the link could not be made, in plain words. */
 export function shareError(error: unknown): string {
-  if (!(error instanceof ApiError)) return `Could not create the link: ${String(error)}`;
+  if (!(error instanceof ApiError)) return t("Could not create the link: {error}", { error: String(error) });
   switch (error.status) {
     case 0:
       return error.message;
     case 429: {
-      const wait = /try again in (\d+) s/.exec(error.message);
-      const minutes = wait ? Math.max(1, Math.ceil(Number(wait[1]) / 60)) : null;
-      return (
-        "Too many links were shared from here in the last hour. " +
-        (minutes ? `Try again in ${minutes} minute${minutes === 1 ? "" : "s"}.` : "Try again later.")
-      );
+      const wait = retryAfter(error.message);
+      const minutes = wait !== null ? Math.max(1, Math.ceil(wait / 60)) : null;
+      return minutes
+        ? tn(
+            "Too many links were shared from here in the last hour. Try again in {n} minute.",
+            "Too many links were shared from here in the last hour. Try again in {n} minutes.",
+            minutes,
+            { n: minutes },
+          )
+        : t("Too many links were shared from here in the last hour. Try again later.");
     }
     case 503:
-      return "The playground cannot save links right now. Try again in a few seconds.";
+      return t("The playground cannot save links right now. Try again in a few seconds.");
     case 400:
       return sentence(error.message);
     default:
-      return `Could not create the link: ${sentence(error.message)}`;
+      return t("Could not create the link: {error}", { error: sentence(error.message) });
   }
 }
 
 /** The HTML that embeds a snippet in another page. */
 export function embedCode(url: string, slug: string, title: string): string {
   const origin = new URL(url, location.href).origin;
-  const name = (title || `JAX Playground snippet ${slug}`)
+  const name = (title || t("JAX Playground snippet {slug}", { slug }))
     .replace(/&/g, "&amp;")
     .replace(/"/g, "&quot;")
     .replace(/</g, "&lt;")
@@ -104,6 +136,13 @@ function part<T extends HTMLElement>(root: HTMLElement, selector: string): T {
   const found = root.querySelector<T>(selector);
   if (!found) throw new Error(`the share dialog has no ${selector}`);
   return found;
+}
+
+/** What the dialog says of the Input a link keeps. */
+function withInput(stdin: string): string {
+  const lines = inputLines(stdin);
+  return tn("The link keeps this code with its input ({n} line).", "The link keeps this code with its input ({n} lines).",
+    lines, { n: formatNumber(lines) });
 }
 
 export class ShareDialog {
@@ -121,7 +160,7 @@ export class ShareDialog {
   private readonly embedNote: HTMLElement;
   private opener: HTMLElement | null = null;
   /** The run a link would keep as its output, checked when the dialog opens. */
-  private run: Promise<string | null> = Promise.resolve(null);
+  private run: Promise<Match> = Promise.resolve({ run: null, why: "other" });
   private busy = false;
 
   constructor(
@@ -161,10 +200,10 @@ export class ShareDialog {
       if (back && back.isConnected) back.focus();
     });
     part<HTMLButtonElement>(dialog, "#share-copy-link").addEventListener("click", () => {
-      void this.copy(this.link, this.linkNote, "Link copied to the clipboard.");
+      void this.copy(this.link, this.linkNote, t("Link copied to the clipboard."));
     });
     part<HTMLButtonElement>(dialog, "#share-copy-embed").addEventListener("click", () => {
-      void this.copy(this.embed, this.embedNote, "Embed code copied.");
+      void this.copy(this.embed, this.embedNote, t("Embed code copied."));
     });
   }
 
@@ -181,17 +220,22 @@ export class ShareDialog {
     this.error.textContent = "";
     this.createButton.disabled = false;
     const code = this.source.getCode();
-    this.prefillTitle(code);
+    const stdin = this.source.getInput?.() ?? "";
+    this.prefillTitle(code, stdin);
     this.runNote.textContent = "";
     const shown = this.source.lastRun();
-    this.run = matchingRun(shown, code);
-    void this.run.then((run) => {
-      if (this.source.getCode() !== code) return;
-      this.runNote.textContent = run
-        ? "The link keeps the output of your last run of this code."
-        : shown && !shown.finished
-          ? "The run is not finished: the link will show no output until someone runs the code."
-          : "This code has not been run as it is: the link will show no output until someone runs it.";
+    this.run = matchingRun(shown, code, stdin);
+    void this.run.then((match) => {
+      if (this.source.getCode() !== code || (this.source.getInput?.() ?? "") !== stdin) return;
+      const output = match.run
+        ? t("The link keeps the output of your last run of this code.")
+        : match.why === "other input"
+          ? t("Your last run of this code read another input: the link will show no output until someone runs it.")
+          : shown && !shown.finished
+            ? t("The run is not finished: the link will show no output until someone runs the code.")
+            : t("This code has not been run as it is: the link will show no output until someone runs it.");
+      // Chinese sentences follow one another without a space.
+      this.runNote.textContent = stdin ? [withInput(stdin), output].join(language === "en" ? " " : "") : output;
     });
     this.dialog.showModal();
     this.titleInput.focus();
@@ -201,34 +245,37 @@ export class ShareDialog {
     if (this.dialog.open) this.dialog.close();
   }
 
-  /** On a snippet's page the title starts as the snippet's own for its own code, and marked as
-   *  a fork's for other code; what the person typed is theirs and stays. */
-  private prefillTitle(code: string): void {
+  /** On a snippet's page the title starts as the snippet's own for its own code and input, and
+   *  marked as a fork's for others; what the person typed is theirs and stays. */
+  private prefillTitle(code: string, stdin: string): void {
     const original = this.source.original;
     if (!original) return;
     const typed = this.titleInput.value.trim();
     const own = original.title.trim();
     const fork = forkTitle(original.title);
-    if (code !== original.code && typed === own) this.titleInput.value = fork;
-    else if (code === original.code && typed === fork && fork !== own) this.titleInput.value = original.title;
+    const same = code === original.code && stdin === (original.stdin ?? "");
+    if (!same && typed === own) this.titleInput.value = fork;
+    else if (same && typed === fork && fork !== own) this.titleInput.value = original.title;
   }
 
   private async create(): Promise<void> {
     if (this.busy) return;
     const code = this.source.getCode();
     if (!code.trim()) {
-      this.showError("There is no code to share: the editor is empty.");
+      this.showError(t("There is no code to share: the editor is empty."));
       return;
     }
     this.busy = true;
     this.createButton.disabled = true;
     this.error.hidden = true;
     const label = this.createButton.textContent;
-    this.createButton.textContent = "Creating…";
+    this.createButton.textContent = t("Creating…");
     try {
-      const run = await this.run;
-      const saved = await createSnippet({
+      const stdin = this.source.getInput?.() ?? "";
+      const { run } = await this.run;
+      const snippet: NewSnippet & { stdin?: string } = {
         code,
+        ...(stdin ? { stdin } : {}),
         title: this.titleInput.value.trim(),
         description: this.description.value.trim(),
         device: this.source.getDevice(),
@@ -237,7 +284,8 @@ export class ShareDialog {
         // The server gives back the same snippet for the same content: a parent only counts for
         // content that differs.
         parent: this.source.original?.slug ?? null,
-      });
+      };
+      const saved = await createSnippet(snippet);
       const original = this.source.original;
       const forked = original !== null && saved.slug !== original.slug;
       if (forked) this.source.onForked?.(code);
@@ -261,26 +309,26 @@ export class ShareDialog {
     const url = saved.url;
     this.forkNote.hidden = forkOf === null;
     this.forkNote.textContent = forkOf
-      ? `A fork of “${forkOf.title.trim() || forkOf.slug}”, with a link of its own: the original keeps its code.`
+      ? t("A fork of “{title}”, with a link of its own: the original keeps its code.", { title: forkOf.title.trim() || forkOf.slug })
       : "";
     this.link.value = url;
     part<HTMLAnchorElement>(this.dialog, "#share-py").href = `${url}.py`;
     part<HTMLAnchorElement>(this.dialog, "#share-ipynb").href = `${url}.ipynb`;
     part<HTMLAnchorElement>(this.dialog, "#share-open").href = url;
     this.embed.value = embedCode(url, saved.slug, this.titleInput.value.trim());
-    this.linkNote.textContent = saved.created ? "" : "This code was shared before: it keeps the same link.";
+    this.linkNote.textContent = saved.created ? "" : t("This code was shared before: it keeps the same link.");
     this.embedNote.textContent = "";
     this.form.hidden = true;
     this.result.hidden = false;
     this.dialog.dataset.slug = saved.slug;
-    void this.copy(this.link, this.linkNote, saved.created ? "Copied to the clipboard." : "Same link as before; copied to the clipboard.");
+    void this.copy(this.link, this.linkNote, saved.created ? t("Copied to the clipboard.") : t("Same link as before; copied to the clipboard."));
   }
 
   private async copy(field: HTMLInputElement | HTMLTextAreaElement, note: HTMLElement, done: string): Promise<void> {
     const ok = await copyText(field.value, field);
     field.focus();
     field.select();
-    note.textContent = ok ? done : `Press ${isMac() ? "⌘" : "Ctrl"}+C to copy it (the browser did not allow copying).`;
+    note.textContent = ok ? done : t("Press {key}+C to copy it (the browser did not allow copying).", { key: isMac() ? "⌘" : "Ctrl" });
     note.dataset.tone = ok ? "ok" : "warning";
   }
 }

@@ -2,6 +2,7 @@
 // the page has, and the choice of key bindings (Standard, Vim, Emacs). A modal <dialog>, so the
 // browser traps and returns the focus as the ARIA dialog pattern asks.
 import { el } from "./dom";
+import { t } from "./i18n";
 import { KEYMAPS, type Keymap, type Keymaps } from "./keymaps";
 import { isMac } from "./platform";
 
@@ -9,7 +10,7 @@ function keys(text: string): HTMLElement {
   const mac = isMac();
   const out = el("span", "shortcut-keys");
   text.split(" / ").forEach((combo, i) => {
-    if (i > 0) out.append(" or ");
+    if (i > 0) out.append(` ${t("or")} `);
     const label = mac ? combo.replace("Ctrl+", "⌘").replace("Alt+", "⌥").replace("Shift+", "⇧") : combo;
     out.append(el("kbd", null, label));
   });
@@ -17,24 +18,24 @@ function keys(text: string): HTMLElement {
 }
 
 const SHORTCUTS: [string, [string, string][]][] = [
-  ["Running", [
-    ["Run the code", "Ctrl+Enter"],
-    ["Share a link", "Ctrl+S"],
+  [t("Running"), [
+    [t("Run the code"), "Ctrl+Enter"],
+    [t("Share a link"), "Ctrl+S"],
   ]],
-  ["Editing", [
-    ["Format the code (ruff)", "Shift+Alt+F"],
-    ["Comment or uncomment lines", "Ctrl+/"],
-    ["Find / replace", "Ctrl+F / Ctrl+H"],
-    ["Undo / redo", "Ctrl+Z / Ctrl+Shift+Z"],
-    ["Code font larger / smaller / default", "Ctrl+= / Ctrl+- / Ctrl+0"],
+  [t("Editing"), [
+    [t("Format the code (ruff)"), "Shift+Alt+F"],
+    [t("Comment or uncomment lines"), "Ctrl+/"],
+    [t("Find / replace"), "Ctrl+F / Ctrl+H"],
+    [t("Undo / redo"), "Ctrl+Z / Ctrl+Shift+Z"],
+    [t("Code font larger / smaller / default"), "Ctrl+= / Ctrl+- / Ctrl+0"],
   ]],
-  ["Moving around", [
-    ["Leave the editor", "Escape"],
-    ["Tab moves the focus instead of indenting (and back)", isMac() ? "Ctrl+Shift+M" : "Ctrl+M"],
-    ["Next / previous result tab (on the tab bar)", "→ / ←"],
-    ["First / last result tab", "Home / End"],
-    ["Move in a menu; close it", "↓ / ↑"],
-    ["This panel", "F1"],
+  [t("Moving around"), [
+    [t("Leave the editor"), "Escape"],
+    [t("Tab moves the focus instead of indenting (and back)"), isMac() ? "Ctrl+Shift+M" : "Ctrl+M"],
+    [t("Next / previous result tab (on the tab bar)"), "→ / ←"],
+    [t("First / last result tab"), "Home / End"],
+    [t("Move in a menu; close it"), "↓ / ↑"],
+    [t("This panel"), "F1"],
   ]],
 ];
 
@@ -48,9 +49,9 @@ export class ShortcutsDialog {
     this.dialog.setAttribute("aria-labelledby", "shortcuts-heading");
     const close = el("button", "button button-icon button-quiet dialog-close", "×");
     close.type = "button";
-    close.setAttribute("aria-label", "Close");
+    close.setAttribute("aria-label", t("Close"));
     close.addEventListener("click", () => this.dialog.close());
-    const title = el("h2", "dialog-title", "Keyboard shortcuts");
+    const title = el("h2", "dialog-title", t("Keyboard shortcuts"));
     title.id = "shortcuts-heading";
 
     this.select = el("select", "select-small");
@@ -61,7 +62,7 @@ export class ShortcutsDialog {
       this.select.append(option);
     }
     this.select.addEventListener("change", () => void this.keymaps.use(this.select.value as Keymap));
-    const label = el("label", "keymap-picker", "Key bindings in the editor ", this.select);
+    const label = el("label", "keymap-picker", t("Key bindings in the editor"), " ", this.select);
     label.htmlFor = "keymap-select";
 
     const sections = SHORTCUTS.map(([heading, rows]) =>
@@ -70,7 +71,7 @@ export class ShortcutsDialog {
     );
     this.dialog.append(
       el("div", "dialog-header", title, close),
-      el("div", "dialog-body", label, el("p", "dialog-note", "Vim and Emacs bindings come from monaco-vim and monaco-emacs; Escape in Vim mode returns to normal mode, so leave the editor with Ctrl+M then Tab."), ...sections),
+      el("div", "dialog-body", label, el("p", "dialog-note", t("Vim and Emacs bindings come from monaco-vim and monaco-emacs; Escape in Vim mode returns to normal mode, so leave the editor with Ctrl+M then Tab.")), ...sections),
     );
     document.body.append(this.dialog);
   }

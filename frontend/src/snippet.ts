@@ -4,6 +4,7 @@
 import { getRun, type Device } from "./api";
 import { findDevice } from "./devices";
 import { parseEvent, type RunEvent } from "./events";
+import { formatDateTime, language, t } from "./i18n";
 
 export interface SnippetData {
   slug: string;
@@ -89,12 +90,13 @@ async function readRunEvents(id: string): Promise<{ events: RunEvent[]; finished
   return { events: [...bySeq.values()].sort((a, b) => a.seq - b.seq), finishedAt };
 }
 
-/** A date as people read it: "3 May 2025". */
+/** A date as people read it: "3 May 2025", "2025年5月3日". */
 export function readableDate(iso: string | null): string {
   if (!iso) return "";
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
-  return date.toLocaleDateString("en-GB", { day: "numeric", month: "short", year: "numeric" });
+  const options: Intl.DateTimeFormatOptions = { day: "numeric", month: "short", year: "numeric" };
+  return language === "en" ? date.toLocaleDateString("en-GB", options) : formatDateTime(date, options);
 }
 
 /**
@@ -107,20 +109,29 @@ export function driftNotice(snippet: SnippetData, devices: readonly Device[]): s
   if (!device || !device.online) {
     const other = devices.find((d) => d.online);
     return other
-      ? `No ${kind} executor is online right now: Run would use ${other.kind.toUpperCase()} instead.`
-      : `No ${kind} executor is online right now, so it cannot be run at the moment.`;
+      ? t("No {kind} executor is online right now: Run would use {other} instead.", { kind, other: other.kind.toUpperCase() })
+      : t("No {kind} executor is online right now, so it cannot be run at the moment.", { kind });
   }
   const saved = snippet.jax_version;
   // A run goes to the snippet's runtime; what it pins may not be what the saved run had (a
   // snippet saved on a node image of another JAX before there were runtimes).
   if (saved && snippet.runtime && snippet.runtime_jax && snippet.runtime_jax !== saved) {
-    return `Saved with JAX ${saved}; its runtime ${snippet.runtime} runs JAX ${snippet.runtime_jax}, so a new run may differ.`;
+    return t("Saved with JAX {saved}; its runtime {runtime} runs JAX {jax}, so a new run may differ.", {
+      saved,
+      runtime: snippet.runtime,
+      jax: snippet.runtime_jax,
+    });
   }
   if (saved && device.jax_version && device.jax_version !== saved) {
     if (snippet.runtime) {
-      return `Pinned to runtime ${snippet.runtime}: Run uses JAX ${saved}, as when it was saved (${kind}'s default is JAX ${device.jax_version}).`;
+      return t("Pinned to runtime {runtime}: Run uses JAX {saved}, as when it was saved ({kind}'s default is JAX {jax}).", {
+        runtime: snippet.runtime,
+        saved,
+        kind,
+        jax: device.jax_version,
+      });
     }
-    return `Saved with JAX ${saved}; ${kind} runs JAX ${device.jax_version} today, so a new run may differ.`;
+    return t("Saved with JAX {saved}; {kind} runs JAX {jax} today, so a new run may differ.", { saved, kind, jax: device.jax_version });
   }
   return null;
 }

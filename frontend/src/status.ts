@@ -3,6 +3,8 @@
 // server's answer to a refused run and how a run ended.
 import { serverNow } from "./api";
 import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent } from "./events";
+import { finishedMessageText } from "./explanations";
+import { t } from "./i18n";
 
 type Tone = "muted" | "info" | "warning" | "error";
 /** Who set the message, so that each clears only its own: a reconnect notice, a compile in
@@ -10,20 +12,40 @@ type Tone = "muted" | "info" | "warning" | "error";
 type MessageSource = "connection" | "compiling" | "other";
 
 const ENDINGS: Record<string, string> = {
-  timed_out: "The run hit its time limit and was stopped.",
-  cancelled: "The run was cancelled.",
-  limit_exceeded: "The run exceeded a resource limit (memory or output) and was stopped.",
-  lost: "The executor running this snippet stopped responding; the run is lost.",
+  timed_out: t("The run hit its time limit and was stopped."),
+  cancelled: t("The run was cancelled."),
+  limit_exceeded: t("The run exceeded a resource limit (memory or output) and was stopped."),
+  lost: t("The executor running this snippet stopped responding; the run is lost."),
+};
+
+/** The statuses' words; a status the page does not know is shown by its name. */
+const WORDS: Record<string, string> = {
+  queued: t("queued"),
+  starting: t("starting"),
+  running: t("running"),
+  succeeded: t("succeeded"),
+  failed: t("failed"),
+  cancelled: t("cancelled"),
+  timed_out: t("timed out"),
+  lost: t("lost"),
+};
+
+/** A run stopped at a limit, by the limit its message names (the runner's words, in English). */
+const LIMITS: Record<string, string> = {
+  memory: t("stopped: memory limit"),
+  "CPU time": t("stopped: CPU limit"),
+  output: t("stopped: output limit"),
+  process: t("stopped: process limit"),
+  event: t("stopped: event limit"),
 };
 
 /** The badge's words: what a person reads, not the API's names (those stay in data-status). */
 export function statusWord(status: string, message = ""): string {
-  if (status === "timed_out") return "timed out";
   if (status === "limit_exceeded") {
     const which = /\b(memory|CPU time|output|process|event) limit/.exec(message)?.[1];
-    return which ? `stopped: ${which === "CPU time" ? "CPU" : which} limit` : "stopped: limit";
+    return (which && LIMITS[which]) || t("stopped: limit");
   }
-  return status;
+  return Object.prototype.hasOwnProperty.call(WORDS, status) ? WORDS[status] : status;
 }
 
 /** How often the running clock moves. */
@@ -59,7 +81,7 @@ export class StatusLine {
 
   starting(): void {
     this.clear();
-    this.setMessage("Submitting…", "muted");
+    this.setMessage(t("Submitting…"), "muted");
   }
 
   refused(error: string): void {
@@ -90,8 +112,8 @@ export class StatusLine {
         this.setStatus("queued");
         this.setMessage(
           typeof event.position === "number" && event.position > 0
-            ? `Waiting for an executor: position ${event.position} in the queue.`
-            : "Waiting for an executor…",
+            ? t("Waiting for an executor: position {position} in the queue.", { position: event.position })
+            : t("Waiting for an executor…"),
           "muted",
         );
         break;
@@ -107,8 +129,8 @@ export class StatusLine {
         if (event.done) {
           if (this.messageSource === "compiling") this.setMessage(null);
         } else if (this.messageSource !== "connection") {
-          const what = event.signature || event.name || "a function";
-          this.setMessage(`XLA is compiling ${what}…`, "info", "compiling");
+          const what = event.signature || event.name || t("a function");
+          this.setMessage(t("XLA is compiling {what}…", { what }), "info", "compiling");
         }
         break;
       case "compiled":
@@ -122,7 +144,7 @@ export class StatusLine {
 
   connection(state: ConnectionState): void {
     if (state === "reconnecting") {
-      this.setMessage("Connection lost: reconnecting…", "warning", "connection");
+      this.setMessage(t("Connection lost: reconnecting…"), "warning", "connection");
     } else if (this.messageSource === "connection") {
       this.setMessage(null);
     }
@@ -145,7 +167,7 @@ export class StatusLine {
     const ms = Math.max(0, now !== null ? Math.max((now - this.startedTs) * 1000, sinceEvents) : sinceEvents);
     // Tenths while it runs: a clock, not a measurement (that comes with "finished").
     this.wallTime.textContent = ms < 60_000 ? `${(ms / 1000).toFixed(1)} s` : formatMs(ms);
-    this.wallTime.title = "Running for this long so far";
+    this.wallTime.title = t("Running for this long so far");
   }
 
   private stopClock(): void {
@@ -157,18 +179,20 @@ export class StatusLine {
     this.stopClock();
     this.setStatus(event.status, event.message ?? "");
     this.wallTime.textContent = typeof event.wall_ms === "number" ? formatMs(event.wall_ms) : "";
-    this.wallTime.title = "Wall-clock time of the run";
+    this.wallTime.title = t("Wall-clock time of the run");
     const extra: string[] = [];
-    if (typeof event.cpu_ms === "number") extra.push(`CPU ${formatMs(event.cpu_ms)}`);
+    if (typeof event.cpu_ms === "number") extra.push(t("CPU {time}", { time: formatMs(event.cpu_ms) }));
     if (typeof event.peak_memory_kb === "number" && event.peak_memory_kb > 0) {
-      extra.push(`peak ${formatKb(event.peak_memory_kb)}`);
+      extra.push(t("peak {memory}", { memory: formatKb(event.peak_memory_kb) }));
     }
     const where = this.started ? describeWorker(this.started) : "";
     this.info.textContent = [where, ...extra].filter(Boolean).join(" · ");
     this.info.title = this.info.textContent;
-    let text = event.message || ENDINGS[event.status] || null;
+    let text = finishedMessageText(event as unknown as Record<string, unknown>) || ENDINGS[event.status] || null;
     // What to do about it is under the output (panes/output.ts), where the run's end is shown.
-    if (event.status === "timed_out" && text) text = `${text.replace(/\.$/, "")}: the Output tab says what to try.`;
+    if (event.status === "timed_out" && text) {
+      text = t("{message}: the Output tab says what to try.", { message: text.replace(/[.。]$/, "") });
+    }
     const tone: Tone = event.status === "succeeded" || event.status === "failed" ? "muted" : "warning";
     this.setMessage(text, tone);
   }
@@ -177,7 +201,7 @@ export class StatusLine {
     this.badge.hidden = status === null;
     this.badge.textContent = status ? statusWord(status, message) : "";
     this.badge.dataset.status = status ?? "";
-    this.badge.title = status ? `Run status: ${statusWord(status, message)}` : "";
+    this.badge.title = status ? t("Run status: {status}", { status: statusWord(status, message) }) : "";
   }
 
   private setMessage(

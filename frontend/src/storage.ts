@@ -57,4 +57,6 @@ export const KEYS = {
   fontSize: "playground.fontSize",
   /** "false": the output keeps long lines as printed instead of wrapping them. */
   wrap: "playground.wrap",
+  /** "true": runs are profiled (Profile beside Run). */
+  profile: "playground.profile",
 } as const;

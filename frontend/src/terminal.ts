@@ -9,6 +9,7 @@
 // is long, each line is cut to a readable length with a way to see the rest, and changes are
 // drawn once per frame, so a flood of prints or a line of a megabyte keeps the page responsive.
 import { AnsiUp } from "ansi_up";
+import { formatNumber, t } from "./i18n";
 
 export type Stream = "stdout" | "stderr" | "value" | "value-label";
 
@@ -286,8 +287,8 @@ export class TerminalView {
       const more = document.createElement("button");
       more.type = "button";
       more.className = "link-button term-more";
-      more.textContent = `… ${(line.length - shown).toLocaleString()} more characters`;
-      more.title = "Show the whole line";
+      more.textContent = t("… {n} more characters", { n: formatNumber(line.length - shown) });
+      more.title = t("Show the whole line");
       more.addEventListener("click", () => {
         line.expanded = true;
         this.model.dirty.add(index);

@@ -1,5 +1,6 @@
 // Light or dark. The page's CSS follows prefers-color-scheme until the person picks one; the
 // choice is stored and wins from then on.
+import { t } from "./i18n";
 import { KEYS, local } from "./storage";
 
 export type Theme = "light" | "dark";
@@ -18,9 +19,9 @@ export function currentTheme(): Theme {
 export function bindThemeToggle(button: HTMLButtonElement, apply: (theme: Theme) => void): void {
   const render = (theme: Theme) => {
     document.documentElement.dataset.theme = theme;
-    const next = theme === "dark" ? "light" : "dark";
-    button.setAttribute("aria-label", `Switch to ${next} theme`);
-    button.title = `Switch to ${next} theme`;
+    const label = theme === "dark" ? t("Switch to light theme") : t("Switch to dark theme");
+    button.setAttribute("aria-label", label);
+    button.title = label;
     button.setAttribute("aria-pressed", String(theme === "dark"));
     apply(theme);
   };

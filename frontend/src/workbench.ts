@@ -1,31 +1,42 @@
 // What both editor pages are built on (the playground's, with a snippet's and the embed, and an
-// assignment's): the code editor, the result panes under their tab bar, one run at a time with
-// its status line, Run and Cancel, the header and the splitter. A page makes one and adds its own
+// assignment's): the code editor and the run's Input under it, the result panes under their tab
+// bar, one run at a time with its status line, Run and Cancel, the header and the splitter. A page makes one and adds its own
 // parts around it (src/pages/).
 import { Announcer } from "./announce";
-import { formatCode, type CreatedRun } from "./api";
+import { formatCode, type CreatedRun, type RunOptions } from "./api";
 import { byId, focusAfter, maybeById } from "./dom";
 import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor, type EditorTheme } from "./editor";
-import type { RunEvent } from "./events";
+import type { ProfileEvent, RunEvent } from "./events";
+import { explanationText } from "./explanations";
 import { bindHeader } from "./header";
+import { t } from "./i18n";
 import { setRunShapes } from "./intellisense";
 import { CompiledPane } from "./panes/compiled";
 import { FiguresPane } from "./panes/figures";
 import { OutputPane } from "./panes/output";
 import { Tabs, type Pane } from "./panes/pane";
+import { TimelinePane } from "./panes/timeline";
 import { TimingPane } from "./panes/timing";
 import { runShortcut } from "./platform";
+import { ProfileToggle } from "./profile/toggle";
 import { RunSession, type RunPhase, type RunView } from "./run";
 import { bindSplitter } from "./split";
 import { StatusLine } from "./status";
+import { InputBox, type InputOptions } from "./stdin";
 import { KEYS, local } from "./storage";
 import { currentTheme } from "./theme";
 
 export interface WorkbenchOptions {
   /** The code the editor starts with. */
   code: string;
-  /** Makes a run of `code`: api.ts startRun, or an assignment's own endpoint. */
-  startRun(code: string): Promise<CreatedRun>;
+  /** Makes a run of `code`: api.ts startRun, or an assignment's own endpoint. `options`: as
+   *  the page's toggles ask (Profile), when it has them. `stdin`: the Input's text ("": none),
+   *  when the page has one. */
+  startRun(code: string, options?: RunOptions, stdin?: string): Promise<CreatedRun>;
+  /** The run's Input (stdin.ts) under the editor: what it starts with, and its changes. */
+  input?: InputOptions;
+  /** Profile beside Run: runs may be profiled (their options say so), their timeline shown. */
+  profiling?: boolean;
   /** Its runs start with api.ts startRun: a socket for the next one is kept open (RunLauncher). */
   runSocket?: boolean;
   /** Where this tab keeps the id of the run it shows: each page its own. */
@@ -66,9 +77,14 @@ export class Workbench {
   readonly status: StatusLine;
   readonly output: OutputPane;
   readonly compiled: CompiledPane;
-  /** The result panes' tabs: Output, Compiled, Timing, Figures. */
+  readonly timeline: TimelinePane;
+  /** Profile beside Run, on the pages that profile runs. */
+  readonly profile: ProfileToggle | null;
+  /** The result panes' tabs: Output, Compiled, Timing, Figures, Timeline. */
   readonly tabs: Tabs;
   readonly session: RunSession;
+  /** The run's Input, on the pages that have one. */
+  readonly input: InputBox | null;
   /** What a screen reader hears of a run; a page may say more through it. */
   readonly announcer = new Announcer();
   readonly runButton = byId<HTMLButtonElement>("run-button");
@@ -92,7 +108,7 @@ export class Workbench {
       onHelp: options.onHelp,
       format: formatCode,
       onFormatError: (message, line) => {
-        this.status.say(`Not formatted: ${message}`, "warning");
+        this.status.say(t("Not formatted: {message}", { message }), "warning");
         if (options.revealFormatErrors !== false && line !== null) code.editor.revealLineInCenterIfOutsideViewport(line);
       },
       fontSize: applyFontSize(Number(local.get(KEYS.fontSize) ?? DEFAULT_FONT_SIZE)),
@@ -103,6 +119,9 @@ export class Workbench {
     });
     this.code = code;
     document.getElementById("editor-loading")?.remove();
+    // Under the editor (and its key bindings' status line), in the editor's panel.
+    this.input = options.input ? new InputBox(options.input) : null;
+    if (this.input) (byId("editor").closest(".panel") ?? byId("editor").parentElement)?.append(this.input.element);
     maybeById("format-code")?.addEventListener("click", () => {
       void code.editor.getAction("editor.action.formatDocument")?.run();
     });
@@ -120,7 +139,15 @@ export class Workbench {
       () => this.tabs.summary().filter((p) => p.id !== this.output.id),
       (id) => this.tabs.select(id),
     );
-    const panes: Pane[] = [this.output, this.compiled, new TimingPane(), new FiguresPane(revealLine)];
+    this.timeline = new TimelinePane({
+      showHlo: (module, op) => {
+        // In view first: the viewer lays its text out only where it is shown.
+        this.tabs.select(this.compiled.id);
+        return this.compiled.revealHlo(module, op);
+      },
+      goTo: revealLine,
+    }, () => this.profile?.on ?? false);
+    const panes: Pane[] = [this.output, this.compiled, new TimingPane(), new FiguresPane(revealLine), this.timeline];
     const bar = options.tabs?.bar ?? byId("tabs");
     const panels = options.tabs?.panels ?? byId("tab-panels");
     this.tabs = new Tabs(bar, panels, panes);
@@ -131,7 +158,8 @@ export class Workbench {
       idle: () => code.clearMarks(),
       handle: (event) => {
         if (event.type === "error" && typeof event.line === "number") {
-          const explanation = options.explainErrors !== false && event.explanation ? `\n\n${event.explanation}` : "";
+          const explained = options.explainErrors !== false ? explanationText(event as unknown as Record<string, unknown>) : null;
+          const explanation = explained ? `\n\n${explained}` : "";
           code.markError(event.line, `${event.exc_type}: ${event.message}${explanation}`);
         }
       },
@@ -168,11 +196,13 @@ export class Workbench {
       options.runKey,
     );
 
+    this.profile = options.profiling ? new ProfileToggle(this.runButton, () => this.timeline.present()) : null;
+    this.timeline.present();
     this.runButton.addEventListener("click", () => void this.run());
     this.cancelButton.addEventListener("click", () => void this.session.cancel());
     const shortcut = maybeById("run-shortcut");
     if (shortcut) shortcut.textContent = runShortcut();
-    this.runButton.title = `Run (${runShortcut().replace(" ↵", "+Enter")})`;
+    this.runButton.title = t("Run ({keys})", { keys: runShortcut().replace(" ↵", "+Enter") });
     // Ctrl/Cmd+Enter outside the editor too (the editor has its own keybinding, which stops the
     // event before it reaches the document).
     document.addEventListener("keydown", (e) => {
@@ -196,7 +226,9 @@ export class Workbench {
     if (this.session.busy || this.readOnly) return;
     this.options.beforeRun?.();
     const text = this.code.getCode();
-    await this.session.startWith(() => this.options.startRun(text));
+    const options: RunOptions = this.profile?.on ? { profile: true } : {};
+    const stdin = this.input?.value ?? "";
+    await this.session.startWith(() => this.options.startRun(text, options, stdin));
   }
 
   /** The page is ready: Run can be pressed, and the run this tab showed before a reload is
@@ -234,9 +266,21 @@ export class Workbench {
       markers: this.code.markers,
       run: () => this.run(),
       runId: () => this.session.id,
+      getInput: () => this.input?.value ?? "",
+      setInput: (text: string) => this.input?.load(text),
       compiledNames: () => this.compiled.names(),
       compiledText: () => this.compiled.shownText(),
       selectTab: (id: string) => this.tabs.select(id),
+      compiledMarkedLine: () => this.compiled.markedLine(),
+      // The Timeline tab without a run: a trace drawn as a profile would bring it.
+      showTrace: (trace: unknown, event?: Partial<ProfileEvent>) => {
+        const shown = this.timeline.showTrace(trace, event);
+        this.tabs.select(this.timeline.id); // there now: it has a profile
+        return shown;
+      },
+      timelineStats: () => this.timeline.stats(),
+      timelineLanes: () => this.timeline.lanes(),
+      timelineLocate: (query: Parameters<TimelinePane["locate"]>[0]) => this.timeline.locate(query),
     };
   }
 

@@ -9,6 +9,8 @@ import re
 import subprocess
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from ruff.__main__ import find_ruff_bin
 
 from web.errors import ActionError
@@ -22,17 +24,19 @@ PLACEHOLDER = "_playground_magic_{}_"
 PLACEHOLDER_LINE = re.compile(r"^([ \t]*)_playground_magic_(\d+)_$")
 # ruff's parse errors: "error: Failed to parse <file>:3:5: Expected an expression".
 PARSE_ERROR = re.compile(r"Failed to parse \S*?:(\d+):(\d+): (.*)")
+FORMATTING_REQUESTS = gettext_lazy("formatting requests")
 
 
 def check_format(payload, *, client: Client) -> str:
     if not isinstance(payload, dict) or not isinstance(payload.get("code"), str):
-        raise ActionError("send {\"code\": \"...\"}: the code to format, as a string")
+        raise ActionError(_('send {"code": "..."}: the code to format, as a string'))
     code = payload["code"]
     size = len(code.encode("utf-8", "surrogatepass"))
     if size > settings.RUN_MAX_CODE_BYTES:
-        raise ActionError(f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes", status=413)
+        raise ActionError(_("the code is %(size)s bytes; the limit is %(limit)s bytes")
+                          % {"size": size, "limit": settings.RUN_MAX_CODE_BYTES}, status=413)
     check_rate_in_room("format", client.person, client.room, settings.FORMAT_RATE_LIMIT_PER_MINUTE, 60,
-                       "formatting requests")
+                       FORMATTING_REQUESTS)
     return do_format(code)
 
 
@@ -50,17 +54,17 @@ def do_format(code: str) -> str:
             input=source.encode("utf-8", "surrogatepass"), capture_output=True, timeout=TIMEOUT_S, check=False,
         )
     except subprocess.TimeoutExpired:
-        raise ActionError(f"the formatter took longer than {TIMEOUT_S} s; the code was left as it was",
-                          status=503) from None
+        raise ActionError(_("the formatter took longer than %(seconds)s s; the code was left as it was")
+                          % {"seconds": TIMEOUT_S}, status=503) from None
     if done.returncode != 0:
         message = done.stderr.decode("utf-8", "replace").strip()
         parsed = PARSE_ERROR.search(message)
         if parsed:
             line, column, what = parsed.groups()
-            raise ActionError(f"the code is not valid Python at line {line}, column {column}: {what}",
-                              status=422)
-        raise ActionError(f"the formatter failed: {message.splitlines()[-1] if message else done.returncode}",
-                          status=422)
+            raise ActionError(_("the code is not valid Python at line %(line)s, column %(column)s: %(what)s")
+                              % {"line": line, "column": column, "what": what}, status=422)
+        raise ActionError(_("the formatter failed: %(reason)s")
+                          % {"reason": message.splitlines()[-1] if message else done.returncode}, status=422)
     formatted = done.stdout.decode("utf-8", "surrogatepass")
 
     def back(line: str) -> str:

@@ -17,6 +17,9 @@ from ruff.__main__ import find_ruff_bin
 from executor.analyser.wire import as_python
 from executor.runner.bindings import bindings
 from playground.actions.analyse import reject_lone_surrogates
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from web.api import text
 from web.errors import ActionError
 from web.clients import Client
@@ -27,15 +30,16 @@ MAX_PROBLEMS = 100
 # Faded, as unused code is in VS Code, rather than underlined as an error.
 UNNECESSARY = {"F401", "F841", "F811"}
 WARNINGS = {"F401", "F841", "F811", "F403", "F405", "F541"}
+CHECKS = gettext_lazy("checks of the code")
 
 
 def check_lint(payload, *, client: Client) -> str:
     if not isinstance(payload, dict):
-        raise ActionError('send {"code": "..."}: the code to check, as a string')
+        raise ActionError(_('send {"code": "..."}: the code to check, as a string'))
     code = text(payload, "code", settings.RUN_MAX_CODE_BYTES, required=True, status=413)
     reject_lone_surrogates(code)
     check_rate_in_room("lint", client.person, client.room, settings.LINT_RATE_LIMIT_PER_MINUTE, 60,
-                       "checks of the code")
+                       CHECKS)
     return code
 
 
@@ -46,11 +50,11 @@ async def do_lint(code: str) -> dict:
         "--stdin-filename", "snippet.py", "-",
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(source.encode("utf-8", "surrogatepass")), TIMEOUT_S)
+        out, _errors = await asyncio.wait_for(proc.communicate(source.encode("utf-8", "surrogatepass")), TIMEOUT_S)
     except TimeoutError:
         proc.kill()
         await proc.wait()
-        return {"problems": [], "note": f"the check took longer than {TIMEOUT_S} s"}
+        return {"problems": [], "note": _("the check took longer than %(seconds)s s") % {"seconds": TIMEOUT_S}}
     try:
         found = json.loads(out or b"[]")
     except ValueError:

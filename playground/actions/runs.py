@@ -12,15 +12,16 @@ from datetime import datetime, UTC
 from django.conf import settings
 from django.db import transaction
 from django.db.models import ProtectedError
+from django.utils.translation import gettext as _
 
 from executor import events as ev
-from executor import registry, submit
+from executor import registry, sessionstate, submit
 from executor.runner import protocol
 from web.api import plain_text
 from web.clients import Client
 from web.errors import ActionError
 
-from ..models import Run, RunEvent, run_facts
+from ..models import Run, RunEvent, RunProfile, run_facts
 from ..signals import run_cancelling, run_started, run_status_changed
 from .. import devices, metrics, quotas, runtimes
 from ..redis import get_event_log, get_redis
@@ -32,45 +33,56 @@ SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 # Starting ----------------------------------------------------------------------------------------
 
-# What a run may ask of its runner: {"compile_cache": false} compiles everything afresh.
-RUN_OPTIONS = {"compile_cache": bool}
+# A run's standard input, at most: with the largest code, JSON-escaped as a browser sends it (a
+# newline is two bytes), it stays within MAX_REQUEST_BYTES and daphne's 1 MiB websocket message, so
+# that a larger one is refused here, in words, rather than by the server as a body or message.
+RUN_MAX_STDIN_BYTES = 256 * 1024
+
+# What a run may ask of its runner: {"compile_cache": false} compiles everything afresh;
+# {"profile": true} runs it under jax's profiler (its trace: RunProfile).
+RUN_OPTIONS = {"compile_cache": bool, "profile": bool}
 
 
 def check_options(options) -> dict:
     if options is None:
         return {}
     if not isinstance(options, dict):
-        raise ActionError("'options' must be an object: " + ", ".join(RUN_OPTIONS))
+        raise ActionError(_("'options' must be an object: %(options)s") % {"options": ", ".join(RUN_OPTIONS)})
     for name, value in options.items():
         if name not in RUN_OPTIONS:
-            raise ActionError(f"unknown option {str(name)[:40]!r}: the options are " + ", ".join(RUN_OPTIONS))
+            raise ActionError(_("unknown option %(name)s: the options are %(options)s")
+                              % {"name": repr(str(name)[:40]), "options": ", ".join(RUN_OPTIONS)})
         if not isinstance(value, RUN_OPTIONS[name]):
-            raise ActionError(f"option {name!r} must be true or false")
+            raise ActionError(_("option %(name)s must be true or false") % {"name": repr(name)})
     return dict(options)
 
 
-def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None) -> Run:
+def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None,
+                    session=None) -> Run:
     """``client``: who starts it (``web.clients.request_client``, ``scope_client``), for ``owner``
     (the account signed in, if any): the run counts against the person and, signed out, their
     room. ``run_id``: the new run's id, when the caller needs it before the run exists (a run
-    socket waits for its stream while the run is admitted); a new one by default."""
+    socket waits for its stream while the run is admitted); a new one by default. ``session``: a
+    notebook session's cell (actions/sessions.py has taken the session for it)."""
     if not isinstance(payload, dict):
-        raise ActionError("the request body must be a JSON object")
+        raise ActionError(_("the request body must be a JSON object"))
     code = check_code(payload.get("code"))
+    stdin = check_stdin(payload.get("stdin"))
     device = devices.check_device(payload.get("device", settings.RUN_DEFAULT_DEVICE))
     runtime, note = runtimes.check_runtime(payload.get("runtime"))
     devices.check_online(device, runtime)
     snippet = payload.get("snippet")
     if snippet is not None and not (isinstance(snippet, str) and SLUG.fullmatch(snippet)):
         # Checked before admission: a run admitted and queued must not fail on it afterwards.
-        raise ActionError("'snippet' must be a snippet's slug")
+        raise ActionError(_("'%(name)s' must be a snippet's slug") % {"name": "snippet"})
     options = check_options(payload.get("options"))
     who = client.person
     run_id = run_id or uuid.uuid4()
     priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id), room=client.room)
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
-                           run_id=run_id, priority=priority, runtime=runtime, options=options)
+                           run_id=run_id, priority=priority, runtime=runtime, options=options, session=session,
+                           stdin=stdin)
     except BaseException:
         quotas.release(str(run_id))
         raise
@@ -82,29 +94,48 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
 def check_code(code) -> str:
     """The code of a run, a snippet or a submission: a string within RUN_MAX_CODE_BYTES."""
     if code is None:
-        raise ActionError("'code' is required")
+        raise ActionError(_("'%(name)s' is required") % {"name": "code"})
     if not isinstance(code, str):
-        raise ActionError("'code' must be a string")
+        raise ActionError(_("'%(name)s' must be a string") % {"name": "code"})
     size = len(code.encode("utf-8", errors="surrogatepass"))
     if size <= settings.RUN_MAX_CODE_BYTES:
         plain_text(code, "code")
     if size > settings.RUN_MAX_CODE_BYTES:
         raise ActionError(
-            f"the code is {size} bytes; the limit is {settings.RUN_MAX_CODE_BYTES} bytes "
-            f"({settings.RUN_MAX_CODE_BYTES // 1024} KiB)"
+            _("the code is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB)")
+            % {"size": size, "limit": settings.RUN_MAX_CODE_BYTES, "kib": settings.RUN_MAX_CODE_BYTES // 1024}
         )
     return code
 
 
+def check_stdin(stdin) -> str:
+    """A run's standard input, a snippet's or a comparison side's: text within RUN_MAX_STDIN_BYTES
+    (absent or null: none, ""). Read by the snippet as UTF-8 bytes, exactly these; a NUL is
+    refused as in code (PostgreSQL stores no NUL in text)."""
+    if stdin is None:
+        return ""
+    if not isinstance(stdin, str):
+        raise ActionError(_("'%(name)s' must be a string") % {"name": "stdin"})
+    size = len(stdin.encode("utf-8", errors="surrogatepass"))
+    if size > RUN_MAX_STDIN_BYTES:
+        raise ActionError(
+            _("the input is %(size)s bytes; the limit is %(limit)s bytes (%(kib)s KiB)")
+            % {"size": size, "limit": RUN_MAX_STDIN_BYTES, "kib": RUN_MAX_STDIN_BYTES // 1024}
+        )
+    return plain_text(stdin, "stdin")
+
+
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
                  limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
-                 priority: int = 0, runtime: str | None = None) -> Run:
+                 priority: int = 0, runtime: str | None = None, session=None, stdin: str = "") -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
     ``run_id``: the id its admission took (``quotas``; None: a new one). ``priority``: the
     queue's priority step its admission gave (quotas.priority; 0, the first, by default).
-    ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue."""
+    ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue.
+    ``session``: a notebook session's cell, which goes to the node holding the session's runner.
+    ``stdin``: what the snippet reads as its standard input (checked: ``check_stdin``)."""
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
     runtime = runtimes.current(runtime)  # a retired id (an assignment's, say) runs on its successor
@@ -112,7 +143,7 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     queued["seq"] = 1
     with transaction.atomic():
         run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,
-                                 options=options or {})
+                                 options=options or {}, session=session, stdin=stdin)
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
         transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority))
     return run
@@ -135,8 +166,19 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
 
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
-    submit.send_run(app, registry.route(run.device, run.runtime), submit.run_message(str(run.id), run.code, run.options,
-                                                        run_limits(limits, run.device), grade), priority)
+    route = registry.route(run.device, run.runtime)
+    node, cell = None, None
+    if run.session_id is not None:
+        # A session's cell goes to the node that holds its runner, once one does (its first cell
+        # starts it on whichever node of the kind takes it).
+        node = (sessionstate.read(get_redis(), str(run.session_id)) or {}).get("node")
+        cell = {"id": str(run.session_id), "idle_s": run.session.idle_timeout_s}
+    message = submit.run_message(str(run.id), run.code, run.options, run_limits(limits, run.device), grade, cell,
+                                 stdin=run.stdin)
+    if node:
+        submit.send_to_queue(app, sessionstate.node_queue(node), message, priority)
+    else:
+        submit.send_run(app, route, message, priority)
     metrics.count_started(run)
 
 
@@ -171,6 +213,8 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
             ignore_conflicts=True,
         )
         for e in events:
+            if e["type"] == ev.PROFILE and e.get("url"):
+                _store_profile(run_id)
             if e["type"] == ev.STARTED:
                 # Where and when it ran are kept even when its end was recorded first (batches
                 # recorded by two recorder processes can commit in either order); the status
@@ -192,6 +236,26 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
                     moved.append(e["status"])
         if moved:
             transaction.on_commit(lambda: _announce(run_id, moved))
+
+
+def _store_profile(run_id: str) -> None:
+    """A profiled run's trace, from Redis (where the executor put it) to the database; Redis's
+    copy goes once the database's is committed. A trace Redis no longer has (a restart) stays
+    unavailable, and its URL says so."""
+    redis = get_redis()
+    data = redis.get(ev.profile_key(run_id))
+    if data is None or RunProfile.objects.filter(run_id=run_id).exists():
+        return
+    RunProfile.objects.create(run_id=run_id, data=data)
+    transaction.on_commit(lambda: redis.delete(ev.profile_key(run_id)))
+
+
+def profile_of(run: Run) -> bytes | None:
+    """A run's trace (gzipped): the database's, else Redis's while the recorder has not stored it."""
+    stored = list(RunProfile.objects.filter(run_id=run.id).values_list("data", flat=True)[:1])
+    if stored:
+        return bytes(stored[0])
+    return get_redis().get(ev.profile_key(str(run.id)))
 
 
 def _announce(run_id: str, statuses: list[str]) -> None:
@@ -219,8 +283,13 @@ def check_cancel_run(run: Run, *, who: str) -> str:
     """``who``: the person key of whoever asks (``web.clients``; a receiver of ``run_cancelling``
     may refuse them)."""
     run_cancelling.send(sender=Run, run=run, who=who)
+    if run.session_id is not None and run.session.client != who:
+        # A cell's interrupt is its session's maker's: whoever else sees the run's id (a shared
+        # notebook's reader) must not cut a cell short in someone's session.
+        raise ActionError(_("this run is a cell of someone's notebook session: only they may interrupt it"),
+                          status=403)
     if run.is_finished:
-        raise ActionError(f"the run already finished ({run.status})", status=409)
+        raise ActionError(_("the run already finished (%(status)s)") % {"status": run.status}, status=409)
     return do_cancel_run(run)
 
 
@@ -235,7 +304,7 @@ def do_cancel_run(run: Run) -> str:
         return run.status
     if redis.set(ev.claim_key(run_id), "cancelled", nx=True, ex=ev.EVENT_LOG_TTL_S):
         finished = get_event_log().append(run_id, ev.finished_event(
-            ev.CANCELLED, "cancelled before it started", wall_ms=0), after=_last_seq(run_id))
+            ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0), after=_last_seq(run_id))
         do_record_events(run_id, [finished])
         return ev.CANCELLED
     # An executor has it: it sees the flag within a tick and ends the run as cancelled.
@@ -253,12 +322,12 @@ def check_delete_run(run: Run) -> None:
     """Delete one's own run, unless something still shows it: a snippet's link (its saved output),
     or the run itself, still queued or running (its executor would go on reporting to no one)."""
     if not run.is_finished:
-        raise ActionError("this run has not finished yet; cancel it or wait for it to end, then delete it",
+        raise ActionError(_("this run has not finished yet; cancel it or wait for it to end, then delete it"),
                           status=409)
     slug = run.snippets.values_list("slug", flat=True).first()
     if slug is not None:
-        raise ActionError(f"this run is kept: it is the saved output of the shared snippet /s/{slug}, "
-                          "whose link shows it", status=409)
+        raise ActionError(_("this run is kept: it is the saved output of the shared snippet /s/%(slug)s, whose link "
+                            "shows it") % {"slug": slug}, status=409)
     do_delete_run(run)
 
 
@@ -270,8 +339,11 @@ def do_delete_run(run: Run) -> None:
             Run.objects.filter(pk=run.pk).delete()
     except ProtectedError as exc:  # a link keeps it: a comparison's side, or a snippet's output shared just now
         keeper = next(iter(exc.protected_objects), None)
-        where = keeper.get_absolute_url() if hasattr(keeper, "get_absolute_url") else "a link"
-        raise ActionError(f"this run is kept: {where} shows it", status=409) from None
+        if hasattr(keeper, "get_absolute_url"):
+            message = _("this run is kept: %(url)s shows it") % {"url": keeper.get_absolute_url()}
+        else:
+            message = _("this run is kept: a link shows it")
+        raise ActionError(message, status=409) from None
 
 
 # The watchdog ------------------------------------------------------------------------------------
@@ -320,10 +392,9 @@ def _reap(run_id: str, status: str, age_s: float) -> bool:
         since = float(redis.get(ev.suspect_key(run_id)) or time.time())
         if time.time() - since < ev.ALIVE_TTL_S:
             return False
-        message = "the executor running this snippet stopped responding; it was not re-run"
+        message = ev.ended("stopped_responding")
     elif age_s > settings.RUN_QUEUE_TIMEOUT_S:
-        message = (f"no executor took this run within {settings.RUN_QUEUE_TIMEOUT_S} s (its queue may "
-                   f"have been lost); it was not run")
+        message = ev.ended("not_taken", seconds=settings.RUN_QUEUE_TIMEOUT_S)
     else:
         return False  # still queued
     finished = event_log.append(run_id, ev.finished_event(ev.LOST, message), after=_last_seq(run_id))

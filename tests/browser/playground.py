@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -30,6 +32,23 @@ def open_playground(page: Page, reload: bool = False, path: str = "/") -> None:
         page.goto(path)
     page.wait_for_function("() => window.playground && document.querySelector('#editor .monaco-editor')")
     expect(page.locator("#device-select")).to_be_enabled()
+
+
+@contextmanager
+def playground_in(browser: Browser, live_stack, locale: str, height: int = 860) -> Iterator[Page]:
+    """The playground in a fresh profile whose browser asks for ``locale`` (Accept-Language picks
+    the page's language), editor ready. Fails on any uncaught script error."""
+    context = browser.new_context(base_url=live_stack.url, locale=locale, viewport={"width": 1280, "height": height},
+                                  color_scheme="light")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        open_playground(page)
+        yield page
+    finally:
+        context.close()
+    assert errors == [], f"uncaught errors on the page: {errors}"
 
 
 def set_code(page: Page, code: str) -> None:

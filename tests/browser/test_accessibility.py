@@ -42,11 +42,12 @@ def resize(page: Page, size: str) -> None:
     )
 
 
-def new_page(browser: Browser, live_stack, theme: str, size: str = "wide") -> Page:
+def new_page(browser: Browser, live_stack, theme: str, size: str = "wide", locale: str = "en-US") -> Page:
     width, height = SIZES[size]
-    # Reduced motion: no colour is checked halfway through a transition.
+    # Reduced motion: no colour is checked halfway through a transition. The browser's language
+    # is the page's (Accept-Language).
     context = browser.new_context(base_url=live_stack.url, viewport={"width": width, "height": height},
-                                  color_scheme=theme, reduced_motion="reduce")
+                                  color_scheme=theme, reduced_motion="reduce", locale=locale)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -185,8 +186,15 @@ def tab_to(page: Page, selector: str, backwards: bool = False, limit: int = 40) 
     raise AssertionError(f"Tab never reached {selector}; it went through {seen}")
 
 
-def test_a_keyboard_alone_opens_an_example_runs_it_switches_tabs_compares_and_cancels(browser: Browser, live_stack):
-    page = new_page(browser, live_stack, "light")
+# The diff's two pickers, by their accessible names in each language.
+SIDES = {"en-US": ("Left side", "Right side"), "zh-CN": ("左侧", "右侧")}
+
+
+@pytest.mark.parametrize("locale", SIDES)
+def test_a_keyboard_alone_opens_an_example_runs_it_switches_tabs_compares_and_cancels(browser: Browser, live_stack,
+                                                                                       locale: str):
+    left, right = SIDES[locale]
+    page = new_page(browser, live_stack, "light", locale=locale)
     try:
         open_playground(page)
         page.locator("body").focus()
@@ -229,9 +237,9 @@ def test_a_keyboard_alone_opens_an_example_runs_it_switches_tabs_compares_and_ca
         # Compare: Tab into the pane, to the button, Enter; a diff with its two pickers.
         tab_to(page, "#panel-compiled .compare-button")
         page.keyboard.press("Enter")
-        expect(page.locator("#panel-compiled select[aria-label='Left side']")).to_be_visible()
+        expect(page.locator(f"#panel-compiled select[aria-label='{left}']")).to_be_visible()
         expect(page.locator("#panel-compiled .monaco-diff-editor")).to_be_visible()
-        tab_to(page, "#panel-compiled select[aria-label='Right side']")
+        tab_to(page, f"#panel-compiled select[aria-label='{right}']")
         page.keyboard.press("Escape")
 
         # A run that would go on for long: started from the keyboard, cancelled from it.

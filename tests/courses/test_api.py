@@ -409,6 +409,15 @@ class TestRuns:
         assert CourseRun.objects.get(run=run).assignment == assignment
         assert not Grading.objects.exists()
 
+    def test_a_students_run_reads_the_input_it_was_given(self, assignment, student_client, executor_online):
+        response = post(student_client, f"/api/assignments/{assignment.pk}/runs",
+                        {"code": "print(input())\n", "stdin": "3 4\n"})
+        assert response.status_code == 201
+        assert Run.objects.get(pk=response.json()["id"]).stdin == "3 4\n"
+        oversized = post(student_client, f"/api/assignments/{assignment.pk}/runs",
+                         {"code": "print(1)\n", "stdin": "x" * (256 * 1024 + 1)})
+        assert oversized.status_code == 400 and "input" in oversized.json()["error"]
+
     def test_no_executor_online_is_503(self, assignment, student_client):
         Assignment.objects.filter(pk=assignment.pk).update(device="tpu")  # none in tests
         response = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": CORRECT})

@@ -6,8 +6,10 @@ own JAX; ``python -m executor.runtimes build`` first); ``test_runtimes.py`` runs
 every runtime whatever this says.
 
 Without bubblewrap or without root the sandboxed tests are skipped (never run unsandboxed); the
-unit tests of the runner's pure functions (``test_units.py``) run anywhere. A uid range of its
-own (62000+) keeps these runners apart from a worker's (60000+) and the sandbox tests' (61000+).
+unit tests of the runner's pure functions (``test_units.py``) and of its profiles
+(``test_xspace.py``, ``test_profile_trace.py``, which run each runtime's JAX outside the sandbox)
+run anywhere. A uid range of its own (62000+) keeps these runners apart from a worker's (60000+)
+and the sandbox tests' (61000+).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ HERE = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(config, items):
-    skip_unless_sandbox(items, HERE, keep=("test_units.py",))
+    skip_unless_sandbox(items, HERE, keep=("test_units.py", "test_xspace.py", "test_profile_trace.py",
+                                               "test_explanation_catalogue.py"))
 
 
 Run = RunResult

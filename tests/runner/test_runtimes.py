@@ -121,6 +121,51 @@ def test_a_figure_and_an_explained_error(runtime_launcher):
     assert error["line"] == 6, error
 
 
+def test_a_profiled_pmap_has_a_lane_per_device(runtime_launcher):
+    """A lane per simulated device, each with its ops named after their HLO instructions, the
+    collective among them: JAX 0.12's ops say their device, 0.4's and 0.6's are found from their
+    launches (each run is waited for, and its input already on the devices, so its parts are
+    launched by its Execute: a part that waits for its input is launched later by whichever
+    thread readies it, which the profile does not link, and goes on that thread's lane, said
+    in ``cut``); and what the profiler
+    logs itself (0.4 and 0.6: "Can't import tensorflow...", 0.6: "Profiler session tear down.")
+    is not the snippet's stderr."""
+    import gzip
+    import json
+
+    kept = {}
+    events = run_local(textwrap.dedent("""\
+        import jax, jax.numpy as jnp, numpy as np
+        f = jax.pmap(lambda v: jax.lax.psum(jnp.sin(v) @ v, "i"), axis_name="i")
+        x = jax.pmap(lambda v: v)(np.ones((jax.device_count(), 32, 32), np.float32)).block_until_ready()
+        for _ in range(3):
+            y = f(x).block_until_ready()
+        print(np.asarray(y)[0, 0, 0] > 0)
+        """), launcher=runtime_launcher, options={"profile": True},
+        keep_profile=lambda trace: kept.setdefault("trace", trace) and "kept")
+    r = RunResult(events)
+    assert r.status == "succeeded" and r.stdout == "True\n", r
+    assert "Can't import tensorflow" not in r.stderr and "Profiler session" not in r.stderr, r.stderr
+    [event] = r.of("profile")
+    assert not event.get("error") and event["url"] == "kept", event
+    lanes = [f"TFRT_CPU_{i}" for i in range(8)]
+    assert event["lanes"][:9] == ["Host"] + lanes and event["devices"] == 8, event
+    threads = event["lanes"][9:]
+    assert all(lane.startswith("XLA thread ") for lane in threads), threads
+    assert (event["cut"] == "") == (not threads) and (not threads or "not in this JAX's profile" in event["cut"])
+    trace = json.loads(gzip.decompress(kept["trace"]))
+    name = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    ops: dict[str, list[dict]] = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X" and "hlo_op" in e["args"]:
+            ops.setdefault(name[e["pid"]], []).append(e)
+    ops = {lane: events_ for lane, events_ in ops.items() if lane in lanes}
+    assert sorted(ops) == lanes, sorted(ops)
+    for lane, events_ in ops.items():
+        assert all(e["name"] == e["args"]["hlo_op"] and e["args"]["device"] == lane for e in events_)
+        assert any(e["cat"] == "collective" for e in events_), (lane, [e["name"] for e in events_])
+
+
 CHECKS = """\
 from jaxplay.grading import allclose, check, max_compilations, no_float64
 import numpy as np

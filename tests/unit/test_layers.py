@@ -17,16 +17,17 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("web", "playground", "snippets", "accounts", "courses", "ops", "executor", "bench")
-WEB_SIDE = ("web", "playground", "snippets", "accounts", "courses", "ops")
-APPS = ("playground", "snippets", "accounts", "courses", "ops")
+PACKAGES = ("web", "playground", "snippets", "notebooks", "accounts", "courses", "ops", "assistants", "executor",
+            "bench")
+WEB_SIDE = ("web", "playground", "snippets", "notebooks", "accounts", "courses", "ops", "assistants")
+APPS = ("playground", "snippets", "notebooks", "accounts", "courses", "ops", "assistants")
 # The executor's modules the web side may import: the protocol and the grade, the queues' names
 # and the submission of a run, the runtimes' and shares' tables, logging and settings helpers.
 # Each imports only these, the standard library, redis and celery; never the worker, the pool,
 # the supervisor, the sandbox or jax. (Also listed in executor/__init__.py's docstring.)
 SHARED = frozenset({
     "executor", "executor.events", "executor.registry", "executor.runtimes", "executor.shares",
-    "executor.submit", "executor.logs", "executor.envvars", "executor.celeryconf",
+    "executor.submit", "executor.logs", "executor.envvars", "executor.celeryconf", "executor.sessionstate",
     "executor.processes", "executor.analyser", "executor.analyser.wire", "executor.runner",
     "executor.runner.protocol", "executor.runner.grades", "executor.runner.bindings"})
 # What a runtime's environment holds besides the standard library (runtimes/*.txt).

@@ -124,7 +124,8 @@ def test_a_request_the_table_does_not_declare_is_refused_before_it_reaches_a_run
 def test_every_request_but_warm_is_a_role_of_the_runner():
     from executor.runner import main
 
-    assert set(main.ROLES) == set(protocol.RUNNER_REQUESTS) - {"warm"}
+    # "cell" lines come only after a "session" request: the session's role reads them.
+    assert set(main.ROLES) == set(protocol.RUNNER_REQUESTS) - {"warm", "cell"}
 
 
 def test_a_runner_checks_itself_against_what_it_may_send():

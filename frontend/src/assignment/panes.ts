@@ -1,6 +1,7 @@
 // The assignment page's tabs besides the submissions: a part of the page the server rendered (the
 // brief, the settings form), and the run's results.
 import type { RunEvent } from "../events";
+import { t } from "../i18n";
 import type { Pane } from "../panes/pane";
 import type { RunView } from "../run";
 
@@ -18,7 +19,7 @@ export class StaticPane implements Pane {
  *  tab only raises its alert on an error. */
 export class ResultsPane implements Pane, RunView {
   readonly id = "results";
-  readonly title = "Results";
+  readonly title = t("Results");
   onChange?: (count: number | null) => void;
   onAlert?: (alert: string | null) => void;
 

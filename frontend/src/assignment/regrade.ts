@@ -2,6 +2,7 @@
 import { getAssignment, listSubmissions, regrade, type AssignmentDetail } from "../course-api";
 import { errorText, setError } from "../course-page";
 import { maybeById } from "../dom";
+import { t, tn } from "../i18n";
 import { POLL_FOR_MS, POLL_MS, type AssignmentData } from "./model";
 import type { SubmissionsPane } from "./submissions";
 
@@ -23,10 +24,10 @@ export function bindRegrade(data: AssignmentData, submissions: SubmissionsPane,
     progress.hidden = false;
     progress.max = Math.max(1, total);
     progress.value = Math.min(done, total);
-    progress.setAttribute("aria-valuetext", `${done} of ${total} regraded`);
+    progress.setAttribute("aria-valuetext", t("{done} of {total} regraded", { done, total }));
     note.textContent = done >= total
-      ? `Regraded ${total} submission${total === 1 ? "" : "s"} with the current checks.`
-      : `Regrading: ${done} of ${total} done…`;
+      ? tn("Regraded {n} submission with the current checks.", "Regraded {n} submissions with the current checks.", total, { n: total })
+      : t("Regrading: {done} of {total} done…", { done, total });
   };
 
   /** Follows the assignment's last regrade until all of its gradings have landed. */
@@ -66,7 +67,7 @@ export function bindRegrade(data: AssignmentData, submissions: SubmissionsPane,
     try {
       const { queued } = await regrade(data.id);
       if (!queued) {
-        note.textContent = "Nothing to regrade: no one has submitted yet.";
+        note.textContent = t("Nothing to regrade: no one has submitted yet.");
         button!.disabled = data.course.archived;
         return;
       }

@@ -5,6 +5,7 @@
 import { byId, el, maybeById } from "../dom";
 import { RESET_PREFIX, type Drafts } from "../drafts";
 import type { CodeEditor } from "../editor";
+import { t } from "../i18n";
 import type { AssignmentData } from "./model";
 
 export interface Reset {
@@ -33,9 +34,9 @@ export function bindReset(code: CodeEditor, drafts: Drafts, draftKey: string, da
   };
   const showUndo = (focus: boolean) => {
     if (!undoBar) return;
-    const undo = el("button", "button button-small undo-button", "Undo");
+    const undo = el("button", "button button-small undo-button", t("Undo"));
     undo.type = "button";
-    undo.title = "Bring back the code you had before Reset";
+    undo.title = t("Bring back the code you had before Reset");
     undo.addEventListener("click", () => {
       const kept = drafts.get(resetKey);
       hideUndo();
@@ -44,7 +45,7 @@ export function bindReset(code: CodeEditor, drafts: Drafts, draftKey: string, da
       code.setCode(kept.code);
       code.editor.focus();
     });
-    undoBar.replaceChildren(el("span", "undo-text", "Code reset. ", el("span", "undo-sub", "Your code before it is kept.")), undo);
+    undoBar.replaceChildren(el("span", "undo-text", t("Code reset. "), el("span", "undo-sub", t("Your code before it is kept."))), undo);
     undoBar.hidden = false;
     if (focus) undo.focus();
   };
@@ -59,7 +60,7 @@ export function bindReset(code: CodeEditor, drafts: Drafts, draftKey: string, da
       restoring = false;
     }
     drafts.remove(draftKey);
-    if (before !== starter) drafts.save(resetKey, `${data.title} (before Reset)`, before);
+    if (before !== starter) drafts.save(resetKey, t("{title} (before Reset)", { title: data.title }), before);
     showUndo(true);
   });
   if (drafts.get(resetKey) && code.getCode() === starter) showUndo(false);

@@ -7,6 +7,7 @@ import { dateTime, errorText, points, setError } from "../course-page";
 import { byId, focusAfter, maybeById } from "../dom";
 import { setAnalysisRuntime } from "../intellisense";
 import { createEditor, type CodeEditor } from "../editor";
+import { t } from "../i18n";
 import type { Tabs } from "../panes/pane";
 import type { StatusLine } from "../status";
 import { currentTheme } from "../theme";
@@ -47,7 +48,7 @@ export function bindEditing(
   const wall = byId<HTMLInputElement>("edit-wall");
   const regradeOffer = byId("regrade-offer");
   due.value = localInput(data.due);
-  byId("edit-timezone").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone || "your time zone";
+  byId("edit-timezone").textContent = Intl.DateTimeFormat().resolvedOptions().timeZone || t("your time zone");
   if (data.course.archived) {
     for (const field of form.querySelectorAll<HTMLInputElement | HTMLButtonElement>("input, textarea, select, button")) {
       field.disabled = true;
@@ -67,14 +68,14 @@ export function bindEditing(
       format: formatCode,
     });
     made.editor.updateOptions({
-      ariaLabel: `${label}. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus.`,
+      ariaLabel: t("{label}. Escape leaves the editor; Ctrl+M switches Tab between indenting and moving focus.", { label }),
       readOnly: data.course.archived,
       lineNumbersMinChars: 3,
     });
     editors.push(made);
     return made;
   };
-  const starterEditor = sub("edit-starter", "Starter code editor", data.starter_code);
+  const starterEditor = sub("edit-starter", t("Starter code editor"), data.starter_code);
   // The attempt (the large editor, editors[0]) written first becomes the starter code in a click.
   maybeById("edit-starter-from-attempt")?.addEventListener("click", () => {
     starterEditor.setCode(editors[0].getCode());
@@ -85,22 +86,22 @@ export function bindEditing(
   let savedChecks = "";
   const checksHost = byId("edit-checks");
   const referenceHost = byId("edit-reference");
-  checksHost.textContent = "Loading the checks…";
-  referenceHost.textContent = "Loading the reference solution…";
+  checksHost.textContent = t("Loading the checks…");
+  referenceHost.textContent = t("Loading the reference solution…");
   void getAssignment(data.id).then(
     (detail) => {
       checksHost.textContent = "";
       referenceHost.textContent = "";
       savedChecks = typeof detail.checks === "string" ? detail.checks : "";
-      checksEditor = sub("edit-checks", "Hidden checks editor", savedChecks, false); // the names it reads are the student's
-      referenceEditor = sub("edit-reference", "Reference solution editor",
+      checksEditor = sub("edit-checks", t("Hidden checks editor"), savedChecks, false); // the names it reads are the student's
+      referenceEditor = sub("edit-reference", t("Reference solution editor"),
         typeof detail.reference_solution === "string" ? detail.reference_solution : "");
       if (detail.limits && typeof detail.limits.wall_s === "number" && !wall.value) wall.value = String(detail.limits.wall_s);
       validation.show(detail);
     },
     (e) => {
-      checksHost.textContent = `Could not load the checks: ${errorText(e)}`;
-      referenceHost.textContent = `Could not load the reference solution: ${errorText(e)}`;
+      checksHost.textContent = t("Could not load the checks: {error}", { error: errorText(e) });
+      referenceHost.textContent = t("Could not load the reference solution: {error}", { error: errorText(e) });
     },
   );
   maybeById("edit-reference-from-attempt")?.addEventListener("click", () => {
@@ -142,15 +143,17 @@ export function bindEditing(
       refreshBrief(data, fresh);
       onSaved(fresh);
       validation.show(fresh);
-      saved.textContent = "Saved.";
-      status.say("The assignment is saved.");
+      saved.textContent = t("Saved.");
+      status.say(t("The assignment is saved."));
       if (checksChanged && regrader) regradeOffer.hidden = false;
     } catch (err) {
       setError(error, errorText(err));
-      const line = err instanceof ApiError ? /\bline (\d+)/.exec(err.message) : null;
+      // The server says where the checks break: "line 3", or in Chinese "第 3 行".
+      const match = err instanceof ApiError ? /\bline (\d+)|第\s*(\d+)\s*行/.exec(err.message) : null;
+      const line = match ? Number(match[1] ?? match[2]) : 0;
       if (line && checksEditor) {
-        checksEditor.editor.revealLineInCenter(Number(line[1]));
-        checksEditor.editor.setPosition({ lineNumber: Number(line[1]), column: 1 });
+        checksEditor.editor.revealLineInCenter(line);
+        checksEditor.editor.setPosition({ lineNumber: line, column: 1 });
       }
     } finally {
       saveButton.disabled = data.course.archived;
@@ -180,7 +183,7 @@ function refreshBrief(data: AssignmentData, fresh: AssignmentDetail): void {
   // One or the other: the description, or the line that says there is none yet.
   const none = maybeById("brief-no-description");
   if (none) none.hidden = Boolean(fresh.description_html);
-  byId("brief-due").textContent = fresh.due ? dateTime(fresh.due) : "No due date";
+  byId("brief-due").textContent = fresh.due ? dateTime(fresh.due) : t("No due date");
   if (fresh.runtime) {
     data.runtime = fresh.runtime;
     setAnalysisRuntime(fresh.runtime);
@@ -190,6 +193,6 @@ function refreshBrief(data: AssignmentData, fresh: AssignmentDetail): void {
   const max = maybeById("brief-max");
   if (max) max.textContent = points(fresh.max_score);
   byId("brief-results").textContent = fresh.results_before_due
-    ? "Scores and checks show as soon as a submission is graded."
-    : "Scores and checks show after the due date.";
+    ? t("Scores and checks show as soon as a submission is graded.")
+    : t("Scores and checks show after the due date.");
 }

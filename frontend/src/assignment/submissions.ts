@@ -2,6 +2,7 @@
 import { getSubmission, studentName, type Submission } from "../course-api";
 import { ago, checkList, dateTime, errorText, points, scoreTone, textDetails } from "../course-page";
 import { el } from "../dom";
+import { t } from "../i18n";
 import type { Pane } from "../panes/pane";
 import type { AssignmentData } from "./model";
 
@@ -14,7 +15,7 @@ function signature(s: Submission): string {
  *  opens on its checks (fetched when opened: the list has only the scores). */
 export class SubmissionsPane implements Pane {
   readonly id = "submissions";
-  readonly title = "Submissions";
+  readonly title = t("Submissions");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
   private readonly list: HTMLElement;
@@ -27,14 +28,14 @@ export class SubmissionsPane implements Pane {
 
   constructor(private readonly data: AssignmentData, tools: HTMLElement | null) {
     this.placeholder = el("p", "submissions-empty",
-      data.role === "instructor" ? "No submissions yet." : "You have not submitted yet. Submit sends your code for grading.");
+      data.role === "instructor" ? t("No submissions yet.") : t("You have not submitted yet. Submit sends your code for grading."));
     const hint = el("p", "submissions-hint",
       data.role === "instructor"
-        ? "Everyone's submissions, latest first. Instructors may submit too, to try the checks."
-        : "Every submission is kept and graded in the sandbox. Submit as often as you like.");
+        ? t("Everyone's submissions, latest first. Instructors may submit too, to try the checks.")
+        : t("Every submission is kept and graded in the sandbox. Submit as often as you like."));
     this.list = el("ol", "submission-list");
-    this.list.setAttribute("aria-label", "Submissions, latest first");
-    const heading = el("h2", "pane-heading", data.role === "instructor" ? "Submissions" : "Your submissions");
+    this.list.setAttribute("aria-label", t("Submissions, latest first"));
+    const heading = el("h2", "pane-heading", data.role === "instructor" ? t("Submissions") : t("Your submissions"));
     this.element = el("div", "pane-scroll submissions-pane", heading, tools, hint, this.placeholder, this.list);
   }
 
@@ -76,7 +77,7 @@ export class SubmissionsPane implements Pane {
       if (!entry) {
         const more = el("details", "submission-more") as HTMLDetailsElement;
         const body = el("div", "submission-body");
-        more.append(el("summary", null, this.data.role === "instructor" ? "Checks, code and grading log" : "Checks"), body);
+        more.append(el("summary", null, this.data.role === "instructor" ? t("Checks, code and grading log") : t("Checks")), body);
         more.addEventListener("toggle", () => {
           if (more.open) this.opened.add(s.id);
           else this.opened.delete(s.id);
@@ -112,16 +113,16 @@ export class SubmissionsPane implements Pane {
       when.dateTime = s.created_at;
       when.title = dateTime(s.created_at);
     }
-    const title = el("h3", "submission-title", who ? el("span", "submission-who", who) : null, `Submission ${number}`);
+    const title = el("h3", "submission-title", who ? el("span", "submission-who", who) : null, t("Submission {n}", { n: number }));
     const meta = el("div", "submission-meta", when);
-    if (s.late) meta.append(el("span", "chip chip-warn", "late"));
-    if (s.regrading) meta.append(el("span", "chip chip-accent", "regrading"));
+    if (s.late) meta.append(el("span", "chip chip-warn", t("late")));
+    if (s.regrading) meta.append(el("span", "chip chip-accent", t("regrading")));
     if (s.needs_regrade) {
       const instructor = this.data.role === "instructor";
-      const chip = el("span", instructor ? "chip chip-danger" : "chip chip-warn", instructor ? "needs regrade" : "provisional");
+      const chip = el("span", instructor ? "chip chip-danger" : "chip chip-warn", instructor ? t("needs regrade") : t("provisional"));
       chip.title = instructor
-        ? "A check could not run because the checks raised: fix them, then regrade"
-        : "A check could not run because of a problem in the checks; your instructor has been told";
+        ? t("A check could not run because the checks raised: fix them, then regrade")
+        : t("A check could not run because of a problem in the checks; your instructor has been told");
       meta.append(chip);
     }
     head.replaceChildren(el("div", "submission-name", title, meta), this.outcome(s));
@@ -129,25 +130,26 @@ export class SubmissionsPane implements Pane {
 
   private outcome(s: Submission): HTMLElement {
     if (s.status !== "graded") {
-      const badge = el("span", "status-badge", s.status === "queued" ? "queued" : "grading");
+      const badge = el("span", "status-badge", s.status === "queued" ? t("queued") : t("grading"));
       badge.dataset.status = s.status === "queued" ? "queued" : "running";
       return badge;
     }
     if (s.results === "after_due" || typeof s.score !== "number") {
-      const badge = el("span", "status-badge submitted-badge", "submitted");
+      const badge = el("span", "status-badge submitted-badge", t("submitted"));
       badge.dataset.status = "queued";
-      badge.title = "Results after the due date";
+      badge.title = t("Results after the due date");
       return badge;
     }
     if (s.needs_regrade) {
       // Not a score to judge by: a check could not run, the checks' fault.
       const score = el("span", "score score-provisional", `${points(s.score)} / ${points(s.max_score)}`);
-      score.setAttribute("aria-label", `Provisional score: ${points(s.score)} of ${points(s.max_score)} points, until a regrade`);
+      score.setAttribute("aria-label", t("Provisional score: {score} of {max} points, until a regrade",
+        { score: points(s.score), max: points(s.max_score) }));
       return score;
     }
     const score = el("span", `score score-${scoreTone(s.score, s.max_score)}`,
       `${points(s.score)} / ${points(s.max_score)}`);
-    score.setAttribute("aria-label", `Score: ${points(s.score)} of ${points(s.max_score)} points`);
+    score.setAttribute("aria-label", t("Score: {score} of {max} points", { score: points(s.score), max: points(s.max_score) }));
     return score;
   }
 
@@ -161,31 +163,33 @@ export class SubmissionsPane implements Pane {
       entry.body.replaceChildren(...this.body(cached.detail));
       return;
     }
-    if (!entry.body.hasChildNodes()) entry.body.replaceChildren(el("p", "submission-note", "Loading…"));
+    if (!entry.body.hasChildNodes()) entry.body.replaceChildren(el("p", "submission-note", t("Loading…")));
     try {
       const detail = await getSubmission(id);
       this.details.set(id, { detail, signature: signature(detail) });
       entry.body.replaceChildren(...this.body(detail));
     } catch (error) {
-      entry.body.replaceChildren(el("p", "submission-note", `Could not load this submission: ${errorText(error)}`));
+      entry.body.replaceChildren(el("p", "submission-note", t("Could not load this submission: {error}", { error: errorText(error) })));
     }
   }
 
   private body(s: Submission): Node[] {
     const nodes: Node[] = [];
     if (s.status !== "graded") {
-      nodes.push(el("p", "submission-note", s.status === "queued" ? "Waiting for a grader…" : "Grading in the sandbox…"));
+      nodes.push(el("p", "submission-note", s.status === "queued" ? t("Waiting for a grader…") : t("Grading in the sandbox…")));
     } else if (s.results === "after_due") {
-      const due = this.data.due ? ` (${dateTime(this.data.due)})` : "";
-      nodes.push(el("p", "submission-note results-later", `Results after the due date${due}.`));
+      const later = this.data.due
+        ? t("Results after the due date ({due}).", { due: dateTime(this.data.due) })
+        : t("Results after the due date.");
+      nodes.push(el("p", "submission-note results-later", later));
     } else {
       if (s.message) nodes.push(el("p", "submission-message", s.message));
       if (Array.isArray(s.checks)) nodes.push(checkList(s.checks));
     }
     const instructor = this.data.role === "instructor";
-    if (instructor && s.error) nodes.push(textDetails("Grading error (instructors only)", s.error, "submission-error"));
-    if (instructor && s.log) nodes.push(textDetails("What the checks printed (instructors only)", s.log));
-    if (typeof s.code === "string") nodes.push(textDetails(instructor ? "Code" : "The code you submitted", s.code));
+    if (instructor && s.error) nodes.push(textDetails(t("Grading error (instructors only)"), s.error, "submission-error"));
+    if (instructor && s.log) nodes.push(textDetails(t("What the checks printed (instructors only)"), s.log));
+    if (typeof s.code === "string") nodes.push(textDetails(instructor ? t("Code") : t("The code you submitted"), s.code));
     return nodes;
   }
 }

@@ -5,6 +5,7 @@ import { ApiError } from "../api";
 import { getSubmission, listSubmissions, submit, type NewSubmission, type Submission } from "../course-api";
 import { errorText, points } from "../course-page";
 import { byId } from "../dom";
+import { t } from "../i18n";
 import type { Tabs } from "../panes/pane";
 import type { RunPhase } from "../run";
 import type { Workbench } from "../workbench";
@@ -66,7 +67,7 @@ export class Submitter {
           regrading: false, checks: null,
         }, true);
         this.tabs.select(this.submissions.id);
-        announcer.say("Submitted. Grading…");
+        announcer.say(t("Submitted. Grading…"));
         void this.follow(id);
       } else {
         this.showRun();
@@ -94,11 +95,11 @@ export class Submitter {
       if (s.status === "graded") {
         const { announcer } = this.bench;
         if (s.results === "after_due" || typeof s.score !== "number") {
-          announcer.say("Submission received. Results after the due date.");
+          announcer.say(t("Submission received. Results after the due date."));
         } else if (s.needs_regrade) {
-          announcer.say("Submission graded provisionally: a check could not run, and your instructor has been told.");
+          announcer.say(t("Submission graded provisionally: a check could not run, and your instructor has been told."));
         } else {
-          announcer.say(`Submission graded: ${points(s.score)} of ${points(s.max_score)} points.`);
+          announcer.say(t("Submission graded: {score} of {max} points.", { score: points(s.score), max: points(s.max_score) }));
         }
         return;
       }
@@ -112,7 +113,7 @@ export class Submitter {
         this.submissions.set(list);
         for (const s of list) if (s.status !== "graded") void this.follow(s.id);
       },
-      (error) => this.bench.status.say(`Could not load the submissions: ${errorText(error)}`, "error"),
+      (error) => this.bench.status.say(t("Could not load the submissions: {error}", { error: errorText(error) }), "error"),
     );
   }
 }

@@ -3,13 +3,14 @@
 // graded, followed until both land), and the students' grades whose checks crashed, which need
 // a regrade once the checks are fixed.
 import { getAssignment, type AssignmentDetail, type CheckError, type Validation, type ValidationRun } from "../course-api";
-import { checkList, points, textDetails } from "../course-page";
+import { checkList, compose, listOf, points, textDetails } from "../course-page";
 import { el } from "../dom";
+import { t, tn } from "../i18n";
 import { POLL_FOR_MS, POLL_MS } from "./model";
 
 const KINDS = [
-  { kind: "reference", title: "Reference solution", none: "No reference solution: add one below, and saving checks that it gets every point." },
-  { kind: "starter", title: "Starter code", none: "No starter code to check." },
+  { kind: "reference", title: t("Reference solution"), none: t("No reference solution: add one below, and saving checks that it gets every point.") },
+  { kind: "starter", title: t("Starter code"), none: t("No starter code to check.") },
 ] as const;
 
 function pending(validation: Validation | null | undefined): boolean {
@@ -17,25 +18,30 @@ function pending(validation: Validation | null | undefined): boolean {
 }
 
 function names(list: string[]): string {
-  const quoted = list.slice(0, 6).map((n) => `“${n}”`);
-  return quoted.join(", ") + (list.length > 6 ? ` and ${list.length - 6} more` : "");
+  const quoted = listOf(list.slice(0, 6).map((n) => `“${n}”`));
+  return list.length > 6 ? t("{names} and {n} more", { names: quoted, n: list.length - 6 }) : quoted;
 }
 
 /** What a graded run of a validation says, in a sentence, and its tone. */
 function verdict(kind: "reference" | "starter", run: ValidationRun): { text: string; tone: "ok" | "bad" | "warn" } {
   const crashed = run.checks.filter((c) => c.crashed).map((c) => c.name);
   if (crashed.length > 0) {
-    return { text: `The checks crashed on it: ${names(crashed)} could not run. Their traceback is below.`, tone: "bad" };
+    return { text: t("The checks crashed on it: {names} could not run. Their traceback is below.", { names: names(crashed) }), tone: "bad" };
   }
   const failed = run.checks.filter((c) => !c.passed).map((c) => c.name);
   if (kind === "reference") {
     return run.ok
-      ? { text: "Gets every point, as it should.", tone: "ok" }
-      : { text: `Does not get every point: ${failed.length ? `${names(failed)} failed` : "the checks did not finish"}.`, tone: "bad" };
+      ? { text: t("Gets every point, as it should."), tone: "ok" }
+      : {
+          text: failed.length
+            ? t("Does not get every point: {names} failed.", { names: names(failed) })
+            : t("Does not get every point: the checks did not finish."),
+          tone: "bad",
+        };
   }
   return run.ok
-    ? { text: "Does not get every point, as starter code should not.", tone: "ok" }
-    : { text: "Already gets every point: the checks may not test the work students are asked to do.", tone: "warn" };
+    ? { text: t("Does not get every point, as starter code should not."), tone: "ok" }
+    : { text: t("Already gets every point: the checks may not test the work students are asked to do."), tone: "warn" };
 }
 
 /** The validation's two runs and the crashed grades' notice, kept up to date from the API. */
@@ -61,13 +67,16 @@ export class ValidationView {
       return;
     }
     const n = crash.submissions;
+    const lead = crash.checks.length
+      ? tn("{crashed} on {n} student’s latest submission: {names} could not run. Those grades are provisional. Fix the checks in the Edit tab, then Regrade all.",
+        "{crashed} on {n} students’ latest submissions: {names} could not run. Those grades are provisional. Fix the checks in the Edit tab, then Regrade all.",
+        n, { n, names: names(crash.checks) })
+      : tn("{crashed} on {n} student’s latest submission. Those grades are provisional. Fix the checks in the Edit tab, then Regrade all.",
+        "{crashed} on {n} students’ latest submissions. Those grades are provisional. Fix the checks in the Edit tab, then Regrade all.",
+        n, { n });
     box.replaceChildren(
-      el("p", "crash-lead",
-        el("strong", null, "The checks crashed"),
-        ` on ${n} student${n === 1 ? "’s" : "s’"} latest submission${n === 1 ? "" : "s"}`,
-        crash.checks.length ? `: ${names(crash.checks)} could not run.` : ".",
-        " Those grades are provisional. Fix the checks in the Edit tab, then Regrade all."),
-      textDetails("Traceback (the newest)", crash.error || "(none was sent)", "submission-error"),
+      el("p", "crash-lead", ...compose(lead, { crashed: el("strong", null, t("The checks crashed")) })),
+      textDetails(t("Traceback (the newest)"), crash.error || t("(none was sent)"), "submission-error"),
     );
   }
 
@@ -98,12 +107,12 @@ export class ValidationView {
     if (!host) return;
     if (!validation) {
       host.replaceChildren(el("p", "validation-empty",
-        "Not validated yet: saving the assignment with checks grades the reference solution and the starter code with them."));
+        t("Not validated yet: saving the assignment with checks grades the reference solution and the starter code with them.")));
       return;
     }
     const nodes: Node[] = [];
     if (validation.skipped) {
-      nodes.push(el("p", "notice notice-warning validation-skipped", `Not validated at the last save: ${validation.skipped}.`));
+      nodes.push(el("p", "notice notice-warning validation-skipped", t("Not validated at the last save: {reason}.", { reason: validation.skipped })));
     }
     for (const { kind, title, none } of KINDS) {
       const run = validation[kind];
@@ -122,10 +131,10 @@ export class ValidationView {
     const head = el("div", "validation-head", el("span", "validation-name", title));
     card.append(head);
     if (run.status !== "graded") {
-      const badge = el("span", "status-badge", run.status === "queued" ? "queued" : "grading");
+      const badge = el("span", "status-badge", run.status === "queued" ? t("queued") : t("grading"));
       badge.dataset.status = run.status === "queued" ? "queued" : "running";
       head.append(badge);
-      card.append(el("p", "validation-verdict", "Grading in the sandbox with the checks as saved…"));
+      card.append(el("p", "validation-verdict", t("Grading in the sandbox with the checks as saved…")));
       return card;
     }
     const { text, tone } = verdict(kind, run);
@@ -134,16 +143,16 @@ export class ValidationView {
     // The score's own colour says how it went for the reference; a starter's low score is no success.
     const toneClass = tone === "bad" ? "score-bad" : tone === "warn" ? "score-part" : kind === "reference" ? "score-ok" : "";
     const score = el("span", `score ${toneClass}`.trim(), `${points(run.score)} / ${points(run.max_score)}`);
-    score.setAttribute("aria-label", `${title}: ${points(run.score)} of ${points(run.max_score)} points`);
+    score.setAttribute("aria-label", t("{title}: {score} of {max} points", { title, score: points(run.score), max: points(run.max_score) }));
     head.append(score);
     const line = el("p", "validation-verdict", text);
     line.dataset.tone = tone;
     card.append(line);
-    const checks = el("details", "submission-details validation-checks", el("summary", null, `Checks (${run.checks.length})`), checkList(run.checks));
+    const checks = el("details", "submission-details validation-checks", el("summary", null, t("Checks ({n})", { n: run.checks.length })), checkList(run.checks));
     checks.open = tone !== "ok";
     card.append(checks);
-    if (run.error) card.append(textDetails("Tracebacks (yours only)", run.error, "submission-error"));
-    if (run.log) card.append(textDetails("What the checks printed", run.log));
+    if (run.error) card.append(textDetails(t("Tracebacks (yours only)"), run.error, "submission-error"));
+    if (run.log) card.append(textDetails(t("What the checks printed"), run.log));
     return card;
   }
 }

@@ -4,6 +4,8 @@
 // follows them live.
 import { ApiError, createComparison, listRuntimes, type Runtime } from "../api";
 import { el } from "../dom";
+import { t } from "../i18n";
+import { KEYS, local } from "../storage";
 
 export interface CompareSource {
   getCode(): string;
@@ -12,6 +14,8 @@ export interface CompareSource {
   getRuntime(): string | null;
   /** The device select, whose online options each side may pick from. */
   deviceSelect: HTMLSelectElement;
+  /** The Input both sides read as their standard input ("": none). */
+  getInput?(): string;
 }
 
 export class CompareDialog {
@@ -19,6 +23,8 @@ export class CompareDialog {
   private readonly error: HTMLElement;
   private readonly submit: HTMLButtonElement;
   private readonly pickers: { runtime: HTMLSelectElement; device: HTMLSelectElement }[];
+  /** "Profile both": each run under jax.profiler, their timelines one above the other. */
+  private readonly profile: HTMLInputElement;
   private opener: HTMLElement | null = null;
   private runtimes: Runtime[] = [];
 
@@ -37,6 +43,21 @@ export class CompareDialog {
       picker.device.addEventListener("change", () => this.markServed());
       picker.runtime.addEventListener("change", () => this.clearError());
     }
+    this.profile = el("input");
+    this.profile.type = "checkbox";
+    this.profile.id = "compare-profile";
+    this.profile.name = "profile";
+    const label = el(
+      "label",
+      "compare-profile",
+      this.profile,
+      el("span", null, el("span", "compare-profile-name", t("Profile both")),
+        el("span", "field-note", t("each under jax.profiler: their timelines one above the other"))),
+    );
+    label.htmlFor = this.profile.id;
+    const note = this.form.querySelector(".field-note");
+    if (note) note.before(label);
+    else this.error.before(label);
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
       void this.start();
@@ -67,6 +88,8 @@ export class CompareDialog {
       if ([...picker.device.options].some((o) => o.value === device)) picker.device.value = device;
     }
     this.pickers[0].runtime.value = runtime;
+    // As Profile beside Run is: a person profiling their runs compares profiles too.
+    this.profile.checked = local.get(KEYS.profile) === "true";
     this.dialog.showModal();
     // B is what a person changes: the keyboard starts there, before the runtimes' list comes.
     this.pickers[1].runtime.focus();
@@ -98,7 +121,7 @@ export class CompareDialog {
         const runtime = this.runtimes.find((r) => r.id === option.value);
         const label = `JAX ${runtime?.jax ?? option.value}`;
         const served = !runtime || runtime.kinds.includes(kind);
-        option.textContent = served ? label : `${label} · not on ${kind.toUpperCase()}`;
+        option.textContent = served ? label : t("{runtime} · not on {device}", { runtime: label, device: kind.toUpperCase() });
       }
     }
     this.clearError();
@@ -112,17 +135,23 @@ export class CompareDialog {
   private async start(): Promise<void> {
     const [a, b] = this.pickers.map((p) => ({ runtime: p.runtime.value || null, device: p.device.value || "cpu" }));
     if (a.runtime === b.runtime && a.device === b.device) {
-      this.showError("A and B are the same: choose another JAX version or another device for one of them.");
+      this.showError(t("A and B are the same: choose another JAX version or another device for one of them."));
       return;
     }
     this.submit.disabled = true;
-    this.submit.replaceChildren(el("span", "spinner"), "Starting both runs…");
+    this.submit.replaceChildren(el("span", "spinner"), t("Starting both runs…"));
     try {
-      const comparison = await createComparison({ code: this.source.getCode(), sides: [a, b] });
+      const stdin = this.source.getInput?.() ?? "";
+      const comparison = await createComparison({
+        code: this.source.getCode(),
+        sides: [a, b],
+        ...(stdin ? { stdin } : {}),
+        ...(this.profile.checked ? { options: { profile: true } } : {}),
+      });
       location.assign(comparison.url);
     } catch (error) {
       this.submit.disabled = false;
-      this.submit.textContent = "Compare";
+      this.submit.textContent = t("Compare");
       this.showError(error instanceof ApiError ? error.message : String(error));
     }
   }

@@ -1,8 +1,10 @@
 // What a comparison's page puts side by side, from the two runs' events: each compiled function
 // of A matched with B's of the same name (the nth compilation of `f` with the nth), and each
 // measurement matched by its label, with how much faster or slower B is. Pure: no DOM.
-import type { CompiledEvent, RunEvent } from "../events";
+import type { CompiledEvent, ProfileEvent, RunEvent } from "../events";
 import { num, str } from "../format";
+import { t } from "../i18n";
+import { kindTotals, type DeviceSummary } from "../profile/summary";
 
 export type SideName = "A" | "B";
 export const SIDE_NAMES: readonly SideName[] = ["A", "B"];
@@ -78,22 +80,22 @@ export function measurements(events: readonly RunEvent[]): Map<string, { kind: s
     out.set(key, { kind, ms });
   };
   const compiled = labelled(events.filter((e): e is CompiledEvent => e.type === "compiled"));
-  for (const [label, event] of compiled) add(`compile ${label}`, "compile", num(event.compile_ms));
+  for (const [label, event] of compiled) add(t("compile {function}", { function: label }), "compile", num(event.compile_ms));
   for (const event of events) {
     if (event.type === "timing") {
       const data = event as unknown as Record<string, unknown>;
       const kind = str(data.kind) ?? "single";
       if (kind === "comparison" && Array.isArray(data.rows)) {
-        const title = str(data.label) ?? str(data.baseline) ?? "compare";
+        const title = str(data.label) ?? str(data.baseline) ?? t("compare");
         for (const row of data.rows as Record<string, unknown>[]) {
           if (row && typeof row === "object") add(`${title}: ${str(row.label) ?? "?"}`, "compare", typical(row));
         }
       } else {
-        const label = str(data.label) ?? str(data.text) ?? `${kind} on line ${num(data.line) ?? "?"}`;
+        const label = str(data.label) ?? str(data.text) ?? t("{kind} on line {line}", { kind, line: num(data.line) ?? "?" });
         add(label, kind, typical(data));
       }
     } else if (event.type === "finished") {
-      add("whole run (wall)", "run", num(event.wall_ms));
+      add(t("whole run (wall)"), "run", num(event.wall_ms));
     }
   }
   return out;
@@ -120,11 +122,47 @@ export function pairTimings(a: readonly RunEvent[], b: readonly RunEvent[]): Tim
 export function verdict(a: number | null, b: number | null): string {
   if (a === null || b === null || a <= 0 || b <= 0) return "";
   const ratio = a / b;
-  if (Math.abs(ratio - 1) < 0.05) return "about the same";
-  return ratio > 1 ? `B ${ratio.toFixed(ratio >= 10 ? 0 : 1)}× faster` : `B ${(1 / ratio).toFixed(1 / ratio >= 10 ? 0 : 1)}× slower`;
+  if (Math.abs(ratio - 1) < 0.05) return t("about the same");
+  return ratio > 1
+    ? t("B {ratio}× faster", { ratio: ratio.toFixed(ratio >= 10 ? 0 : 1) })
+    : t("B {ratio}× slower", { ratio: (1 / ratio).toFixed(1 / ratio >= 10 ? 0 : 1) });
 }
 
 /** The stdout of a run, joined (for "the same output" on the Output tab). */
 export function stdoutOf(events: readonly RunEvent[]): string {
   return events.filter((e) => e.type === "stdout").map((e) => str((e as { text?: unknown }).text) ?? "").join("");
+}
+
+/** The run's profile event, when it was profiled. */
+export function profileOf(events: readonly RunEvent[]): ProfileEvent | null {
+  return (events.find((e) => e.type === "profile") as ProfileEvent | undefined) ?? null;
+}
+
+/** One row of the Timeline tab's table: the time of one kind of op on A and on B (µs, all
+ *  devices together), or a total. */
+export interface KindPair {
+  kind: string;
+  a: number | null;
+  b: number | null;
+}
+
+/** A's kinds by A's time, then those only B has; then busy and collective wait, all devices. */
+export function pairKinds(a: readonly DeviceSummary[], b: readonly DeviceSummary[]): KindPair[] {
+  const left = new Map(kindTotals(a));
+  const right = new Map(kindTotals(b));
+  const rows: KindPair[] = [];
+  for (const [kind, us] of left) rows.push({ kind, a: us, b: right.get(kind) ?? null });
+  for (const [kind, us] of right) if (!left.has(kind)) rows.push({ kind, a: null, b: us });
+  const sum = (list: readonly DeviceSummary[], f: (r: DeviceSummary) => number) =>
+    list.length ? list.reduce((n, r) => n + f(r), 0) : null;
+  rows.push({ kind: "busy, all devices", a: sum(a, (r) => r.busy), b: sum(b, (r) => r.busy) });
+  rows.push({ kind: "collective wait", a: sum(a, (r) => r.wait), b: sum(b, (r) => r.wait) });
+  return rows;
+}
+
+/** B's time over A's: "1.32×", or "" where a side has none. */
+export function ratio(a: number | null, b: number | null): string {
+  if (a === null || b === null || a <= 0) return "";
+  const r = b / a;
+  return `${r >= 10 ? r.toFixed(0) : r.toFixed(2)}×`;
 }

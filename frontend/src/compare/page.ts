@@ -1,29 +1,33 @@
 // A comparison's page (/compare/<slug>): one code, two runs (A and B: two runtimes or two
 // devices), followed live side by side. Output and Figures in two columns; Compiled as a diff
 // of each function's jaxpr, StableHLO or HLO, A against B; Timing as one table of what both
-// measured, with how much faster or slower B is. Opening it runs nothing: Run again makes a
-// new comparison, with a link of its own.
+// measured, with how much faster or slower B is; Timeline, when both were profiled, their
+// timelines one above the other. Opening it runs nothing: Run again makes a new comparison,
+// with a link of its own.
 import { ApiError, createComparison, type Comparison, type ComparisonSide } from "../api";
 import { copyText, el, maybeById } from "../dom";
 import type { CompiledEvent, RunEvent } from "../events";
 import { duration, num, str } from "../format";
 import { installWorker } from "../editor";
 import { bindHeader } from "../header";
+import { t } from "../i18n";
 import { registerLanguages } from "../languages";
 import { monaco } from "../monaco";
 import { FiguresPane } from "../panes/figures";
 import { OutputPane } from "../panes/output";
 import { Tabs, type Pane } from "../panes/pane";
 import { TimingPane } from "../panes/timing";
+import { TimelineCompare } from "./timelines";
 import { DiffViewer } from "../panes/viewers";
 import { RunSession, type RunView } from "../run";
 import { readableDate } from "../snippet";
-import { StatusLine } from "../status";
+import { StatusLine, statusWord } from "../status";
 import { editorWorkerUrl } from "../workbench";
 import { KEYS } from "../storage";
 import {
   pairFunctions,
   pairTimings,
+  profileOf,
   stdoutOf,
   textsAgree,
   TEXT_KINDS,
@@ -119,7 +123,7 @@ function columnHeading(side: ComparisonSide): HTMLElement {
 /** Compiled: each function both sides compiled, and a diff of its texts, A on the left. */
 class CompiledDiff implements Pane {
   readonly id = "compiled";
-  readonly title = "Compiled";
+  readonly title = t("Compiled");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
 
@@ -138,14 +142,14 @@ class CompiledDiff implements Pane {
 
   constructor(private readonly sides: readonly Side[]) {
     this.list.setAttribute("role", "listbox");
-    this.list.setAttribute("aria-label", "Compiled functions");
+    this.list.setAttribute("aria-label", t("Compiled functions"));
     this.list.addEventListener("keydown", (e) => this.onKey(e));
     for (const kind of TEXT_KINDS) {
       const option = el("option", null, KIND_LABELS[kind]);
       option.value = kind;
       this.kindSelect.append(option);
     }
-    this.kindSelect.setAttribute("aria-label", "Which text to compare");
+    this.kindSelect.setAttribute("aria-label", t("Which text to compare"));
     this.kindSelect.addEventListener("change", () => {
       this.kind = this.kindSelect.value as TextKind;
       this.render();
@@ -155,7 +159,7 @@ class CompiledDiff implements Pane {
       "compare-diff-columns",
       ...sides.map((s) => el("span", "compare-diff-side", el("span", "side-name", s.data.name), s.data.label)),
     );
-    const toolbar = el("div", "compiled-toolbar", this.heading, el("label", "compare-kind-label", "Compare ", this.kindSelect));
+    const toolbar = el("div", "compiled-toolbar", this.heading, el("label", "compare-kind-label", t("Compare"), " ", this.kindSelect));
     this.detail = el("div", "compiled-detail", toolbar, columns, this.note, this.diffHost);
     this.element = el("div", "compiled compare-compiled", this.placeholder, this.list, this.detail);
     this.update();
@@ -201,8 +205,8 @@ class CompiledDiff implements Pane {
     this.detail.hidden = empty;
     if (empty) {
       this.placeholder.replaceChildren(
-        el("p", "pane-placeholder-title", done ? "Neither run compiled a function." : "No compiled functions yet."),
-        el("p", null, "Functions that jax.jit, grad, vmap or pmap compiled show here, each A against B."),
+        el("p", "pane-placeholder-title", done ? t("Neither run compiled a function.") : t("No compiled functions yet.")),
+        el("p", null, t("Functions that jax.jit, grad, vmap or pmap compiled show here, each A against B.")),
       );
       return;
     }
@@ -217,7 +221,9 @@ class CompiledDiff implements Pane {
     const texts = [pair.a, pair.b].map((e) => str(e?.[this.kind]) ?? "");
     const missing = [pair.a, pair.b].map((e, i) => (e ? null : this.sides[i].data.name)).filter(Boolean);
     this.note.hidden = missing.length === 0;
-    this.note.textContent = missing.length ? `Only ${missing[0] === "A" ? "B" : "A"} compiled ${pair.label}.` : "";
+    this.note.textContent = missing.length
+      ? t("Only {side} compiled {function}.", { side: missing[0] === "A" ? "B" : "A", function: pair.label })
+      : "";
     const key = `${pair.label}|${this.kind}|${texts[0].length}|${texts[1].length}`;
     // Monaco computes a diff in its worker, and one of a hidden editor is dropped half way: the
     // diff is made when the tab is in view (shown() renders again then).
@@ -243,7 +249,7 @@ class CompiledDiff implements Pane {
     const chip = el(
       "span",
       `chip ${agree === "differs" ? "chip-warn" : agree === "same" ? "chip-ok" : ""}`,
-      agree === "same" ? "same jaxpr" : agree === "differs" ? "jaxpr differs" : pair.a ? "A only" : "B only",
+      agree === "same" ? t("same jaxpr") : agree === "differs" ? t("jaxpr differs") : pair.a ? t("A only") : t("B only"),
     );
     const times = [pair.a, pair.b].map((e, i) => {
       const ms = num(e?.compile_ms);
@@ -251,7 +257,7 @@ class CompiledDiff implements Pane {
     });
     row.append(
       el("span", "row-head", el("span", "row-title", el("span", "row-name", pair.label)), chip),
-      el("span", "row-sub", el("span", "row-metrics", `compile: ${times.join(" · ")}`)),
+      el("span", "row-sub", el("span", "row-metrics", t("compile: {times}", { times: times.join(" · ") }))),
     );
     return row;
   }
@@ -270,16 +276,16 @@ class CompiledDiff implements Pane {
 
 function agreeWords(agree: string, kind: TextKind, pair: FunctionPair): string {
   const label = KIND_LABELS[kind];
-  if (agree === "same") return `the same ${label} on both`;
-  if (agree === "differs") return `${label} differs`;
-  return pair.a && pair.b ? `no ${label} on one side` : pair.a ? "A only" : "B only";
+  if (agree === "same") return t("the same {kind} on both", { kind: label });
+  if (agree === "differs") return t("{kind} differs", { kind: label });
+  return pair.a && pair.b ? t("no {kind} on one side", { kind: label }) : pair.a ? t("A only") : t("B only");
 }
 
 /** Timing: one table of what both runs measured (compile times, %timeit, bench, the wall time),
  *  each with a bar per side and B's speed against A's; each side's own cards below. */
 class TimingTable implements Pane {
   readonly id = "timing";
-  readonly title = "Timing";
+  readonly title = t("Timing");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
   private readonly body = el("tbody");
@@ -289,9 +295,9 @@ class TimingTable implements Pane {
     const head = el(
       "tr",
       null,
-      el("th", null, "Measured"),
+      el("th", null, t("Measured")),
       ...sides.map((s) => el("th", "num", el("span", "side-name", s.data.name), s.data.label)),
-      el("th", null, "B against A"),
+      el("th", null, t("B against A")),
     );
     for (const th of head.children) th.setAttribute("scope", "col");
     const table = el("table", "data-table compare-timing", el("thead", null, head), this.body);
@@ -304,13 +310,13 @@ class TimingTable implements Pane {
     const wrap = el("div", "compare-table-wrap", table);
     wrap.tabIndex = 0;
     wrap.setAttribute("role", "region");
-    wrap.setAttribute("aria-label", "Timing, A against B");
+    wrap.setAttribute("aria-label", t("Timing, A against B"));
     this.element = el(
       "div",
       "pane-scroll compare-pane",
       this.placeholder,
       wrap,
-      el("h2", "compare-subheading", "Each run's measurements"),
+      el("h2", "compare-subheading", t("Each run's measurements")),
       details,
     );
     this.update();
@@ -322,7 +328,7 @@ class TimingTable implements Pane {
   update(): void {
     const rows = pairTimings(this.sides[0].events, this.sides[1].events);
     this.placeholder.hidden = rows.length > 0;
-    this.placeholder.textContent = "Nothing measured yet.";
+    this.placeholder.textContent = t("Nothing measured yet.");
     this.body.replaceChildren(
       ...rows.map((row) => {
         const most = Math.max(row.a ?? 0, row.b ?? 0) || 1;
@@ -362,6 +368,7 @@ export function comparePage(data: Comparison): void {
   let compiled: CompiledDiff | null = null;
   let timing: TimingTable | null = null;
   let outputs: Columns | null = null;
+  let timelines: TimelineCompare | null = null;
   let scheduled = false;
   const update = () => {
     if (scheduled) return;
@@ -370,23 +377,32 @@ export function comparePage(data: Comparison): void {
       scheduled = false;
       compiled?.update();
       timing?.update();
+      timelines?.update();
       if (sides.every((s) => s.finished)) {
         const same = stdoutOf(sides[0].events) === stdoutOf(sides[1].events);
         const statuses = sides.map((s) => (s.events.find((e) => e.type === "finished") as { status?: string })?.status);
-        const endings = statuses[0] === statuses[1] ? `Both ${statuses[0]}` : `A ${statuses[0]}, B ${statuses[1]}`;
-        outputs?.say(`${endings}; ${same ? "they printed the same output." : "their printed output differs."}`, same ? "same" : "differs");
+        const [a, b] = statuses.map((s) => statusWord(s ?? ""));
+        const summary = statuses[0] === statuses[1]
+          ? same
+            ? t("Both {status}; they printed the same output.", { status: a })
+            : t("Both {status}; their printed output differs.", { status: a })
+          : same
+            ? t("A {a}, B {b}; they printed the same output.", { a, b })
+            : t("A {a}, B {b}; their printed output differs.", { a, b });
+        outputs?.say(summary, same ? "same" : "differs");
       }
     });
   };
   for (const side of data.sides) sides.push(new Side(side, data.slug, update));
-  outputs = new Columns("output", "Output", sides, (s) => s.output);
+  outputs = new Columns("output", t("Output"), sides, (s) => s.output);
   compiled = new CompiledDiff(sides);
   timing = new TimingTable(sides);
-  const figures = new Columns("figures", "Figures", sides, (s) => s.figures);
-  const tabs = new Tabs(document.getElementById("tabs")!, document.getElementById("tab-panels")!, [outputs, compiled, timing, figures]);
+  const figures = new Columns("figures", t("Figures"), sides, (s) => s.figures);
+  timelines = new TimelineCompare(sides);
+  const tabs = new Tabs(document.getElementById("tabs")!, document.getElementById("tab-panels")!, [outputs, compiled, timing, figures, timelines]);
   for (const side of sides) side.start();
 
-  bindActions(data);
+  bindActions(data, () => sides.some((s) => profileOf(s.events) !== null));
   Object.assign(window, {
     playground: {
       comparison: data.slug,
@@ -396,6 +412,8 @@ export function comparePage(data: Comparison): void {
       functions: () => compiled!.describe(),
       selectFunction: (label: string) => compiled!.select(label),
       timings: () => timing!.rows(),
+      timelines: () => timelines!.describe(),
+      timelineViews: () => timelines!.views(),
     },
   });
 }
@@ -411,13 +429,13 @@ async function colorizeCode(code: string): Promise<void> {
   }
 }
 
-/** Run again (a new comparison of the same sides) and Copy link. */
-function bindActions(data: Comparison): void {
+/** Run again (a new comparison of the same sides, profiled when these were) and Copy link. */
+function bindActions(data: Comparison, profiled: () => boolean): void {
   const again = maybeById<HTMLButtonElement>("compare-again");
   const message = maybeById("compare-message");
   again?.addEventListener("click", async () => {
     again.disabled = true;
-    if (message) message.textContent = "Starting both runs…";
+    if (message) message.textContent = t("Starting both runs…");
     try {
       const next = await createComparison({
         code: data.code,
@@ -427,6 +445,7 @@ function bindActions(data: Comparison): void {
           { runtime: data.sides[0].runtime, device: data.sides[0].device },
           { runtime: data.sides[1].runtime, device: data.sides[1].device },
         ],
+        ...(profiled() ? { options: { profile: true } } : {}),
       });
       location.assign(next.url);
     } catch (error) {
@@ -437,7 +456,7 @@ function bindActions(data: Comparison): void {
   const copy = maybeById<HTMLButtonElement>("compare-copy");
   copy?.addEventListener("click", async () => {
     const ok = await copyText(location.origin + location.pathname);
-    if (message) message.textContent = ok ? "Link copied." : `Copy this link: ${location.origin}${location.pathname}`;
+    if (message) message.textContent = ok ? t("Link copied.") : t("Copy this link: {url}", { url: location.origin + location.pathname });
   });
   const when = maybeById("compare-when");
   if (when) when.textContent = readableDate(data.created_at);

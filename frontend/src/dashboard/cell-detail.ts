@@ -5,6 +5,7 @@ import { getSubmission, type Submission } from "../course-api";
 import { bindDialog, checkList, dateTime, errorText, points, scoreTone, textDetails } from "../course-page";
 import { byId, el } from "../dom";
 import { RunStream } from "../events";
+import { t } from "../i18n";
 import { OutputPane } from "../panes/output";
 import { loadRunEvents } from "../snippet";
 import { statusWord } from "../status";
@@ -39,11 +40,11 @@ export class CellDetail {
     summary.textContent = describeCell(cell).label;
     const checks = byId("cell-checks");
     const code = byId("cell-code");
-    checks.replaceChildren(el("p", "muted", cell.submission === null ? "No submission yet." : "Loading…"));
-    code.replaceChildren(el("p", "muted", "Loading…"));
+    checks.replaceChildren(el("p", "muted", cell.submission === null ? t("No submission yet.") : t("Loading…")));
+    code.replaceChildren(el("p", "muted", t("Loading…")));
     byId("cell-output-which").textContent = "";
     this.output.reset();
-    this.say(cell.run ? "Loading…" : "No run yet.");
+    this.say(cell.run ? t("Loading…") : t("No run yet."));
     this.control.open();
 
     let submissionCode: string | null = null;
@@ -55,7 +56,7 @@ export class CellDetail {
         return s;
       },
       (error) => {
-        if (token === this.token) checks.replaceChildren(el("p", "form-error", `Could not load the submission: ${errorText(error)}`));
+        if (token === this.token) checks.replaceChildren(el("p", "form-error", t("Could not load the submission: {error}", { error: errorText(error) })));
         return null;
       },
     );
@@ -63,12 +64,15 @@ export class CellDetail {
     const loadRun = cell.run === null ? Promise.resolve(null) : getRun(cell.run, { limit: 1 }).then(
       (record) => {
         if (token !== this.token) return null;
-        byId("cell-output-which").textContent = `· latest run, ${statusWord(record.status)}${record.created_at ? `, ${dateTime(record.created_at)}` : ""}`;
+        const status = statusWord(record.status);
+        byId("cell-output-which").textContent = record.created_at
+          ? t("· latest run, {status}, {date}", { status, date: dateTime(record.created_at) })
+          : t("· latest run, {status}", { status });
         this.follow(record.id, token);
         return record;
       },
       (error) => {
-        if (token === this.token) this.say(`Could not load the run: ${errorText(error)}`);
+        if (token === this.token) this.say(t("Could not load the run: {error}", { error: errorText(error) }));
         return null;
       },
     );
@@ -78,15 +82,15 @@ export class CellDetail {
       const runCode = record && typeof record.code === "string" ? record.code : null;
       const shown = runCode ?? submissionCode;
       if (shown === null) {
-        code.replaceChildren(el("p", "muted", "No code to show."));
+        code.replaceChildren(el("p", "muted", t("No code to show.")));
         return;
       }
       const nodes: Node[] = [
-        el("p", "cell-code-note", runCode !== null ? "The code of the latest run." : "The code of the latest submission."),
+        el("p", "cell-code-note", runCode !== null ? t("The code of the latest run.") : t("The code of the latest submission.")),
         codeBlock(shown),
       ];
       if (runCode !== null && submissionCode !== null && submissionCode !== runCode) {
-        const more = el("details", "submission-details", el("summary", null, "The code of the latest submission"), codeBlock(submissionCode, false));
+        const more = el("details", "submission-details", el("summary", null, t("The code of the latest submission")), codeBlock(submissionCode, false));
         nodes.push(more);
       }
       code.replaceChildren(...nodes);
@@ -108,7 +112,7 @@ export class CellDetail {
             for (const event of events) this.output.handle(event);
           },
           (error) => {
-            if (token === this.token) this.say(`Could not load the output: ${errorText(error)}`);
+            if (token === this.token) this.say(t("Could not load the output: {error}", { error: errorText(error) }));
           },
         );
       },
@@ -134,18 +138,18 @@ export class CellDetail {
 function submissionChecks(s: Submission): Node[] {
   const nodes: Node[] = [];
   const head = el("p", "cell-submission-head");
-  if (s.status !== "graded") head.append(el("span", "status-badge", s.status));
+  if (s.status !== "graded") head.append(el("span", "status-badge", s.status === "queued" ? t("queued") : t("grading")));
   else if (typeof s.score === "number") {
     head.append(el("span", `score score-${scoreTone(s.score, s.max_score)}`, `${points(s.score)} / ${points(s.max_score)}`));
   }
-  head.append(el("span", "muted", ` submitted ${dateTime(s.created_at)}`));
-  if (s.late) head.append(" ", el("span", "chip chip-warn", "late"));
-  if (s.regrading) head.append(" ", el("span", "chip chip-accent", "regrading"));
-  if (s.needs_regrade) head.append(" ", el("span", "chip chip-danger", "needs regrade: the checks crashed"));
+  head.append(el("span", "muted", " ", t("submitted {date}", { date: dateTime(s.created_at) })));
+  if (s.late) head.append(" ", el("span", "chip chip-warn", t("late")));
+  if (s.regrading) head.append(" ", el("span", "chip chip-accent", t("regrading")));
+  if (s.needs_regrade) head.append(" ", el("span", "chip chip-danger", t("needs regrade: the checks crashed")));
   nodes.push(head);
   if (s.message) nodes.push(el("p", "submission-message", s.message));
   if (Array.isArray(s.checks)) nodes.push(checkList(s.checks));
-  for (const [label, text] of [["Grading error", s.error], ["What the checks printed", s.log]] as const) {
+  for (const [label, text] of [[t("Grading error"), s.error], [t("What the checks printed"), s.log]] as const) {
     if (text) nodes.push(textDetails(label, text));
   }
   return nodes;
@@ -155,7 +159,7 @@ function submissionChecks(s: Submission): Node[] {
 function codeBlock(code: string, numbered = true): HTMLElement {
   const pre = el("pre", `code-block${numbered ? " is-numbered" : ""}`);
   pre.tabIndex = 0;
-  pre.setAttribute("aria-label", "Code");
+  pre.setAttribute("aria-label", t("Code"));
   const lines = code.replace(/\n$/, "").split("\n");
   lines.forEach((line, i) => {
     const span = el("span", "code-line", line || " ");

@@ -4,9 +4,10 @@
 // the moment one lands). The course's websocket (/ws/courses/<id>/) sends a snapshot, then every
 // change as it happens; a cell opens on that student's latest code, output and checks
 // (./cell-detail.ts).
-import { clockTime, dateTime, points, scoreTone, textDetails } from "../course-page";
+import { clauses, clockTime, compose, dateTime, listOf, points, scoreTone, textDetails } from "../course-page";
 import { byId, el } from "../dom";
 import { isTerminal } from "../events";
+import { language, t, tn } from "../i18n";
 import { CLOSE_CODES } from "../protocol.gen";
 import { statusWord } from "../status";
 import { CellDetail } from "./cell-detail";
@@ -113,10 +114,10 @@ export class Dashboard {
     if (this.live.dataset.state === state) return;
     this.live.dataset.state = state;
     this.live.textContent = {
-      connecting: "Connecting…",
-      live: "Live",
-      reconnecting: "Reconnecting…",
-      closed: "Not live: you no longer teach this course",
+      connecting: t("Connecting…"),
+      live: t("Live"),
+      reconnecting: t("Reconnecting…"),
+      closed: t("Not live: you no longer teach this course"),
     }[state];
   }
 
@@ -250,18 +251,19 @@ export class Dashboard {
     if (this.students.length === 0 || this.assignments.length === 0) {
       this.gridHost.replaceChildren(el("p", "empty",
         this.students.length === 0
-          ? "No students yet. They join with the course's code or link (on the course page)."
-          : "No assignments yet. Make one on the course page."));
+          ? t("No students yet. They join with the course's code or link (on the course page).")
+          : t("No assignments yet. Make one on the course page.")));
       return;
     }
     const table = el("table", "class-grid");
     table.id = "class-grid";
-    table.append(el("caption", "visually-hidden", "Each student's latest status and score per assignment. A cell opens their code, output and checks."));
-    const headRow = el("tr", null, el("th", "grid-corner", "Student"));
+    table.append(el("caption", "visually-hidden",
+      t("Each student's latest status and score per assignment. A cell opens their code, output and checks.")));
+    const headRow = el("tr", null, el("th", "grid-corner", t("Student")));
     (headRow.firstElementChild as HTMLTableCellElement).scope = "col";
     for (const a of this.assignments) {
       const th = el("th", "grid-assignment", el("span", "grid-assignment-title", a.title),
-        el("span", "grid-assignment-max", `of ${points(a.max_score)}`));
+        el("span", "grid-assignment-max", t("of {max}", { max: points(a.max_score) })));
       th.scope = "col";
       th.title = a.title;
       headRow.append(th);
@@ -293,7 +295,7 @@ export class Dashboard {
     const scroller = el("div", "grid-scroll", table);
     scroller.tabIndex = 0;
     scroller.setAttribute("role", "region");
-    scroller.setAttribute("aria-label", "Class grid");
+    scroller.setAttribute("aria-label", t("Class grid"));
     this.gridHost.replaceChildren(scroller);
     this.setFocusKey(null);
   }
@@ -358,7 +360,7 @@ export class Dashboard {
     if (!cell || (cell.submission === null && cell.run === null)) {
       const none = el("span", "cell-none", "–");
       none.setAttribute("aria-hidden", "true");
-      td.replaceChildren(none, el("span", "visually-hidden", "nothing yet"));
+      td.replaceChildren(none, el("span", "visually-hidden", t("nothing yet")));
       return;
     }
     const existing = td.querySelector("button");
@@ -368,7 +370,8 @@ export class Dashboard {
     if (view.sub) button.append(" ", el("span", "cell-sub", view.sub));
     // The name starts with what the cell shows (as speech input users say it), then says whose.
     const shown = view.sub ? `${view.main} ${view.sub}` : view.main;
-    button.setAttribute("aria-label", `${shown}: ${student.username}, ${assignment.title}, ${view.label}`);
+    button.setAttribute("aria-label", t("{shown}: {student}, {assignment}, {details}",
+      { shown, student: student.username, assignment: assignment.title, details: view.label }));
     button.title = `${view.label}${cell.at ? ` · ${dateTime(cell.at)}` : ""}`;
     if (!existing) {
       button.tabIndex = -1;
@@ -396,7 +399,8 @@ export class Dashboard {
       if (cell.submission !== null) submitted += 1;
       if (BUSY.has(cell.run_status ?? "") || BUSY.has(cell.status ?? "")) active += 1;
     }
-    this.summary.textContent = `${n} student${n === 1 ? "" : "s"} · ${submitted} submitted · ${active} running or grading now`;
+    this.summary.textContent = tn("{n} student · {submitted} submitted · {active} running or grading now",
+      "{n} students · {submitted} submitted · {active} running or grading now", n, { n, submitted, active });
   }
 
   // Feed, errors, histograms ----------------------------------------------------------------------
@@ -408,7 +412,7 @@ export class Dashboard {
 
   private feedItem(item: Item): HTMLElement {
     const whoId = item.student ?? item.user;
-    const who = this.students.find((s) => s.id === whoId)?.username ?? (whoId ? `user ${whoId}` : "");
+    const who = this.students.find((s) => s.id === whoId)?.username ?? (whoId ? t("user {id}", { id: whoId }) : "");
     const what = this.assignments.find((a) => a.id === item.assignment)?.title ?? "";
     const time = el("time", "feed-time", clockTime(item.at ?? null));
     if (item.at) time.dateTime = item.at;
@@ -417,30 +421,42 @@ export class Dashboard {
     if (item.kind === "run") {
       const status = item.status ?? "";
       li.dataset.status = status;
-      const error = item.exc_type ? el("code", "feed-error", item.exc_type + (item.line ? ` · line ${item.line}` : "")) : null;
-      li.append(el("span", "feed-text", el("strong", null, who), ` ${item.submission ? "submission ran" : "ran"} `,
-        el("span", "feed-assignment", what), ": ", el("span", `feed-status status-${status}`, statusWord(status)),
-        error ? " " : null, error));
+      const error = item.exc_type
+        ? el("code", "feed-error", item.line ? t("{type} · line {line}", { type: item.exc_type, line: item.line }) : item.exc_type)
+        : null;
+      const text = item.submission ? t("{who} submission ran {assignment}: {status}") : t("{who} ran {assignment}: {status}");
+      li.append(el("span", "feed-text", ...compose(text, {
+        who: el("strong", null, who),
+        assignment: el("span", "feed-assignment", what),
+        status: el("span", `feed-status status-${status}`, statusWord(status)),
+      }), error ? " " : null, error));
     } else if (item.kind === "submission") {
       const status = item.status ?? "";
       li.dataset.status = status;
       const outcome = status === "graded" && typeof item.score === "number"
         ? el("span", `feed-score score-${scoreTone(item.score, item.max_score)}`, `${points(item.score)} / ${points(item.max_score)}`)
-        : el("span", "feed-status status-running", status === "graded" ? "graded" : status === "queued" ? "submitted" : status);
-      li.append(el("span", "feed-text", el("strong", null, who), " submitted ", el("span", "feed-assignment", what), ": ",
-        outcome, item.late ? el("span", "chip chip-warn", "late") : null));
+        : el("span", "feed-status status-running",
+          status === "graded" ? t("graded") : status === "queued" ? t("submitted") : status === "grading" ? t("grading") : status);
+      li.append(el("span", "feed-text", ...compose(t("{who} submitted {assignment}: {outcome}"), {
+        who: el("strong", null, who), assignment: el("span", "feed-assignment", what), outcome,
+      }), item.late ? el("span", "chip chip-warn", t("late")) : null));
     } else if (item.kind === "check_error") {
       li.dataset.status = "failed";
-      const names = (item.checks ?? []).map((n) => `“${n}”`).join(", ");
-      li.append(el("span", "feed-text", "The checks of ", el("span", "feed-assignment", what), " crashed on ",
-        el("strong", null, who), "’s submission", names ? `: ${names} could not run` : ""));
+      const names = listOf((item.checks ?? []).map((n) => `“${n}”`));
+      const text = names
+        ? t("The checks of {assignment} crashed on {who}’s submission: {names} could not run", { names })
+        : t("The checks of {assignment} crashed on {who}’s submission");
+      li.append(el("span", "feed-text", ...compose(text, {
+        assignment: el("span", "feed-assignment", what), who: el("strong", null, who),
+      })));
     } else if (item.kind === "regrade") {
-      li.append(el("span", "feed-text", "Regrading ", el("span", "feed-assignment", what), `: ${item.done ?? 0} of ${item.queued ?? 0} done`));
+      const text = t("Regrading {assignment}: {done} of {queued} done", { done: item.done ?? 0, queued: item.queued ?? 0 });
+      li.append(el("span", "feed-text", ...compose(text, { assignment: el("span", "feed-assignment", what) })));
     } else if (item.kind === "member" || item.kind === "member_removed") {
       const name = item.username ?? who;
-      const change = item.kind === "member_removed" || !item.role ? " left the course"
-        : item.role === "student" ? " joined the course" : " is an instructor now";
-      li.append(el("span", "feed-text", el("strong", null, name), change));
+      const change = item.kind === "member_removed" || !item.role ? t("{who} left the course")
+        : item.role === "student" ? t("{who} joined the course") : t("{who} is an instructor now");
+      li.append(el("span", "feed-text", ...compose(change, { who: el("strong", null, name) })));
     } else {
       li.append(el("span", "feed-text", item.kind.replace(/_/g, " ")));
     }
@@ -452,15 +468,20 @@ export class Dashboard {
     const entries = [...this.checkErrors.values()].filter((e) => e.submissions > 0);
     this.checkErrorsBox.hidden = entries.length === 0;
     this.checkErrorsList.replaceChildren(...entries.map((e) => {
-      const title = this.assignments.find((a) => a.id === e.assignment)?.title ?? `Assignment ${e.assignment}`;
+      const title = this.assignments.find((a) => a.id === e.assignment)?.title ?? t("Assignment {id}", { id: e.assignment });
       const link = el("a", "crash-assignment", title);
       link.href = `/assignments/${e.assignment}/#submissions`;
       const n = e.submissions;
-      const names = e.checks.map((c) => `“${c}”`).join(", ");
+      const names = listOf(e.checks.map((c) => `“${c}”`));
+      const lead = names
+        ? tn("{assignment}: {n} student’s latest grade needs a regrade ({names} could not run). Fix the checks, then regrade.",
+          "{assignment}: {n} students’ latest grades need a regrade ({names} could not run). Fix the checks, then regrade.",
+          n, { n, names })
+        : tn("{assignment}: {n} student’s latest grade needs a regrade. Fix the checks, then regrade.",
+          "{assignment}: {n} students’ latest grades need a regrade. Fix the checks, then regrade.", n, { n });
       const li = el("li", "crash-item",
-        el("p", "crash-lead", link, `: ${n} student${n === 1 ? "’s" : "s’"} latest grade${n === 1 ? "" : "s"} need${n === 1 ? "s" : ""} a regrade`,
-          names ? ` (${names} could not run)` : "", ". Fix the checks, then regrade."),
-        textDetails("Traceback", e.error || "(none was sent)", "submission-error"));
+        el("p", "crash-lead", ...compose(lead, { assignment: link })),
+        textDetails(t("Traceback"), e.error || t("(none was sent)"), "submission-error"));
       li.dataset.assignment = String(e.assignment);
       return li;
     }));
@@ -474,10 +495,13 @@ export class Dashboard {
       const li = el("li", "error-item",
         el("span", "error-count", String(e.count)),
         el("span", "error-what",
-          el("span", "error-head", el("code", "error-type", e.exc_type || "Error"),
-            e.line ? el("span", "error-where", ` line ${e.line}`) : null),
+          el("span", "error-head", el("code", "error-type", e.exc_type || t("Error")),
+            e.line ? el("span", "error-where", " ", t("line {line}", { line: e.line })) : null),
           e.message ? el("span", "error-example", e.message) : null,
-          el("span", "error-meta", `${title} · ${students} student${students === 1 ? "" : "s"}, ${e.count} run${e.count === 1 ? "" : "s"}`)),
+          el("span", "error-meta", `${title} · ${clauses([
+            tn("{n} student", "{n} students", students, { n: students }),
+            tn("{n} run", "{n} runs", e.count, { n: e.count }),
+          ])}`)),
       );
       return li;
     }));
@@ -496,17 +520,19 @@ export class Dashboard {
         const bar = el("span", "hist-bar");
         bar.style.setProperty("--h", `${(n / top) * 100}%`);
         bar.dataset.tone = i === BINS - 1 ? "ok" : i === 0 ? "bad" : "part";
-        bar.title = `${i * 10}–${(i + 1) * 10} %: ${n} student${n === 1 ? "" : "s"}`;
+        bar.title = tn("{from}–{to} %: {n} student", "{from}–{to} %: {n} students", n, { from: i * 10, to: (i + 1) * 10, n });
         if (n > 0) bar.append(el("span", "hist-count", String(n)));
         bars.append(bar);
       });
-      const words = counts.map((n, i) => `${i * 10} to ${(i + 1) * 10} %: ${n}`).filter((_, i) => counts[i] > 0);
+      const words = counts.map((n, i) => t("{from} to {to} %: {n}", { from: i * 10, to: (i + 1) * 10, n })).filter((_, i) => counts[i] > 0);
       const figure = el("figure", "histogram",
         el("figcaption", "hist-caption", el("span", "hist-title", a.title),
-          el("span", "hist-total", `${total} graded of ${this.students.length}`)),
+          el("span", "hist-total", t("{graded} graded of {total}", { graded: total, total: this.students.length }))),
         bars,
         el("div", "hist-axis", el("span", null, "0 %"), el("span", null, "50 %"), el("span", null, "100 %")),
-        el("p", "visually-hidden", total ? `Scores of ${a.title}: ${words.join("; ")}.` : `No graded submission of ${a.title} yet.`),
+        el("p", "visually-hidden", total
+          ? t("Scores of {assignment}: {scores}.", { assignment: a.title, scores: words.join(language === "zh-hans" ? "；" : "; ") })
+          : t("No graded submission of {assignment} yet.", { assignment: a.title })),
       );
       figure.dataset.assignment = String(a.id);
       return figure;

@@ -1,7 +1,8 @@
 // What the course's websocket tells the dashboard: the class (students, assignments), a cell per
 // student and assignment, the feed's items, the common errors; and what a cell shows.
 import type { CheckError } from "../course-api";
-import { points, scoreTone } from "../course-page";
+import { clauses, points, scoreTone } from "../course-page";
+import { t } from "../i18n";
 import { statusWord } from "../status";
 
 export interface Student {
@@ -89,56 +90,58 @@ export function emptyCell(): Cell {
 
 /** What a cell shows: the latest submission's score or state, and the latest run's. */
 export function describeCell(cell: Cell | undefined): { main: string; sub: string; label: string; tone: string } {
-  if (!cell || (cell.submission === null && cell.run === null)) return { main: "–", sub: "", label: "nothing yet", tone: "none" };
+  if (!cell || (cell.submission === null && cell.run === null)) return { main: "–", sub: "", label: t("nothing yet"), tone: "none" };
   const parts: string[] = [];
   let main = "";
   let tone = "none";
+  const scored = { score: points(cell.score), max: points(cell.max_score) };
   if (cell.status === "graded" && typeof cell.score === "number" && cell.needs_regrade) {
     main = `${points(cell.score)}/${points(cell.max_score)}`;
     tone = "crashed";
-    parts.push(`provisionally ${points(cell.score)} of ${points(cell.max_score)}: the checks crashed, needs a regrade`);
+    parts.push(t("provisionally {score} of {max}: the checks crashed, needs a regrade", scored));
   } else if (cell.status === "graded" && typeof cell.score === "number") {
     main = `${points(cell.score)}/${points(cell.max_score)}`;
     tone = scoreTone(cell.score, cell.max_score);
-    parts.push(`scored ${points(cell.score)} of ${points(cell.max_score)}`);
+    parts.push(t("scored {score} of {max}", scored));
   } else if (cell.status === "queued" || cell.status === "grading") {
-    main = "grading";
+    main = t("grading");
     tone = "busy";
-    parts.push("submission being graded");
+    parts.push(t("submission being graded"));
   } else if (cell.status === "graded") {
-    main = "graded";
-    parts.push("graded");
+    main = t("graded");
+    parts.push(t("graded"));
   }
-  if (cell.regrading) parts.push("regrading");
-  if (cell.late) parts.push("late");
+  if (cell.regrading) parts.push(t("regrading"));
+  if (cell.late) parts.push(t("late"));
   let sub = "";
   const run = cell.run_status;
   if (run) {
     if (BUSY.has(run)) {
-      sub = run === "queued" ? "queued" : "running";
+      sub = run === "queued" ? t("queued") : t("running");
       if (!main) {
         main = sub;
         sub = "";
       }
       if (tone === "none") tone = "busy";
-      parts.push(`latest run ${run}`);
+      parts.push(t("latest run {status}", { status: statusWord(run) }));
     } else if (run === "succeeded") {
-      if (!main) main = "ran";
-      else sub = "ran ✓";
-      parts.push("latest run succeeded");
+      if (!main) main = t("ran");
+      else sub = t("ran ✓");
+      parts.push(t("latest run succeeded"));
     } else {
-      const word = statusWord(run);
+      // A failed run reads "error" in the grid; the other endings by their status word.
+      const word = run === "failed" ? t("error") : statusWord(run);
       if (!main) {
-        main = word === "failed" ? "error" : word;
+        main = word;
         tone = "error";
       } else {
-        sub = word === "failed" ? "error" : word;
+        sub = word;
       }
-      parts.push(`latest run ${word}`);
+      parts.push(t("latest run {status}", { status: statusWord(run) }));
     }
   }
-  if (cell.needs_regrade && !sub) sub = "regrade";
-  if (cell.late && !sub) sub = "late";
-  if (cell.submission === null) parts.unshift("not submitted");
-  return { main: main || "–", sub, label: parts.join(", "), tone };
+  if (cell.needs_regrade && !sub) sub = t("regrade");
+  if (cell.late && !sub) sub = t("late");
+  if (cell.submission === null) parts.unshift(t("not submitted"));
+  return { main: main || "–", sub, label: clauses(parts), tone };
 }

@@ -1,5 +1,6 @@
 // An assignment's page (/assignments/<id>/): the workbench with the starter code (or the person's
-// draft) and Reset (src/assignment/reset.ts), its results in a tab of the page's own, Submit
+// draft), the run's Input (what Run's run reads as its standard input; a submission reads none)
+// and Reset (src/assignment/reset.ts), its results in a tab of the page's own, Submit
 // (submit.ts), the submissions with their checks and score (or "results after the due date"),
 // and, for instructors, the assignment's settings, starter code, hidden checks and reference
 // solution, the validation of the checks on the last two, the grades whose checks crashed, and
@@ -15,18 +16,20 @@ import "../styles/controls.css";
 import "../styles/header.css";
 import "../styles/dialogs.css";
 import "../workbench.css";
+import "../stdin.css";
 import "../panes/pane.css";
 import "../panes/output.css";
 import "../panes/compiled.css";
 import "../panes/timing.css";
 import "../panes/figures.css";
+import "../panes/timeline.css";
 import "../course-page.css";
 import "../assignment/assignment.css";
 import "../assignment/submissions.css";
 import "../assignment/settings.css";
 import "../assignment/validation.css";
 
-import { listDevices } from "../api";
+import { listDevices, request, type CreatedRun } from "../api";
 import type { AssignmentData } from "../assignment/model";
 import { ResultsPane, StaticPane } from "../assignment/panes";
 import { bindRegrade } from "../assignment/regrade";
@@ -39,8 +42,9 @@ import { startAssignmentRun } from "../course-api";
 import { localizeTimes, showFlash } from "../course-page";
 import { findDevice } from "../devices";
 import { byId, el, maybeById, pageData } from "../dom";
-import { Drafts } from "../drafts";
+import { Drafts, Inputs } from "../drafts";
 import type { CodeEditor } from "../editor";
+import { t } from "../i18n";
 import { setAnalysisRuntime } from "../intellisense";
 import { Tabs, type Pane } from "../panes/pane";
 import { runShortcut } from "../platform";
@@ -56,7 +60,7 @@ function main(data: AssignmentData): void {
   // A run's results: the workbench's panes, under a tab bar of their own in the Results tab.
   const runBar = el("nav", "tabs run-tabs");
   runBar.setAttribute("role", "tablist");
-  runBar.setAttribute("aria-label", "Result views");
+  runBar.setAttribute("aria-label", t("Result views"));
   const runPanels = el("div", "tab-panels");
   const results = new ResultsPane(el("div", "results-pane", el("div", "results-subheader", runBar), runPanels));
 
@@ -64,10 +68,14 @@ function main(data: AssignmentData): void {
   const drafts = new Drafts(true);
   const draftKey = `assignment:${data.id}`;
   const startingCode = drafts.get(draftKey)?.code ?? data.starter_code;
+  const inputs = new Inputs();
   const bench = new Workbench({
     code: startingCode,
     runKey: `${KEYS.run}:assignment:${data.id}`,
-    startRun: (text) => startAssignmentRun(data.id, text),
+    startRun: (text, _options, stdin = "") => stdin
+      ? request<CreatedRun>("POST", `/api/assignments/${data.id}/runs`, { code: text, stdin })
+      : startAssignmentRun(data.id, text),
+    input: { text: inputs.get(draftKey) ?? "", onChange: (text) => inputs.save(draftKey, text) },
     onChange: (text) => reset.edited(text),
     tabs: { bar: runBar, panels: runPanels },
     views: [results],
@@ -92,17 +100,17 @@ function main(data: AssignmentData): void {
   const reset = bindReset(code, drafts, draftKey, data);
 
   // The page's tabs: the brief, the submissions, the run's results, the settings.
-  const brief = new StaticPane("brief", "Assignment", byId("brief"));
+  const brief = new StaticPane("brief", t("Assignment"), byId("brief"));
   const submissions = new SubmissionsPane(data, maybeById("submission-tools"));
   const panes: Pane[] = [brief, submissions, results];
   const editForm = maybeById("edit-pane");
-  if (instructor && editForm) panes.push(new StaticPane("edit", "Edit", editForm));
+  if (instructor && editForm) panes.push(new StaticPane("edit", t("Edit"), editForm));
   const tabs: Tabs = new Tabs(byId("tabs"), byId("tab-panels"), panes);
   const showResults = (id = bench.output.id) => {
     tabs.select(results.id);
     bench.tabs.select(id);
   };
-  bench.output.setIdleHint(`Press Run or ${runShortcut().replace(" ↵", "+Enter")} to run your code. Submit sends it for grading.`);
+  bench.output.setIdleHint(t("Press Run or {keys} to run your code. Submit sends it for grading.", { keys: runShortcut().replace(" ↵", "+Enter") }));
   bench.output.idle();
 
   // Submit: the submission's run shown as any run, its grade followed (src/assignment/submit.ts).
@@ -114,7 +122,7 @@ function main(data: AssignmentData): void {
     (list) => {
       const device = findDevice(list, data.device);
       if (!device?.online && !bench.session.id) {
-        status.say(`No ${data.device.toUpperCase()} executor is online right now, so runs are refused until one is.`, "warning");
+        status.say(t("No {device} executor is online right now, so runs are refused until one is.", { device: data.device.toUpperCase() }), "warning");
       }
     },
     () => {},

@@ -28,6 +28,7 @@ import {
 } from "../course-page";
 import { byId, copyText, maybeById } from "../dom";
 import { bindHeader } from "../header";
+import { t } from "../i18n";
 
 /** The checks a new assignment starts with: how to write them, and nothing that counts yet. */
 const CHECKS_TEMPLATE = `# Hidden checks: students never see this code. It runs after the student's code, in the
@@ -78,7 +79,7 @@ function bindListPage(): void {
       const button = createForm.querySelector<HTMLButtonElement>("button[type=submit]")!;
       void busy(button, error, async () => {
         const course = await createCourse(title.value.trim());
-        go(`/courses/${course.id}/`, `Course “${course.title}” created. Students join it with the code ${course.join_code}.`);
+        go(`/courses/${course.id}/`, t("Course “{title}” created. Students join it with the code {code}.", { title: course.title, code: course.join_code }));
       });
     });
   }
@@ -91,7 +92,7 @@ function bindListPage(): void {
       const button = joinForm.querySelector<HTMLButtonElement>("button[type=submit]")!;
       void busy(button, error, async () => {
         const course = await joinCourse(code.value.trim().toUpperCase());
-        go(`/courses/${course.id}/`, `You joined “${course.title}”.`);
+        go(`/courses/${course.id}/`, t("You joined “{title}”.", { title: course.title }));
       });
     });
   }
@@ -105,7 +106,7 @@ function bindJoinPage(): void {
   button.addEventListener("click", () => {
     void busy(button, error, async () => {
       const course = await joinCourse(button.dataset.code ?? "");
-      go(`/courses/${course.id}/`, `You joined “${course.title}”.`);
+      go(`/courses/${course.id}/`, t("You joined “{title}”.", { title: course.title }));
     });
   });
 }
@@ -141,7 +142,7 @@ function bindCoursePage(): void {
     const note = byId("join-link-note");
     copyButton.addEventListener("click", async () => {
       const ok = await copyText(link.value, link);
-      note.textContent = ok ? "Link copied" : "Select the link and copy it";
+      note.textContent = ok ? t("Link copied") : t("Select the link and copy it");
       note.dataset.tone = ok ? "ok" : "warning";
     });
   }
@@ -165,7 +166,7 @@ function bindCoursePage(): void {
         const made = await createAssignment(courseId, {
           title: title.value.trim(), description: "", starter_code: "", checks: CHECKS_TEMPLATE,
         });
-        go(`/assignments/${made.id}/#edit`, "Assignment created: describe it, give it starter code and checks, then save.");
+        go(`/assignments/${made.id}/#edit`, t("Assignment created: describe it, give it starter code and checks, then save."));
       });
     });
   }
@@ -180,20 +181,20 @@ function bindCoursePage(): void {
       void busy(button, error, async () => {
         const name = username.value.trim();
         await addInstructor(courseId, name);
-        reload(`${name} is invited to teach this course: they join it when they accept.`);
+        reload(t("{name} is invited to teach this course: they join it when they accept.", { name }));
       });
     });
   }
 
   for (const button of document.querySelectorAll<HTMLButtonElement>("button[data-remove-member]")) {
     button.addEventListener("click", async () => {
-      const name = button.dataset.username ?? "this student";
-      const yes = await confirmAction(`Remove ${name}?`,
-        `${name} leaves the course and no longer sees it. Their submissions are kept.`, "Remove");
+      const name = button.dataset.username ?? t("this student");
+      const yes = await confirmAction(t("Remove {name}?", { name }),
+        t("{name} leaves the course and no longer sees it. Their submissions are kept.", { name }), t("Remove"));
       if (!yes) return;
       void busy(button, pageError, async () => {
         await removeMember(courseId, Number(button.dataset.removeMember));
-        reload(`${name} was removed from the course.`);
+        reload(t("{name} was removed from the course.", { name }));
       });
     });
   }
@@ -201,13 +202,13 @@ function bindCoursePage(): void {
   const archive = maybeById<HTMLButtonElement>("archive-course");
   if (archive) {
     archive.addEventListener("click", async () => {
-      const yes = await confirmAction("Archive this course?",
-        "Everyone keeps seeing it, read-only: nobody can join, run or submit any more. This cannot be undone here.",
-        "Archive");
+      const yes = await confirmAction(t("Archive this course?"),
+        t("Everyone keeps seeing it, read-only: nobody can join, run or submit any more. This cannot be undone here."),
+        t("Archive"));
       if (!yes) return;
       void busy(archive, pageError, async () => {
         await archiveCourse(courseId);
-        reload("The course is archived: it is read-only now.");
+        reload(t("The course is archived: it is read-only now."));
       });
     });
   }

@@ -5,6 +5,7 @@
 // and the page comes back.
 import { ApiError, cancelRun, getRun } from "../api";
 import { el } from "../dom";
+import { t } from "../i18n";
 import { TERMINAL_STATUSES } from "../protocol.gen";
 
 /** How often a cancelled run's status is asked for until it ends. A queued run ends at once; a
@@ -26,11 +27,28 @@ function say(text: string): void {
   window.setTimeout(() => (region.textContent = text), 50);
 }
 
+/** A run's status as the page words it (the API's name stays in the class). */
+const STATUS_WORDS: Record<string, string> = {
+  queued: t("queued"),
+  starting: t("starting"),
+  running: t("running"),
+  succeeded: t("succeeded"),
+  failed: t("failed"),
+  timed_out: t("timed out"),
+  cancelled: t("cancelled"),
+  limit_exceeded: t("limit exceeded"),
+  lost: t("lost"),
+};
+
+function statusWord(status: string): string {
+  return STATUS_WORDS[status] ?? status.replace(/_/g, " ");
+}
+
 function showStatus(row: HTMLTableRowElement, status: string): void {
   const badge = row.querySelector<HTMLElement>(".status");
   if (!badge) return;
   badge.className = `status status-${status}`;
-  badge.textContent = status.replace(/_/g, " ");
+  badge.textContent = statusWord(status);
 }
 
 /** The row of a run that ended: Delete (a form like the server's), or the snippet that keeps it. */
@@ -41,7 +59,8 @@ function showEnded(form: HTMLFormElement, row: HTMLTableRowElement, hadFocus: bo
   if (kept) {
     const link = el("a", null, `/s/${kept}`);
     link.href = `/s/${kept}`;
-    replacement = el("span", "kept", "Kept: the output of ", link);
+    const [before, after] = t("Kept: the output of {snippet}").split("{snippet}");
+    replacement = el("span", "kept", before, link, after);
   } else {
     const remove = el("form");
     remove.method = "post";
@@ -49,9 +68,9 @@ function showEnded(form: HTMLFormElement, row: HTMLTableRowElement, hadFocus: bo
     for (const hidden of form.querySelectorAll<HTMLInputElement>("input[type=hidden]")) {
       remove.append(hidden.cloneNode());
     }
-    const button = el("button", "button button-danger button-small", "Delete");
+    const button = el("button", "button button-danger button-small", t("Delete"));
     button.type = "submit";
-    button.setAttribute("aria-label", `Delete run ${label}`);
+    button.setAttribute("aria-label", t("Delete run {label}", { label }));
     remove.append(button);
     replacement = remove;
   }
@@ -67,7 +86,7 @@ async function cancel(form: HTMLFormElement, button: HTMLButtonElement): Promise
   const label = form.dataset.label ?? "";
   // aria-disabled, not disabled: a disabled button drops the keyboard's focus to the page.
   button.setAttribute("aria-disabled", "true");
-  button.textContent = "Cancelling…";
+  button.textContent = t("Cancelling…");
   let status: string;
   try {
     status = (await cancelRun(id)).status;
@@ -76,8 +95,8 @@ async function cancel(form: HTMLFormElement, button: HTMLButtonElement): Promise
       status = ""; // it ended on its own meanwhile: its status says how
     } else {
       button.removeAttribute("aria-disabled");
-      button.textContent = "Cancel";
-      say(`Could not cancel the run: ${(error as Error).message}`);
+      button.textContent = t("Cancel");
+      say(t("Could not cancel the run: {error}", { error: (error as Error).message }));
       return;
     }
   }
@@ -93,12 +112,12 @@ async function cancel(form: HTMLFormElement, button: HTMLButtonElement): Promise
     }
   }
   if (!finished(status)) {
-    say("The run is still stopping; reload the page to see how it ended.");
+    say(t("The run is still stopping; reload the page to see how it ended."));
     return;
   }
   const hadFocus = document.activeElement === button;
   showEnded(form, row, hadFocus);
-  say(status === "cancelled" ? `Run ${label} cancelled.` : `Run ${label} ended: ${status.replace(/_/g, " ")}.`);
+  say(status === "cancelled" ? t("Run {label} cancelled.", { label }) : t("Run {label} ended: {status}.", { label, status: statusWord(status) }));
 }
 
 for (const form of document.querySelectorAll<HTMLFormElement>("form.run-cancel")) {

@@ -1,7 +1,7 @@
-// The playground's page (/), and a shared snippet's (/s/<slug>): the workbench (editor, result
-// panes, runs) with the page's own parts around it: the examples and drafts, key bindings and the
-// shortcuts panel, the Libraries menu, the device picker, Share and Download, and a snippet's
-// saved run (./snippet.ts). The template is the embed's too (/embed/<slug>), which this bundle
+// The playground's page (/), and a shared snippet's (/s/<slug>): the workbench (editor, the run's
+// Input, result panes, runs) with the page's own parts around it: the examples and drafts (each
+// with its Input), key bindings and the shortcuts panel, the Libraries menu, the device picker,
+// Share and Download, and a snippet's saved run and input (./snippet.ts). The template is the embed's too (/embed/<slug>), which this bundle
 // shows as ./embed.ts does.
 
 // The stylesheets of what the page shows, in cascade order (frontend/README.md, Styles).
@@ -10,33 +10,38 @@ import "../styles/controls.css";
 import "../styles/header.css";
 import "../styles/dialogs.css";
 import "../workbench.css";
+import "../stdin.css";
 import "../panes/pane.css";
 import "../panes/output.css";
 import "../panes/compiled.css";
 import "../panes/timing.css";
 import "../panes/figures.css";
+import "../panes/timeline.css";
 import "./playground.css";
 import "./snippet.css";
 import "./embed.css";
 import "../styles/simple.css";
 import "../compare/compare.css";
 
-import { startRun, type Comparison } from "../api";
+import type { Comparison } from "../api";
 import { CompareDialog } from "../compare/dialog";
 import { comparePage } from "../compare/page";
 import { DevicePicker } from "../devices";
 import { byId, downloadText, maybeById, pageData } from "../dom";
-import { Drafts } from "../drafts";
+import { Drafts, Inputs } from "../drafts";
 import type { CodeEditor } from "../editor";
 import { Gallery, migrateOldDrafts, readExamples } from "../gallery";
+import { t } from "../i18n";
 import { Keymaps } from "../keymaps";
 import { RuntimePicker } from "../runtimes";
 import { LibrariesMenu } from "../libraries";
 import { isMac } from "../platform";
+import { startRunWithInput } from "../run";
 import { ShareDialog, type ShareSource } from "../share";
 import { ShortcutsDialog } from "../shortcuts";
 import { readSnippetData, type SnippetData } from "../snippet";
-import { KEYS } from "../storage";
+import { snippetInput } from "../stdin";
+import { KEYS, local } from "../storage";
 import { Workbench } from "../workbench";
 import { embedPage } from "./embed";
 import { SnippetPage } from "./snippet";
@@ -83,7 +88,7 @@ function playgroundPage(snippet: SnippetData | null): void {
       defaultCode: DEFAULT_CODE,
       say: (text, tone) => bench.status.say(text, tone),
       base: snippet
-        ? { slug: snippet.slug, fileName: `${snippet.slug}.py`, title: snippet.title || "Untitled snippet", code: snippet.code }
+        ? { slug: snippet.slug, fileName: `${snippet.slug}.py`, title: snippet.title || t("Untitled snippet"), code: snippet.code }
         : null,
     });
     const startingCode = gallery.startingCode;
@@ -97,9 +102,30 @@ function playgroundPage(snippet: SnippetData | null): void {
   const librariesButton = maybeById<HTMLButtonElement>("libraries-button");
   const librariesMenu = maybeById("libraries-menu");
   const libraries = librariesButton && librariesMenu ? new LibrariesMenu(librariesButton, librariesMenu) : null;
+  // The Input of the document open (its draft's key, as the gallery keeps it), or on a snippet's
+  // page the snippet's input; kept in this browser beside the draft.
+  const inputs = new Inputs();
+  const savedInput = snippet ? snippetInput() : "";
+  const openedAt = local.get(KEYS.current);
+  const documentKey = (): string => {
+    const current = local.get(KEYS.current);
+    // A snippet's page holds the snippet until another document is opened there.
+    if (snippet && current === openedAt) return `snippet:${snippet.slug}`;
+    return current ?? "own";
+  };
+  let inputKey = documentKey();
+  const inputBase = (key: string): string => (snippet && key === `snippet:${snippet.slug}` ? savedInput : "");
+  // Opening another document replaces the editor's code, then the gallery notes which is open.
+  const followDocument = () => queueMicrotask(() => {
+    const key = documentKey();
+    if (key === inputKey) return;
+    inputKey = key;
+    bench.input?.load(inputs.get(key) ?? inputBase(key));
+  });
+
   // Which run the panes show and whether it has finished: a share keeps it as the output.
   let shownFinished = false;
-  const runCodes = new Map<string, string>();
+  const runCodes = new Map<string, { code: string; stdin: string }>();
   let share: ShareDialog | null = null;
   let shortcuts: ShortcutsDialog | null = null;
   let compare: CompareDialog | null = null;
@@ -108,14 +134,22 @@ function playgroundPage(snippet: SnippetData | null): void {
     code: gallery ? gallery.startingCode : (snippet?.code ?? DEFAULT_CODE),
     runKey: page?.runKey ?? KEYS.run,
     runSocket: true,
-    startRun: async (text) => {
+    profiling: true,
+    startRun: async (text, options, stdin = "") => {
       const device = devices.value ?? deviceSelect.value ?? "cpu";
-      const run = await startRun(text, device || "cpu", page?.slugFor(text) ?? null,
-        runtimes?.value ?? snippet?.runtime);
-      runCodes.set(run.id, text);
+      const run = await startRunWithInput(text, device || "cpu", page?.slugFor(text) ?? null,
+        runtimes?.value ?? snippet?.runtime, options, stdin);
+      runCodes.set(run.id, { code: text, stdin });
       return run;
     },
-    onChange: () => gallery?.edited(),
+    input: {
+      text: inputs.get(inputKey) ?? inputBase(inputKey),
+      onChange: (text) => inputs.save(inputKey, text, inputBase(inputKey)),
+    },
+    onChange: () => {
+      gallery?.edited();
+      followDocument();
+    },
     onSave: () => share?.open(),
     onHelp: () => shortcuts?.open(),
     // Not while the Share dialog is open: the person is writing a title, not asking for a run.
@@ -143,6 +177,7 @@ function playgroundPage(snippet: SnippetData | null): void {
       code.editor.focus();
     },
   });
+  followDocument(); // the gallery has said which document is open (a link's #example=...)
 
   document.getElementById("download-code")?.addEventListener("click", () => {
     downloadText(code.getCode(), byId("file-name").textContent || "snippet.py");
@@ -163,20 +198,28 @@ function playgroundPage(snippet: SnippetData | null): void {
 
   share = bindShare({
     getCode: code.getCode,
+    getInput: () => bench.input?.value ?? "",
     // The device chosen, a kind or a specific kind (gpu:h200): the run shared keeps its output
     // only when it ran there.
     getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
     getRuntime: () => runtimes?.value ?? snippet?.runtime ?? null,
     lastRun: () => {
       const id = bench.session.id;
-      if (id) return { id, code: runCodes.get(id) ?? null, finished: shownFinished };
-      if (snippet?.run) return { id: snippet.run, code: snippet.code, finished: shownFinished };
+      if (id) {
+        const ran = runCodes.get(id);
+        return { id, code: ran?.code ?? null, stdin: ran?.stdin ?? null, finished: shownFinished };
+      }
+      if (snippet?.run) return { id: snippet.run, code: snippet.code, stdin: savedInput, finished: shownFinished };
       return null;
     },
-    original: snippet ? { slug: snippet.slug, title: snippet.title, code: snippet.code } : null,
+    original: snippet ? { slug: snippet.slug, title: snippet.title, code: snippet.code, stdin: savedInput } : null,
     // The edits are the fork's now: this page's draft of the original goes, so the original's
     // page shows its own code again (its link is not the fork's).
-    onForked: (forked) => gallery?.forked(forked),
+    onForked: (forked) => {
+      gallery?.forked(forked);
+      // Its input went with it: the original's page shows the original's again.
+      if (snippet && inputKey === `snippet:${snippet.slug}`) inputs.save(inputKey, savedInput, savedInput);
+    },
   });
 
   const compareDialog = maybeById<HTMLDialogElement>("compare-dialog");
@@ -186,6 +229,7 @@ function playgroundPage(snippet: SnippetData | null): void {
         getDevice: () => devices.value ?? deviceSelect.value ?? snippet?.device ?? "cpu",
         getRuntime: () => runtimes?.value ?? snippet?.runtime ?? null,
         deviceSelect,
+        getInput: () => bench.input?.value ?? "",
       })
     : null;
   maybeById("compare-button")?.addEventListener("click", () => void compare?.open());
@@ -229,7 +273,7 @@ function bindShare(source: ShareSource): ShareDialog | null {
   const share = new ShareDialog(dialog, source);
   const button = maybeById<HTMLButtonElement>("share-button");
   if (button) {
-    button.title = `Share a link to this code (${isMac() ? "⌘S" : "Ctrl+S"})`;
+    button.title = t("Share a link to this code ({keys})", { keys: isMac() ? "⌘S" : "Ctrl+S" });
     button.setAttribute("aria-keyshortcuts", isMac() ? "Meta+S" : "Control+S");
     button.addEventListener("click", () => share.open());
   }

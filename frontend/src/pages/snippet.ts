@@ -4,10 +4,17 @@
 // presses Run.
 import { ApiError, createComparison, type Device } from "../api";
 import { maybeById } from "../dom";
+import { formatDateTime, language, t } from "../i18n";
 import { isMac } from "../platform";
 import { driftNotice, loadRunEvents, readableDate, type SnippetData } from "../snippet";
 import { KEYS } from "../storage";
 import type { Workbench } from "../workbench";
+
+/** When the saved run ended, as a date: "3 May 2025", "2025年5月3日". */
+function savedDate(iso: string | null): string {
+  if (language === "en" || !iso) return readableDate(iso);
+  return formatDateTime(iso, { day: "numeric", month: "short", year: "numeric" });
+}
 
 export class SnippetPage {
   /** Where the page says what changed since the snippet was saved (the embed has no room). */
@@ -40,7 +47,7 @@ export class SnippetPage {
     const saved = this.data.run;
     if (!saved) {
       const keys = isMac() ? "⌘+Enter" : "Ctrl+Enter";
-      bench.output.setIdleHint(`This snippet has not been run yet. Run (${keys}) runs it.`);
+      bench.output.setIdleHint(t("This snippet has not been run yet. Run ({keys}) runs it.", { keys }));
       bench.output.idle();
     }
     this.bindRunOnNewest();
@@ -83,15 +90,15 @@ export class SnippetPage {
   /** The run the snippet was saved with: kept for "Saved output", and shown as the run when
    *  the page has no run of its own. Only read: nothing runs. */
   private async showSavedRun(bench: Workbench, id: string, asCurrent: boolean): Promise<void> {
-    if (asCurrent) bench.status.say("Loading the saved output…");
+    if (asCurrent) bench.status.say(t("Loading the saved output…"));
     let saved: Awaited<ReturnType<typeof loadRunEvents>>;
     try {
       saved = await loadRunEvents(id);
     } catch (error) {
-      if (asCurrent) bench.notice(`Could not load the saved output: ${(error as Error).message}`, "error");
+      if (asCurrent) bench.notice(t("Could not load the saved output: {error}", { error: (error as Error).message }), "error");
       return;
     }
-    bench.output.setSaved(saved.events, readableDate(saved.finishedAt) || "earlier");
+    bench.output.setSaved(saved.events, savedDate(saved.finishedAt) || t("earlier"));
     if (!asCurrent || bench.session.busy || bench.session.id) return;
     bench.showSaved(saved.events);
   }

@@ -8,12 +8,12 @@
 import type { CompiledEvent, DisplayEvent, LineMap, RunEvent } from "../events";
 import { el, strokeIcon } from "../dom";
 import { bytes, count, duration, flops as formatFlops, num, str } from "../format";
-import type { Pane } from "./pane";
+import { formatNumber, t, tn } from "../i18n";
+import { asName, sentence, type Pane } from "./pane";
 import { colorize, DiffViewer, TextViewer, type Language } from "./viewers";
 
 /** A compilation the node had compiled for an earlier run, loaded rather than compiled. */
-const CACHED_TITLE = "Loaded from this node's compile cache: an earlier run compiled exactly this module, " +
-  "and the time shown is the load. Run with {\"options\": {\"compile_cache\": false}} to compile afresh.";
+const CACHED_TITLE = t("Loaded from this node's compile cache: an earlier run compiled exactly this module, and the time shown is the load. Run with {options} to compile afresh.", { options: '{"options": {"compile_cache": false}}' });
 
 type TextKind = "jaxpr" | "stablehlo" | "hlo";
 
@@ -65,7 +65,7 @@ export interface SourceLink {
 
 export class CompiledPane implements Pane {
   readonly id = "compiled";
-  readonly title = "Compiled";
+  readonly title = t("Compiled");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
 
@@ -102,7 +102,7 @@ export class CompiledPane implements Pane {
     this.pending.hidden = true;
     this.list = el("div", "compiled-list");
     this.list.setAttribute("role", "listbox");
-    this.list.setAttribute("aria-label", "Compiled functions");
+    this.list.setAttribute("aria-label", t("Compiled functions"));
     this.list.addEventListener("keydown", (e) => this.onListKey(e));
 
     this.toolbar = el("div", "compiled-toolbar");
@@ -142,7 +142,7 @@ export class CompiledPane implements Pane {
 
   handle(event: RunEvent): void {
     if (event.type === "compiling") {
-      this.showPending(event.done ? null : (str(event.signature) ?? str(event.name) ?? "a function"));
+      this.showPending(event.done ? null : (str(event.signature) ?? str(event.name) ?? t("a function")));
     } else if (event.type === "compiled") {
       this.showPending(null);
       this.add({ type: "function", id: this.entries.length, label: "", event });
@@ -166,7 +166,7 @@ export class CompiledPane implements Pane {
     this.pending.hidden = what === null;
     this.pending.replaceChildren();
     if (what !== null) {
-      this.pending.append(el("span", "pending-dot"), el("span", null, "XLA is compiling ", el("code", null, what), "…"));
+      this.pending.append(el("span", "pending-dot"), el("span", null, ...sentence(t("XLA is compiling {function}…"), { function: el("code", null, what) })));
     }
   }
 
@@ -186,9 +186,38 @@ export class CompiledPane implements Pane {
     return this.viewer.text();
   }
 
+  /** The line of the shown text "Show in Compiled" marked (0: none), for tests. */
+  markedLine(): number {
+    return this.viewer.markedLine();
+  }
+
+  /**
+   * Shows the instruction `op` of HLO module `module` (a profile's device op): the function
+   * compiled to that module, its optimised HLO, the line that defines `op` marked in the middle
+   * and its snippet line marked in the editor. Whether a function of that module is here.
+   */
+  revealHlo(module: string, op: string): boolean {
+    const found = findHlo(this.compiledEvents(), module, op);
+    const entry = found && this.entries.find((e) => e.type === "function" && e.event === found.event);
+    if (!found || !entry) return false;
+    this.diffing = false;
+    this.kind = "hlo";
+    this.selected = entry;
+    this.render();
+    if (found.line !== null) {
+      this.viewer.markLine(found.line);
+      if (found.source !== null) this.source.highlight(found.source, true);
+    }
+    return true;
+  }
+
+  private compiledEvents(): CompiledEvent[] {
+    return this.entries.flatMap((e) => (e.type === "function" ? [e.event] : []));
+  }
+
   private add(entry: Entry): void {
     if (entry.type === "function") {
-      const name = str(entry.event.name) ?? "(anonymous)";
+      const name = str(entry.event.name) ?? t("(anonymous)");
       const same = this.entries.filter((e) => e.type === "function" && e.event.name === entry.event.name);
       entry.label = same.length ? `${name} #${same.length + 1}` : name;
     }
@@ -209,17 +238,20 @@ export class CompiledPane implements Pane {
     row.addEventListener("click", () => this.select(entry, true));
 
     if (entry.type === "jaxprs") {
-      const head = el("span", "row-head", el("span", "row-name", entry.label), el("span", "chip chip-accent", "side by side"));
+      const head = el("span", "row-head", asName(el("span", "row-name", entry.label)), el("span", "chip chip-accent", t("side by side")));
       const failed = entry.panels.filter((p) => p.jaxpr === null).length;
-      const sub = `${entry.panels.length} jaxprs from jaxplay.jaxprs${failed ? ` (${failed} not applicable)` : ""}`;
+      const n = formatNumber(entry.panels.length);
+      const sub = failed
+        ? t("{n} jaxprs from jaxplay.jaxprs ({failed} not applicable)", { n, failed: formatNumber(failed) })
+        : t("{n} jaxprs from jaxplay.jaxprs", { n });
       row.append(head, el("span", "row-sub", sub));
       return row;
     }
 
     const ev = entry.event;
-    const name = str(ev.name) ?? "(anonymous)";
+    const name = str(ev.name) ?? t("(anonymous)");
     const head = el("span", "row-head");
-    const title = el("span", "row-title", el("span", "row-name", entry.label));
+    const title = el("span", "row-title", asName(el("span", "row-name", entry.label)));
     const signature = str(ev.signature);
     if (signature && signature.startsWith(`${name}(`)) {
       title.append(el("span", "row-sig", signature.slice(name.length)));
@@ -227,11 +259,11 @@ export class CompiledPane implements Pane {
     }
     head.append(title);
     const via = str(ev.via);
-    if (via && via !== "jit") head.append(el("span", "chip", via));
+    if (via && via !== "jit") head.append(asName(el("span", "chip", via)));
     const devices = num(ev.num_devices);
-    if (devices !== null && devices > 1) head.append(el("span", "chip", `${devices} devices`));
+    if (devices !== null && devices > 1) head.append(el("span", "chip", tn("{n} device", "{n} devices", devices, { n: formatNumber(devices) })));
     if (ev.cached === true) {
-      const chip = el("span", "chip", "cached");
+      const chip = el("span", "chip", t("cached"));
       chip.title = CACHED_TITLE;
       head.append(chip);
     }
@@ -247,16 +279,16 @@ export class CompiledPane implements Pane {
     const flops = num(ev.flops);
     const accessed = num(ev.bytes_accessed);
     if (flops !== null) metrics.push(formatFlops(flops));
-    if (accessed !== null) metrics.push(`${bytes(accessed)} accessed`);
+    if (accessed !== null) metrics.push(t("{bytes} accessed", { bytes: bytes(accessed) }));
     if (metrics.length || recompile) {
       const sub = el("span", "row-sub");
       if (recompile) {
         const n = num(recompile.count);
-        const chip = el("span", "chip chip-warn", n !== null ? `recompiled ×${n}` : "recompiled");
+        const chip = el("span", "chip chip-warn", n !== null ? t("recompiled ×{n}", { n: formatNumber(n) }) : t("recompiled"));
         sub.append(chip);
         const reason = str(recompile.reason);
         if (reason) sub.append(el("span", "row-reason", shortReason(reason)));
-        chip.title = reason ?? "This function was compiled again";
+        chip.title = reason ?? t("This function was compiled again");
       }
       if (metrics.length) sub.append(el("span", "row-metrics", metrics.join(" · ")));
       row.append(sub);
@@ -264,7 +296,7 @@ export class CompiledPane implements Pane {
     const warning = str(ev.warning);
     if (warning) row.append(el("span", "row-warning", warning));
     const failure = str(ev.capture_error);
-    if (failure) row.append(el("span", "row-warning", `Could not capture its code: ${failure}`));
+    if (failure) row.append(el("span", "row-warning", t("Could not capture its code: {error}", { error: failure })));
     return row;
   }
 
@@ -317,17 +349,15 @@ export class CompiledPane implements Pane {
       el(
         "p",
         "pane-placeholder-title",
-        this.finished ? "This run compiled no functions." : "Nothing compiled yet.",
+        this.finished ? t("This run compiled no functions.") : t("Nothing compiled yet."),
       ),
       el(
         "p",
         null,
-        "Each function the run compiles with XLA shows up here, with its jaxpr, StableHLO and " +
-          "optimised HLO, what compiling it cost, and why it compiled again. Try ",
-        code("jax.jit(f)(x)"),
-        ", or ",
-        code("jaxplay.jaxprs(f, x)"),
-        " for the jaxprs of f, grad(f) and vmap(f) side by side.",
+        ...sentence(
+          t("Each function the run compiles with XLA shows up here, with its jaxpr, StableHLO and optimised HLO, what compiling it cost, and why it compiled again. Try {jit}, or {jaxprs} for the jaxprs of f, grad(f) and vmap(f) side by side."),
+          { jit: code("jax.jit(f)(x)"), jaxprs: code("jaxplay.jaxprs(f, x)") },
+        ),
       ),
     );
   }
@@ -342,7 +372,7 @@ export class CompiledPane implements Pane {
 
     const segments = el("div", "segmented");
     segments.setAttribute("role", "tablist");
-    segments.setAttribute("aria-label", "Representation");
+    segments.setAttribute("aria-label", t("Representation"));
     for (const k of KINDS) {
       const has = textOf(ev, k.kind) !== null;
       const b = el("button", "segment", k.label);
@@ -351,7 +381,7 @@ export class CompiledPane implements Pane {
       b.dataset.kind = k.kind;
       b.setAttribute("aria-selected", String(k.kind === this.kind));
       b.disabled = !has;
-      if (!has) b.title = `The runner sent no ${k.label} for this function`;
+      if (!has) b.title = t("The runner sent no {text} for this function", { text: k.label });
       b.addEventListener("click", () => {
         this.kind = k.kind;
         this.render();
@@ -359,8 +389,8 @@ export class CompiledPane implements Pane {
       segments.append(b);
     }
     const linked = (lineMap(ev[`${this.kind}_lines` as const]) ?? []).some((l) => l !== null);
-    const hint = linked ? el("span", "toolbar-hint link-hint", "linked to your code") : null;
-    if (hint) hint.title = "Point at a line to mark the line of your code it came from; put the editor's cursor on a line to mark what it became.";
+    const hint = linked ? el("span", "toolbar-hint link-hint", t("linked to your code")) : null;
+    if (hint) hint.title = t("Point at a line to mark the line of your code it came from; put the editor's cursor on a line to mark what it became.");
     this.toolbar.replaceChildren(segments, hint ?? "", el("span", "spacer"), this.compareButton(entry));
 
     this.stats.replaceChildren(...functionStats(ev, (line) => this.source.goTo(line)));
@@ -370,19 +400,13 @@ export class CompiledPane implements Pane {
     const language = KINDS.find((k) => k.kind === this.kind)!.language;
     if (text === null) {
       this.viewHost.hidden = true;
-      this.showNote("The runner sent no compiled text for this function.");
+      this.showNote(t("The runner sent no compiled text for this function."));
       return;
     }
     this.viewHost.hidden = false;
     const marker = TRUNCATED.exec(text.slice(-200));
     const cut = Array.isArray(ev.truncated) && ev.truncated.includes(this.kind);
-    this.showNote(
-      marker
-        ? `Cut to fit: ${marker[0].trim().replace(/^\[|\]$/g, "")}. The rest is not shown.`
-        : cut
-          ? "Cut to fit: the rest of this text is not shown."
-          : null,
-    );
+    this.showNote(marker ? cutNote(marker[0]) : cut ? t("Cut to fit: the rest of this text is not shown.") : null);
     this.viewer.show(`${entry.id}:${this.kind}`, text, language, lineMap(ev[`${this.kind}_lines` as const]));
     this.viewer.highlightSource(this.sourceLine);
   }
@@ -395,11 +419,11 @@ export class CompiledPane implements Pane {
   private compareButton(entry: Entry): HTMLButtonElement {
     const sources = this.sources();
     const icon = strokeIcon("M5.5 2v9M3 8.5l2.5 2.5L8 8.5M10.5 14V5M8 7.5l2.5-2.5L13 7.5"); // arrows both ways
-    const b = el("button", "button button-small compare-button", icon, el("span", null, "Compare"));
+    const b = el("button", "button button-small compare-button", icon, el("span", null, t("Compare")));
     b.type = "button";
-    b.title = "Show the difference between two entries";
+    b.title = t("Show the difference between two entries");
     b.disabled = sources.length < 2;
-    if (b.disabled) b.title = "Compare needs two entries (or a side-by-side display)";
+    if (b.disabled) b.title = t("Compare needs two entries (or a side-by-side display)");
     b.addEventListener("click", () => this.openDiff(entry));
     return b;
   }
@@ -409,7 +433,7 @@ export class CompiledPane implements Pane {
   private renderJaxprs(entry: JaxprsEntry): void {
     this.showSurface("jaxprs");
     this.stats.hidden = true;
-    const hint = el("span", "toolbar-hint", "The same function, traced and transformed");
+    const hint = el("span", "toolbar-hint", t("The same function, traced and transformed"));
     this.toolbar.replaceChildren(hint, el("span", "spacer"), this.compareButton(entry));
     // Rebuilt only when another entry is chosen: highlighting is the costly part.
     if (this.jaxprsGrid.dataset.entry === String(entry.id)) return;
@@ -417,7 +441,7 @@ export class CompiledPane implements Pane {
     const columns = entry.panels.map((panel) => {
       const body = el("pre", panel.jaxpr === null ? "jaxpr-block jaxpr-error" : "jaxpr-block");
       if (panel.jaxpr === null) {
-        body.textContent = `Does not apply here.\n${panel.error ?? ""}`.trim();
+        body.textContent = `${t("Does not apply here.")}\n${panel.error ?? ""}`.trim();
       } else {
         const text = panel.jaxpr;
         body.textContent = text;
@@ -426,7 +450,7 @@ export class CompiledPane implements Pane {
           if (body.isConnected && body.textContent === text) body.innerHTML = html;
         });
       }
-      return el("section", "jaxprs-column", el("h2", "jaxprs-label", panel.title), body);
+      return el("section", "jaxprs-column", asName(el("h2", "jaxprs-label", panel.title)), body);
     });
     this.jaxprsGrid.replaceChildren(...columns);
   }
@@ -439,15 +463,15 @@ export class CompiledPane implements Pane {
       if (entry.type === "function") {
         const texts: DiffSource["texts"] = {};
         for (const k of KINDS) {
-          const t = textOf(entry.event, k.kind);
-          if (t !== null) texts[k.kind] = t;
+          const text = textOf(entry.event, k.kind);
+          if (text !== null) texts[k.kind] = text;
         }
         const signature = str(entry.event.signature);
         out.push({ key: `f${entry.id}`, label: signature && entry.label === entry.event.name ? signature : entry.label, texts });
       } else {
         entry.panels.forEach((panel, i) => {
           if (panel.jaxpr !== null) {
-            out.push({ key: `j${entry.id}.${i}`, label: `${panel.title} (side by side)`, texts: { jaxpr: panel.jaxpr } });
+            out.push({ key: `j${entry.id}.${i}`, label: t("{title} (side by side)", { title: panel.title }), texts: { jaxpr: panel.jaxpr } });
           }
         });
       }
@@ -487,10 +511,10 @@ export class CompiledPane implements Pane {
       });
       return select;
     };
-    const left = pick(this.diffLeft, "Left side", (k) => (this.diffLeft = k));
-    const right = pick(this.diffRight, "Right side", (k) => (this.diffRight = k));
+    const left = pick(this.diffLeft, t("Left side"), (k) => (this.diffLeft = k));
+    const right = pick(this.diffRight, t("Right side"), (k) => (this.diffRight = k));
     const kind = el("select", "select-small");
-    kind.setAttribute("aria-label", "Text to compare");
+    kind.setAttribute("aria-label", t("Text to compare"));
     for (const k of KINDS) {
       const option = el("option", null, k.label);
       option.value = k.kind;
@@ -501,15 +525,15 @@ export class CompiledPane implements Pane {
       this.diffKind = kind.value as TextKind;
       this.render();
     });
-    const close = el("button", "button button-small", "Done");
+    const close = el("button", "button button-small", t("Done"));
     close.type = "button";
-    close.title = "Back to the selected entry";
+    close.title = t("Back to the selected entry");
     close.addEventListener("click", () => {
       this.diffing = false;
       this.render();
     });
     this.toolbar.replaceChildren(
-      el("span", "diff-picks", left, el("span", "diff-vs", "vs"), right, kind),
+      el("span", "diff-picks", left, el("span", "diff-vs", t("vs")), right, kind),
       el("span", "spacer"),
       close,
     );
@@ -520,7 +544,9 @@ export class CompiledPane implements Pane {
     const missing = [a, b].filter((s) => !s || s.texts[this.diffKind] === undefined);
     const label = KINDS.find((k) => k.kind === this.diffKind)!.label;
     this.showNote(
-      missing.length ? `No ${label} for ${missing.map((s) => s?.label ?? "?").join(" or ")}: shown as empty.` : null,
+      missing.length
+        ? t("No {text} for {entries}: shown as empty.", { text: label, entries: missing.map((s) => s?.label ?? "?").join(t(" or ")) })
+        : null,
     );
     this.diff.show(a?.texts[this.diffKind] ?? "", b?.texts[this.diffKind] ?? "", language);
   }
@@ -535,6 +561,61 @@ export class CompiledPane implements Pane {
     this.detail.dataset.surface = surface;
     if (surface !== "code") this.source.highlight(null, false);
   }
+}
+
+/** The HLO module a compilation made: its `module`, else the name its HLO text starts with. */
+export function hloModuleOf(ev: CompiledEvent): string | null {
+  const named = str(ev.module);
+  if (named) return named;
+  const m = /^HloModule\s+([^\s,]+)/.exec(str(ev.hlo) ?? "");
+  return m ? m[1] : null;
+}
+
+/** The 1-based line of HLO text `hlo` that defines instruction `op` (`%op = ...`), or null. */
+export function hloLineOf(hlo: string, op: string): number | null {
+  const escaped = op.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const pattern = new RegExp(`^\\s*(?:ROOT\\s+)?%?${escaped}\\s*=\\s`);
+  const lines = hlo.split("\n");
+  for (let i = 0; i < lines.length; i++) if (pattern.test(lines[i])) return i + 1;
+  return null;
+}
+
+/** A module's name as two producers may spell it: without a trailing ".3" or "(3)". */
+function bareModule(name: string): string {
+  return name.replace(/(\.\d+|\(\d+\))$/, "");
+}
+
+/**
+ * Where instruction `op` of HLO module `module` is among a run's compilations: the compilation,
+ * the line of its optimised HLO that defines `op` (null when not found) and that line's snippet
+ * line (null when none). Of several compilations of one module, the first that defines `op`.
+ */
+export function findHlo(
+  events: readonly CompiledEvent[],
+  module: string,
+  op: string,
+): { event: CompiledEvent; line: number | null; source: number | null } | null {
+  const same = (name: string | null) => name !== null && (name === module || bareModule(name) === bareModule(module));
+  const candidates = events.filter((ev) => {
+    const firstLine = /^HloModule\s+([^\s,]+)/.exec(str(ev.hlo) ?? "");
+    return same(hloModuleOf(ev)) || same(firstLine ? firstLine[1] : null);
+  });
+  if (!candidates.length) return null;
+  for (const event of candidates) {
+    const text = str(event.hlo);
+    const line = text ? hloLineOf(text, op) : null;
+    if (line === null) continue;
+    const map = lineMap(event.hlo_lines);
+    return { event, line, source: map?.[line - 1] ?? null };
+  }
+  return { event: candidates[0], line: null, source: null };
+}
+
+/** What the runner's cut marker ("[truncated: 1.2 MB total]") says, in the page's words. */
+function cutNote(marker: string): string {
+  const total = /^\[truncated: (.+) total\]$/.exec(marker.trim())?.[1];
+  if (total) return t("Cut to fit: truncated: {total} total. The rest is not shown.", { total });
+  return t("Cut to fit: {marker}. The rest is not shown.", { marker: marker.trim().replace(/^\[|\]$/g, "") });
 }
 
 function textOf(ev: CompiledEvent, kind: TextKind): string | null {
@@ -592,25 +673,25 @@ function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLEle
   const lineLink = (label: string, value: unknown) => {
     const line = num(value);
     if (line === null) return;
-    const b = el("button", "stat stat-link", el("span", "stat-label", label), el("span", "stat-value", `line ${line}`));
+    const b = el("button", "stat stat-link", el("span", "stat-label", label), el("span", "stat-value", t("line {line}", { line })));
     b.type = "button";
-    b.title = "Show this line in the editor";
+    b.title = t("Show this line in the editor");
     b.addEventListener("click", () => goTo(line));
     out.push(b);
   };
   const group = () => {
     if (out.length && !out[out.length - 1].classList.contains("stat-sep")) out.push(el("span", "stat-sep"));
   };
-  lineLink(ev.origin === "jax" ? "jitted" : "defined", ev.line);
-  lineLink("called", ev.call_line);
+  lineLink(ev.origin === "jax" ? t("jitted") : t("defined"), ev.line);
+  lineLink(t("called"), ev.call_line);
   if ((ev.origin === "jax" || ev.origin === "library") && typeof ev.file === "string" && ev.file) {
-    stat("from", packagePath(ev.file), ev.file);
+    stat(t("from"), packagePath(ev.file), ev.file);
   }
   group();
   const times: [string, unknown, string][] = [
-    ["trace", ev.trace_ms, "Python tracing to a jaxpr"],
-    ["lower", ev.lower_ms, "jaxpr to StableHLO"],
-    ev.cached === true ? ["load", ev.compile_ms, CACHED_TITLE] : ["compile", ev.compile_ms, "XLA compilation to machine code"],
+    [t("trace"), ev.trace_ms, t("Python tracing to a jaxpr")],
+    [t("lower"), ev.lower_ms, t("jaxpr to StableHLO")],
+    ev.cached === true ? [t("load"), ev.compile_ms, CACHED_TITLE] : [t("compile"), ev.compile_ms, t("XLA compilation to machine code")],
   ];
   for (const [label, value, title] of times) {
     const ms = num(value);
@@ -618,24 +699,24 @@ function functionStats(ev: CompiledEvent, goTo: (line: number) => void): HTMLEle
   }
   group();
   const flops = num(ev.flops);
-  if (flops !== null) stat("FLOPs", count(flops), "Floating-point operations per call (XLA cost analysis)");
+  if (flops !== null) stat("FLOPs", count(flops), t("Floating-point operations per call (XLA cost analysis)"));
   const accessed = num(ev.bytes_accessed);
-  if (accessed !== null) stat("bytes", bytes(accessed), "Bytes read and written per call (XLA cost analysis)");
+  if (accessed !== null) stat(t("bytes"), bytes(accessed), t("Bytes read and written per call (XLA cost analysis)"));
   group();
   const memory = ev.memory && typeof ev.memory === "object" ? ev.memory : null;
   if (memory) {
     const names: Record<string, [string, string]> = {
-      argument_bytes: ["args", "Memory for the arguments"],
-      output_bytes: ["out", "Memory for the results"],
-      temp_bytes: ["temp", "Scratch memory XLA needs while it runs"],
-      alias_bytes: ["aliased", "Output memory shared with donated arguments"],
-      peak_bytes: ["peak", "Peak memory of one call"],
+      argument_bytes: [t("args"), t("Memory for the arguments")],
+      output_bytes: [t("out"), t("Memory for the results")],
+      temp_bytes: [t("temp"), t("Scratch memory XLA needs while it runs")],
+      alias_bytes: [t("aliased"), t("Output memory shared with donated arguments")],
+      peak_bytes: [t("peak"), t("Peak memory of one call")],
     };
     for (const [key, [label, title]] of Object.entries(names)) {
       const n = num(memory[key]);
       // Aliased memory matters only when there is some (donated arguments).
       if (n === null || (key === "alias_bytes" && n === 0)) continue;
-      stat(label, bytes(n), `${title} (memory_analysis: ${key})`);
+      stat(label, bytes(n), t("{title} (memory_analysis: {key})", { title, key }));
     }
   }
   while (out.length && out[out.length - 1].classList.contains("stat-sep")) out.pop();

@@ -5,7 +5,9 @@
 import type { DisplayEvent, RunEvent } from "../events";
 import { el } from "../dom";
 import { num, str } from "../format";
+import { formatNumber, t } from "../i18n";
 import { CardListPane } from "./cardlist";
+import { sentence } from "./pane";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/svg+xml"]);
 const BASE64 = /^[A-Za-z0-9+/=\s]+$/;
@@ -22,7 +24,7 @@ export function isTextDisplay(event: DisplayEvent): boolean {
 
 export class FiguresPane extends CardListPane {
   readonly id = "figures";
-  readonly title = "Figures";
+  readonly title = t("Figures");
   private figures = 0;
 
   /** ``goTo``: shows a line of the snippet in the editor (a figure's "line N" link). */
@@ -45,7 +47,7 @@ export class FiguresPane extends CardListPane {
       this.figures += 1;
       card = figureCard(event, mime, this.figures, this.goTo);
     } else if (html !== null) {
-      card = textCard("HTML output, shown as text", htmlToText(html));
+      card = textCard(t("HTML output, shown as text"), htmlToText(html));
     } else {
       card = genericCard(event);
     }
@@ -55,8 +57,10 @@ export class FiguresPane extends CardListPane {
 
   protected placeholderText(finished: boolean): [string, (string | Node)[]] {
     return [
-      finished ? "This run showed no figures." : "No figures yet.",
-      ["Matplotlib figures land here: call ", el("code", null, "plt.show()"), ", or leave them open when the run ends."],
+      finished ? t("This run showed no figures.") : t("No figures yet."),
+      sentence(t("Matplotlib figures land here: call {show}, or leave them open when the run ends."), {
+        show: el("code", null, "plt.show()"),
+      }),
     ];
   }
 }
@@ -68,7 +72,8 @@ function figureCard(event: DisplayEvent, mime: string, n: number, goTo: (line: n
   const description = str(event.text);
   const img = el("img", "figure-image");
   img.src = src;
-  img.alt = caption ? `Figure ${n}: ${caption}` : description ? `Figure ${n}: ${description}` : `Figure ${n}`;
+  const number = formatNumber(n);
+  img.alt = figureAlt(number, caption, description);
   const width = num(event.width);
   if (width !== null && width > 0) {
     // Shown at its own size (or narrower): a small figure is not blown up.
@@ -77,26 +82,26 @@ function figureCard(event: DisplayEvent, mime: string, n: number, goTo: (line: n
     if (height !== null && height > 0) img.height = height;
   }
   img.decoding = "async";
-  img.title = "Click to show at full size";
+  img.title = t("Click to show at full size");
   const frame = el("div", "figure-frame", img);
   img.addEventListener("click", () => frame.classList.toggle("is-zoomed"));
 
-  const download = el("a", "figure-download", "Download");
+  const download = el("a", "figure-download", t("Download"));
   download.href = src;
   download.download = `figure-${n}.${mime === "image/svg+xml" ? "svg" : mime.split("/")[1]}`;
   // The snippet's line that made the figure: shown in the editor on a click.
   const line = num(event.line);
   let lineLink: HTMLButtonElement | null = null;
   if (line !== null && line > 0) {
-    lineLink = el("button", "link-button figure-line", `line ${line}`);
+    lineLink = el("button", "link-button figure-line", t("line {line}", { line }));
     lineLink.type = "button";
-    lineLink.title = "Show the line that made this figure in the editor";
+    lineLink.title = t("Show the line that made this figure in the editor");
     lineLink.addEventListener("click", () => goTo(line));
   }
   const figcaption = el(
     "figcaption",
     "figure-caption",
-    el("span", "figure-number", `Figure ${n}`),
+    el("span", "figure-number", t("Figure {n}", { n: number })),
     lineLink,
     caption ? el("span", "figure-text", caption) : null,
     el("span", "spacer"),
@@ -105,6 +110,16 @@ function figureCard(event: DisplayEvent, mime: string, n: number, goTo: (line: n
   const figure = el("figure", "card figure-card", frame, figcaption);
   figure.id = `figure-${n}`;
   return figure;
+}
+
+/** "Figure 2: <caption>", else matplotlib's description of it, in the page's words when it is
+ *  matplotlib's usual one ("<Figure size 640x480 with 1 Axes>"). */
+function figureAlt(n: string, caption: string | null, description: string | null): string {
+  if (caption) return t("Figure {n}: {caption}", { n, caption });
+  const m = /^<Figure size (\d+)x(\d+) with (\d+) Axes>$/.exec(description ?? "");
+  if (m) return t("Figure {n}: <Figure size {width}x{height} with {axes} Axes>", { n, width: m[1], height: m[2], axes: m[3] });
+  if (description) return t("Figure {n}: {caption}", { n, caption: description });
+  return t("Figure {n}", { n });
 }
 
 function textCard(title: string, text: string): HTMLElement {
@@ -126,7 +141,7 @@ function htmlToText(html: string): string {
 
 /** A display of a kind this page does not know yet. */
 function genericCard(event: DisplayEvent): HTMLElement {
-  const title = str(event.kind) ?? str(event.mime) ?? "display";
+  const title = str(event.kind) ?? str(event.mime) ?? t("display");
   let text: string;
   if (typeof event.text === "string") text = event.text;
   else {

@@ -2,11 +2,13 @@
 // expression's, as in Jupyter) in order with them, then the exception, if any.
 import type { ErrorEvent, RunEvent } from "../events";
 import { copyText, el, strokeIcon } from "../dom";
+import { explanationText } from "../explanations";
 import { richText, str } from "../format";
+import { formatNumber, t } from "../i18n";
 import { isMac } from "../platform";
 import { KEYS, local } from "../storage";
 import { isTextDisplay } from "./figures";
-import type { Pane } from "./pane";
+import { sentence, type Pane } from "./pane";
 import { TerminalModel, TerminalView } from "../terminal";
 
 /** What the other tabs hold, for the hint shown when a run printed nothing. */
@@ -51,7 +53,7 @@ class OutputView {
     // Not read out as it streams (a flood would never stop talking): the page's announcer says
     // a line of new output at most every few seconds (announce.ts).
     this.output.setAttribute("aria-live", "off");
-    this.output.setAttribute("aria-label", main ? "Program output" : "Saved program output");
+    this.output.setAttribute("aria-label", main ? t("Program output") : t("Saved program output"));
     // A scrolling region the keyboard can reach and scroll (WCAG 2.1.1).
     this.output.tabIndex = 0;
 
@@ -67,20 +69,20 @@ class OutputView {
 
     // Copy what was printed (the text, as the page shows it): one button, kept in view.
     const icon = strokeIcon("M5.5 5.5h8v8h-8zM10.5 5.5v-3h-8v8h3"); // two sheets
-    this.copyButton = el("button", "button button-small output-copy", icon, el("span", null, "Copy"));
+    this.copyButton = el("button", "button button-small output-copy", icon, el("span", null, t("Copy")));
     this.copyButton.type = "button";
     if (main) this.copyButton.id = "copy-output";
-    this.copyButton.title = "Copy the output to the clipboard";
-    this.copyButton.setAttribute("aria-label", "Copy output");
+    this.copyButton.title = t("Copy the output to the clipboard");
+    this.copyButton.setAttribute("aria-label", t("Copy output"));
     this.copyButton.addEventListener("click", () => void this.copy());
 
     // Wrap long lines (the default), or keep them as a terminal does (a table printed as text
     // stays a table and scrolls sideways): one choice for every output, remembered.
     const wrapIcon = strokeIcon("M2.5 4h11M2.5 8h9a2 2 0 0 1 0 4H9M10.5 10.5 9 12l1.5 1.5M2.5 12h4"); // a line that wraps
-    const wrapButton = el("button", "button button-small output-wrap", wrapIcon, el("span", null, "Wrap"));
+    const wrapButton = el("button", "button button-small output-wrap", wrapIcon, el("span", null, t("Wrap")));
     wrapButton.type = "button";
     if (main) wrapButton.id = "wrap-output";
-    wrapButton.title = "Wrap long lines (off: lines stay as printed and scroll sideways, for tables)";
+    wrapButton.title = t("Wrap long lines (off: lines stay as printed and scroll sideways, for tables)");
     wrapButton.setAttribute("aria-pressed", String(wrapLines()));
     wrapButton.addEventListener("click", () => setWrapLines(!wrapLines()));
     onWrapChange((wrap) => wrapButton.setAttribute("aria-pressed", String(wrap)));
@@ -98,8 +100,8 @@ class OutputView {
   private async copy(): Promise<void> {
     const label = this.copyButton.querySelector("span")!;
     const ok = await copyText(this.terminal.model.text());
-    label.textContent = ok ? "Copied" : "Copy failed";
-    window.setTimeout(() => { label.textContent = "Copy"; }, 1500);
+    label.textContent = ok ? t("Copied") : t("Copy failed");
+    window.setTimeout(() => { label.textContent = t("Copy"); }, 1500);
   }
 
   idle(hint: string): void {
@@ -114,7 +116,7 @@ class OutputView {
     this.errorBox.replaceChildren();
     delete this.errorBox.dataset.kind;
     this.notice.hidden = true;
-    this.showPlaceholder("Waiting for output…");
+    this.showPlaceholder(t("Waiting for output…"));
   }
 
   handle(event: RunEvent): void {
@@ -134,7 +136,7 @@ class OutputView {
         this.terminal.flush();
         if (event.truncated) {
           this.follow(() => {
-            this.notice.textContent = "Output was cut off here: the run reached its output limit.";
+            this.notice.textContent = t("Output was cut off here: the run reached its output limit.");
             this.notice.hidden = false;
           });
         }
@@ -165,18 +167,19 @@ class OutputView {
   private showNothingPrinted(): void {
     const others = this.others().filter((o) => o.count > 0);
     if (others.length === 0) {
-      this.showPlaceholder("The run printed nothing.");
+      this.showPlaceholder(t("The run printed nothing."));
       return;
     }
-    this.placeholder.replaceChildren("The run printed nothing. It left ");
+    const tabs = document.createDocumentFragment();
     others.forEach((other, i) => {
-      if (i > 0) this.placeholder.append(i === others.length - 1 ? " and " : ", ");
-      const link = el("button", "link-button", `${other.title.toLowerCase()} (${other.count})`);
+      if (i > 0) tabs.append(i === others.length - 1 ? t(" and ") : t(", "));
+      const text = t("{tab} ({n})", { tab: other.title.toLowerCase(), n: formatNumber(other.count) });
+      const link = el("button", "link-button", text);
       link.type = "button";
       link.addEventListener("click", () => this.showTab(other.id));
-      this.placeholder.append(link);
+      tabs.append(link);
     });
-    this.placeholder.append(".");
+    this.placeholder.replaceChildren(...sentence(t("The run printed nothing. It left {tabs}."), { tabs }));
     this.placeholder.hidden = false;
   }
 
@@ -186,20 +189,20 @@ class OutputView {
     title.className = "error-title";
     const type = document.createElement("span");
     type.className = "error-type";
-    type.textContent = event.exc_type || "Error";
+    type.textContent = event.exc_type || t("Error");
     title.append(type);
     if (event.message) title.append(": ", ...richText(event.message));
     this.errorBox.replaceChildren(title);
 
-    const explanation = str(event.explanation);
+    const explanation = explanationText(event as unknown as Record<string, unknown>);
     if (explanation) this.errorBox.append(el("p", "error-explanation", ...richText(explanation)));
 
     if (typeof event.line === "number") {
       const where = document.createElement("button");
       where.type = "button";
       where.className = "error-line";
-      where.textContent = `line ${event.line}`;
-      where.title = "Show this line in the editor";
+      where.textContent = t("line {line}", { line: event.line });
+      where.title = t("Show this line in the editor");
       const line = event.line;
       where.addEventListener("click", () => this.onLineClick(line));
       this.errorBox.append(where);
@@ -210,7 +213,7 @@ class OutputView {
       const details = document.createElement("details");
       details.className = "error-traceback";
       const summary = document.createElement("summary");
-      summary.textContent = "Traceback";
+      summary.textContent = t("Traceback");
       const pre = document.createElement("pre");
       pre.textContent = traceback;
       details.append(summary, pre);
@@ -223,15 +226,14 @@ class OutputView {
   private showTimedOut(message: string | null): void {
     const limit = /limit of ([\d.]+ ?s)/.exec(message ?? "")?.[1];
     const title = el("div", "error-title",
-      el("span", "error-type", "Out of time"),
-      `: the run was stopped at its wall-clock limit${limit ? ` of ${limit}` : ""}.`);
+      el("span", "error-type", t("Out of time")),
+      limit
+        ? t(": the run was stopped at its wall-clock limit of {limit}.", { limit })
+        : t(": the run was stopped at its wall-clock limit."));
     const advice = el("ul", "timeout-advice",
-      el("li", null, "Try a smaller problem first (fewer steps, smaller arrays, fewer repeats), then grow it."),
-      el("li", null, ...richText(
-        "Find the slow step: JAX runs asynchronously, so time a step with `%time` and put " +
-        "`jax.block_until_ready(result)` right after it; without it the time shows up at a later line " +
-        "(a `print` or the end of the run).")),
-      el("li", null, "Where the device menu offers a GPU or a device with a longer limit, run it there."),
+      el("li", null, t("Try a smaller problem first (fewer steps, smaller arrays, fewer repeats), then grow it.")),
+      el("li", null, ...richText(t("Find the slow step: JAX runs asynchronously, so time a step with `%time` and put `jax.block_until_ready(result)` right after it; without it the time shows up at a later line (a `print` or the end of the run)."))),
+      el("li", null, t("Where the device menu offers a GPU or a device with a longer limit, run it there.")),
     );
     this.placeholder.hidden = true;
     this.errorBox.replaceChildren(title, advice);
@@ -270,7 +272,7 @@ function onWrapChange(listener: (wrap: boolean) => void): void {
 }
 
 function idleHint(): string {
-  return `Press Run or ${isMac() ? "⌘" : "Ctrl"}+Enter to run your code.`;
+  return t("Press Run or {keys} to run your code.", { keys: `${isMac() ? "⌘" : "Ctrl"}+Enter` });
 }
 
 /**
@@ -280,7 +282,7 @@ function idleHint(): string {
  */
 export class OutputPane implements Pane {
   readonly id = "output";
-  readonly title = "Output";
+  readonly title = t("Output");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
   onAlert?: (alert: string | null) => void;
@@ -311,10 +313,10 @@ export class OutputPane implements Pane {
 
     this.barLabel = el("span", "output-bar-label");
     const icon = strokeIcon("M2.5 3h4.5v10H2.5zM9 3h4.5v10H9z"); // two columns
-    this.toggle = el("button", "button button-small output-toggle", icon, el("span", null, "Saved output"));
+    this.toggle = el("button", "button button-small output-toggle", icon, el("span", null, t("Saved output")));
     this.toggle.type = "button";
     this.toggle.id = "saved-output-toggle";
-    this.toggle.title = "Show the output this snippet was saved with beside this run's";
+    this.toggle.title = t("Show the output this snippet was saved with beside this run's");
     this.toggle.setAttribute("aria-pressed", "false");
     this.toggle.addEventListener("click", () => {
       this.comparing = !this.comparing;
@@ -323,9 +325,9 @@ export class OutputPane implements Pane {
     this.bar = el("div", "output-bar", this.barLabel, this.toggle);
 
     this.savedHeading = el("div", "output-column-heading");
-    this.liveHeading = el("div", "output-column-heading", "This run");
+    this.liveHeading = el("div", "output-column-heading", t("This run"));
     this.savedColumn = el("section", "output-column output-column-saved", this.savedHeading, this.saved.element);
-    this.savedColumn.setAttribute("aria-label", "Saved output");
+    this.savedColumn.setAttribute("aria-label", t("Saved output"));
     const liveColumn = el("section", "output-column", this.liveHeading, this.live.element);
     this.columns = el("div", "output-columns", this.savedColumn, liveColumn);
 
@@ -343,7 +345,7 @@ export class OutputPane implements Pane {
     this.saved.reset();
     for (const event of events) this.saved.handle(event);
     this.savedWhen = when;
-    this.savedHeading.textContent = `Saved · ${when}`;
+    this.savedHeading.textContent = t("Saved · {when}", { when });
     this.render();
   }
 
@@ -368,7 +370,7 @@ export class OutputPane implements Pane {
   handle(event: RunEvent): void {
     this.live.handle(event);
     // An error is never missed: the Output tab is marked even while another tab is open.
-    if (event.type === "error") this.onAlert?.("error");
+    if (event.type === "error") this.onAlert?.(t("error"));
   }
 
   private render(): void {
@@ -376,12 +378,12 @@ export class OutputPane implements Pane {
     this.bar.hidden = !hasSaved;
     const compare = hasSaved && this.comparing && !this.showingSaved;
     this.barLabel.textContent = this.showingSaved
-      ? `Saved output · ${this.savedWhen}`
+      ? t("Saved output · {when}", { when: this.savedWhen ?? "" })
       : compare
         ? ""
-        : "This run";
+        : t("This run");
     this.barLabel.title = this.showingSaved
-      ? "The output this snippet was shared with. Opening the link ran nothing."
+      ? t("The output this snippet was shared with. Opening the link ran nothing.")
       : "";
     this.toggle.hidden = this.showingSaved;
     this.toggle.setAttribute("aria-pressed", String(compare));

@@ -2,6 +2,7 @@
 // order, and renders the ones it cares about. To add a view (compiled code, timings, figures):
 // write a class implementing Pane and add it to the list in workbench.ts.
 import type { RunEvent } from "../events";
+import { formatNumber, t } from "../i18n";
 
 export interface Pane {
   /** Stable id: the tab is #tab-<id>, the panel #panel-<id>. */
@@ -21,6 +22,10 @@ export interface Pane {
   /** Called when the pane holds something that must not be missed (the run's error), or no
    *  longer does (null): its tab is marked whichever tab is open. */
   onAlert?: (alert: string | null) => void;
+  /** Whether its tab is there at first (default true); a pane that is there only at times
+   *  (Timeline: for a profiled run) says so through onPresent. */
+  readonly initiallyPresent?: boolean;
+  onPresent?: (present: boolean) => void;
 }
 
 /**
@@ -45,7 +50,7 @@ export class Tabs {
   }
 
   select(id: string): void {
-    if (!this.tabs.has(id)) return;
+    if (!this.tabs.has(id) || this.tabs.get(id)!.hidden) return;
     this.active = id;
     for (const [paneId, tab] of this.tabs) {
       const selected = paneId === id;
@@ -100,11 +105,17 @@ export class Tabs {
     count.hidden = true;
     tab.append(label, count);
     tab.addEventListener("click", () => this.select(pane.id));
+    tab.hidden = pane.initiallyPresent === false;
+    pane.onPresent = (present) => {
+      if (tab.hidden === !present) return;
+      tab.hidden = !present;
+      if (!present && this.active === pane.id) this.select(this.panes[0].id);
+    };
     pane.onChange = (n) => {
       const before = this.counts.get(pane.id) ?? 0;
       this.counts.set(pane.id, n ?? 0);
       count.hidden = n === null || n === 0;
-      count.textContent = n === null ? "" : String(n);
+      count.textContent = n === null ? "" : formatNumber(n);
       if (!n) delete tab.dataset.news;
       else if (n > before && this.active !== pane.id) tab.dataset.news = "true";
     };
@@ -115,7 +126,7 @@ export class Tabs {
     tab.append(alert);
     pane.onAlert = (text) => {
       alert.hidden = text === null;
-      alert.textContent = text ? ` (${text})` : "";
+      alert.textContent = text ? t(" ({alert})", { alert: text }) : "";
       if (text) tab.dataset.alert = "true";
       else delete tab.dataset.alert;
     };
@@ -136,7 +147,7 @@ export class Tabs {
   /** The ARIA tabs pattern: arrows move along the bar (wrapping), Home and End go to its ends;
    *  a tab is selected as it takes the focus. */
   private onKey(e: KeyboardEvent): void {
-    const ids = [...this.tabs.keys()];
+    const ids = [...this.tabs.keys()].filter((id) => !this.tabs.get(id)!.hidden);
     const i = ids.indexOf(this.active ?? ids[0]);
     const step: Record<string, number> = { ArrowRight: 1, ArrowLeft: ids.length - 1, Home: -i, End: ids.length - 1 - i };
     if (!(e.key in step) || e.altKey || e.ctrlKey || e.metaKey) return;
@@ -145,4 +156,23 @@ export class Tabs {
     this.tabs.get(next)!.focus();
     e.preventDefault();
   }
+}
+
+/** Marks a name from the code or the trace (a function's, an op's): a name, not words to
+ *  translate, whatever the page's language. */
+export function asName<T extends HTMLElement>(node: T): T {
+  node.translate = false;
+  return node;
+}
+
+/** A translated sentence with elements (a link, a code) where its `{name}`s are: the words go
+ *  round them in the order the language puts them. */
+export function sentence(text: string, nodes: Record<string, Node>): (Node | string)[] {
+  const out: (Node | string)[] = [];
+  for (const part of text.split(/(\{\w+\})/)) {
+    const name = /^\{(\w+)\}$/.exec(part)?.[1];
+    if (name !== undefined && Object.prototype.hasOwnProperty.call(nodes, name)) out.push(nodes[name]);
+    else if (part) out.push(part);
+  }
+  return out;
 }

@@ -4,14 +4,16 @@
 import type { RunEvent, TimingRow, TimingSingle } from "../events";
 import { el } from "../dom";
 import { count, duration, num, percent, rate, speedup, str } from "../format";
+import { formatNumber, t } from "../i18n";
 import { CardListPane } from "./cardlist";
+import { asName, sentence } from "./pane";
 
 const SINGLE_KINDS = new Set(["single", "bench", "timeit", "time"]);
 const KIND_CHIPS: Record<string, string> = { timeit: "%timeit", time: "%time", bench: "bench" };
 
 export class TimingPane extends CardListPane {
   readonly id = "timing";
-  readonly title = "Timing";
+  readonly title = t("Timing");
   private singles: HTMLElement | null = null;
 
   constructor() {
@@ -35,7 +37,7 @@ export class TimingPane extends CardListPane {
       if (!this.singles) {
         this.singles = el("ul", "measure-list");
         this.list.append(
-          el("section", "card timing-card", el("header", "card-header", el("h2", "card-title", "Measurements")), this.singles),
+          el("section", "card timing-card", el("header", "card-header", el("h2", "card-title", t("Measurements"))), this.singles),
         );
       }
       this.singles.append(measurement(data as TimingSingle, kind));
@@ -48,19 +50,17 @@ export class TimingPane extends CardListPane {
   protected placeholderText(finished: boolean): [string, (string | Node)[]] {
     const code = (text: string) => el("code", null, text);
     return [
-      finished ? "This run timed nothing." : "No timings yet.",
-      [
-        code("%timeit f(x).block_until_ready()"),
-        " and ",
-        code("%time f(x)"),
-        " work as in Jupyter (a JAX call returns before it has computed: without ",
-        code(".block_until_ready()"),
-        ", %timeit times only the dispatch). ",
-        code("jaxplay.bench(f, x)"),
-        " times a function properly (compile apart, warm-up, block_until_ready, median and spread), and ",
-        code('jaxplay.compare({"numpy": f, "jit": jax.jit(f)}, x)'),
-        " times several side by side.",
-      ],
+      finished ? t("This run timed nothing.") : t("No timings yet."),
+      sentence(
+        t("{timeit} and {time} work as in Jupyter (a JAX call returns before it has computed: without {block}, %timeit times only the dispatch). {bench} times a function properly (compile apart, warm-up, block_until_ready, median and spread), and {compare} times several side by side."),
+        {
+          timeit: code("%timeit f(x).block_until_ready()"),
+          time: code("%time f(x)"),
+          block: code(".block_until_ready()"),
+          bench: code("jaxplay.bench(f, x)"),
+          compare: code('jaxplay.compare({"numpy": f, "jit": jax.jit(f)}, x)'),
+        },
+      ),
     ];
   }
 }
@@ -83,37 +83,38 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
   const details: [string, string, string?][] = [];
   if (kind === "time") {
     headline = wall !== null ? duration(wall) : median !== null ? duration(median) : meanStd;
-    headlineTitle = "wall time";
+    headlineTitle = t("wall time");
     const user = num(r.cpu_user_ms);
     const sys = num(r.cpu_sys_ms);
-    if (user !== null) details.push(["CPU user", duration(user)]);
-    if (sys !== null) details.push(["sys", duration(sys)]);
+    if (user !== null) details.push([t("CPU user"), duration(user)]);
+    if (sys !== null) details.push([t("sys"), duration(sys)]);
   } else if (kind === "timeit" || median === null) {
     headline = meanStd;
-    headlineTitle = std !== null ? "mean ± std. dev. per loop" : "mean per loop";
-    if (median !== null) details.push(["median", duration(median)]);
+    headlineTitle = std !== null ? t("mean ± std. dev. per loop") : t("mean per loop");
+    if (median !== null) details.push([t("median"), duration(median)]);
   } else {
     headline = duration(median);
-    headlineTitle = "median per call";
-    if (std !== null) details.push(["± std", duration(std)]);
+    headlineTitle = t("median per call");
+    if (std !== null) details.push([t("± std"), duration(std)]);
   }
   const min = num(r.min_ms);
-  if (min !== null && kind !== "time") details.push(["min", duration(min)]);
+  if (min !== null && kind !== "time") details.push([t("min"), duration(min)]);
   const repeats = num(r.repeats);
   const loops = num(r.loops);
   if (kind !== "time" && (repeats !== null || loops !== null)) {
     details.push([
-      "runs",
-      loops !== null && loops !== 1 ? `${repeats ?? "?"} × ${loops.toLocaleString("en")} loops` : `${repeats}`,
-      "Repeats × calls per repeat",
+      t("runs"),
+      loops !== null && loops !== 1
+        ? t("{repeats} × {loops} loops", { repeats: repeats === null ? "?" : formatNumber(repeats), loops: formatNumber(loops) })
+        : repeats === null ? "?" : formatNumber(repeats),
+      t("Repeats × calls per repeat"),
     ]);
   }
   const compile = num(r.compile_ms);
   if (compile !== null) {
     details.push(r.compile_cached === true
-      ? ["load", duration(compile), "Loaded from this node's compile cache before timing (an earlier run compiled " +
-        "exactly this module), and not counted"]
-      : ["compile", duration(compile), "Compiled before timing, and not counted"]);
+      ? [t("load"), duration(compile), t("Loaded from this node's compile cache before timing (an earlier run compiled exactly this module), and not counted")]
+      : [t("compile"), duration(compile), t("Compiled before timing, and not counted")]);
   }
   const gflops = num(r.gflops);
   if (gflops !== null) details.push(["GFLOP/s", rate(gflops)]);
@@ -125,10 +126,16 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
   if (headlineTitle) value.title = headlineTitle;
   const head = el("span", "measure-head");
   const chip = KIND_CHIPS[kind];
-  if (chip) head.append(el("span", "chip", chip));
-  head.append(el("span", "measure-label", str(r.label) ?? "(unnamed)"));
-  if (r.dispatch_only === true) head.append(el("span", "chip chip-warn", "dispatch only"));
-  if (r.donated === true) head.append(el("span", "chip", "donated"));
+  if (chip) {
+    // The timer's own name, as typed: not a word to translate.
+    const name = el("span", "chip", chip);
+    name.translate = false;
+    head.append(name);
+  }
+  const label = str(r.label);
+  head.append(label ? asName(el("span", "measure-label", label)) : el("span", "measure-label", t("(unnamed)")));
+  if (r.dispatch_only === true) head.append(el("span", "chip chip-warn", t("dispatch only")));
+  if (r.donated === true) head.append(el("span", "chip", t("donated")));
   head.append(value);
   const item = el("li", "measure", head);
   if (details.length) {
@@ -154,8 +161,8 @@ function peakShares(r: TimingSingle): [string, number][] {
   const name = str(r.peak?.name);
   const bandwidth = num(r.bandwidth_share);
   const flops = num(r.flops_share);
-  if (bandwidth !== null) out.push([`of ${name ?? "peak"} bandwidth`, bandwidth]);
-  if (flops !== null) out.push([`of ${name ?? "peak"} FLOP/s`, flops]);
+  if (bandwidth !== null) out.push([name ? t("of {device} bandwidth", { device: name }) : t("of peak bandwidth"), bandwidth]);
+  if (flops !== null) out.push([name ? t("of {device} FLOP/s", { device: name }) : t("of peak FLOP/s"), flops]);
   return out;
 }
 
@@ -188,21 +195,23 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
   const baseline = str(data.baseline) ?? str(rows[0]?.label) ?? null;
 
   const card = el("section", "card timing-card comparison");
-  const title = el("h2", "card-title", str(data.label) ?? "Comparison");
-  const sub = el("span", "card-sub", baseline ? `speed-up against ${baseline}` : "");
+  const title = el("h2", "card-title", str(data.label) ?? t("Comparison"));
+  const sub = el("span", "card-sub", baseline ? t("speed-up against {baseline}", { baseline }) : "");
   card.append(el("header", "card-header", title, sub));
   const note = str(data.note);
   if (note) card.append(el("p", "card-note", note));
   card.append(barChart(rows, speedOf));
 
   const columns: Column<TimingRow>[] = [
-    { head: "", cell: (r) => str(r.label) ?? "(unnamed)", className: "cell-label" },
-    { head: "median", cell: (r) => ms(r.median_ms), className: "cell-num cell-main" },
-    { head: "± std", cell: (r) => ms(r.std_ms), className: "cell-num" },
-    { head: "min", cell: (r) => ms(r.min_ms), className: "cell-num" },
+    { head: "", cell: (r) => str(r.label) ?? t("(unnamed)"), className: "cell-label" },
+    { head: t("median"), cell: (r) => ms(r.median_ms), className: "cell-num cell-main" },
+    { head: t("± std"), cell: (r) => ms(r.std_ms), className: "cell-num" },
+    { head: t("min"), cell: (r) => ms(r.min_ms), className: "cell-num" },
     {
-      head: "speed-up",
-      title: `Median time of ${baseline ?? "the first row"} divided by this one's`,
+      head: t("speed-up"),
+      title: baseline
+        ? t("Median time of {baseline} divided by this one's", { baseline })
+        : t("Median time of the first row divided by this one's"),
       cell: (r) => {
         const s = speedOf(r);
         return s === null ? null : speedup(s);
@@ -211,7 +220,7 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
     },
     {
       head: "GFLOP/s",
-      title: "Floating-point operations per call (XLA's cost analysis) ÷ median time",
+      title: t("Floating-point operations per call (XLA's cost analysis) ÷ median time"),
       cell: (r) => {
         const v = num(r.gflops);
         return v === null ? null : rate(v);
@@ -220,7 +229,7 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
     },
     {
       head: "GB/s",
-      title: "Bytes accessed per call (XLA's cost analysis) ÷ median time",
+      title: t("Bytes accessed per call (XLA's cost analysis) ÷ median time"),
       cell: (r) => {
         const v = num(r.gbs);
         return v === null ? null : rate(v);
@@ -228,8 +237,8 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
       className: "cell-num",
     },
     {
-      head: "of peak",
-      title: "Share of the device's peak memory bandwidth",
+      head: t("of peak"),
+      title: t("Share of the device's peak memory bandwidth"),
       cell: (r) => {
         const v = num(r.bandwidth_share);
         return v === null ? null : percent(v);
@@ -242,10 +251,10 @@ function comparisonCard(data: Record<string, unknown>): HTMLElement {
   // NumPy and un-jitted JAX have no cost analysis: their rates borrow a jitted row's counts.
   const borrowed = rows.filter((r) => str(r.cost_from) && r.cost_from !== r.label && (num(r.gbs) ?? num(r.gflops)) !== null);
   if (borrowed.length) {
-    const names = borrowed.map((r) => str(r.label) ?? "?").join(", ");
+    const names = borrowed.map((r) => str(r.label) ?? "?").join(t(", "));
     const donor = str(borrowed[0].cost_from)!;
     card.append(
-      el("p", "card-foot", `GFLOP/s and GB/s of ${names} count the work of ${donor} (from XLA's cost analysis): the same computation, done another way.`),
+      el("p", "card-foot", t("GFLOP/s and GB/s of {names} count the work of {donor} (from XLA's cost analysis): the same computation, done another way.", { names, donor })),
     );
   }
   return card;
@@ -282,30 +291,31 @@ function barChart(rows: TimingRow[], speedOf: (r: TimingRow) => number | null): 
         track.append(tick);
       }
       track.title = [
-        `median ${duration(median)}`,
+        t("median {time}", { time: duration(median) }),
         std !== null ? `± ${duration(std)}` : "",
-        min !== null ? `min ${duration(min)}` : "",
+        min !== null ? t("min {time}", { time: duration(min) }) : "",
       ].filter(Boolean).join(" · ");
     }
     const value = el("span", "bar-value", median !== null ? duration(median) : "—");
-    const speed = el("span", "bar-speedup", i === 0 ? "baseline" : s !== null ? speedup(s) : "");
+    const speed = el("span", "bar-speedup", i === 0 ? t("baseline") : s !== null ? speedup(s) : "");
     if (i > 0 && s !== null) speed.dataset.trend = s >= 1.05 ? "faster" : s <= 0.95 ? "slower" : "same";
-    const name = el("span", "bar-label", label);
+    const name = asName(el("span", "bar-label", label));
     name.title = label;
     chart.append(name, track, value, speed);
-    summary.push(`${label}: ${median !== null ? duration(median) : "no time"}${i > 0 && s !== null ? ` (${speedup(s)})` : ""}`);
+    const time = median !== null ? duration(median) : t("no time");
+    summary.push(i > 0 && s !== null ? t("{label}: {time} ({speedup})", { label, time, speedup: speedup(s) }) : t("{label}: {time}", { label, time }));
   });
   chart.setAttribute("role", "img");
-  chart.setAttribute("aria-label", `Median times: ${summary.join("; ")}`);
+  chart.setAttribute("aria-label", t("Median times: {list}", { list: summary.join(t("; ")) }));
   const legend = el(
     "p",
     "bar-legend",
     el("span", "legend-bar"),
-    "median",
+    t("median"),
     el("span", "legend-whisker"),
-    "± 1 std",
+    t("± 1 std"),
     el("span", "legend-min"),
-    "min",
+    t("min"),
   );
   return el("div", "bar-figure", chart, legend);
 }
@@ -346,7 +356,7 @@ function ms(value: unknown): string | null {
 /** A timing of a kind this page does not know yet: its fields as they are. */
 function genericCard(data: Record<string, unknown>): HTMLElement {
   const card = el("section", "card timing-card");
-  card.append(el("header", "card-header", el("h2", "card-title", str(data.label) ?? "Timing"), el("span", "card-sub", str(data.kind) ?? "")));
+  card.append(el("header", "card-header", el("h2", "card-title", str(data.label) ?? t("Timing")), el("span", "card-sub", str(data.kind) ?? "")));
   const dl = el("dl", "kv");
   for (const [key, value] of Object.entries(data)) {
     if (["seq", "ts", "type", "label", "kind", "text"].includes(key)) continue;

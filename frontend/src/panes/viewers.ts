@@ -1,5 +1,6 @@
 // Read-only Monaco views of compiled code: one plain viewer and one diff viewer, created on first
 // use and reused for every entry (a model per text, dropped with the run).
+import { t } from "../i18n";
 import { registerLanguages } from "../languages";
 import { MONO_FONT, monaco } from "../monaco";
 
@@ -39,6 +40,7 @@ export class TextViewer {
   private readonly models = new Map<string, monaco.editor.ITextModel>();
   private readonly maps = new Map<monaco.editor.ITextModel, LineMap>();
   private decorations: monaco.editor.IEditorDecorationsCollection | null = null;
+  private marked: monaco.editor.IEditorDecorationsCollection | null = null;
   private hovered: number | null = null;
 
   /** Called with the snippet line under the pointer or the cursor (null: none). */
@@ -58,6 +60,7 @@ export class TextViewer {
     if (!this.editor) {
       this.editor = this.create(model);
     } else if (this.editor.getModel() !== model) {
+      this.marked?.clear();
       this.editor.setModel(model);
       this.editor.setScrollPosition({ scrollTop: 0, scrollLeft: 0 });
     }
@@ -96,6 +99,26 @@ export class TextViewer {
     }
   }
 
+  /** Scrolls line `line` (1-based) of the text shown to the middle and marks it, until another
+   *  text is shown or another line marked. */
+  markLine(line: number): void {
+    const editor = this.editor;
+    if (!editor || !this.marked) return;
+    const reveal = () => {
+      editor.revealLineInCenter(line);
+      editor.setPosition({ lineNumber: line, column: 1 });
+    };
+    this.marked.set([{ range: new monaco.Range(line, 1, line, 1), options: { isWholeLine: true, className: "marked-line" } }]);
+    reveal();
+    // A viewer just shown is laid out in the next frame: the line goes to the middle again then.
+    requestAnimationFrame(reveal);
+  }
+
+  /** The line marked by markLine (0: none), for tests. */
+  markedLine(): number {
+    return this.marked?.getRanges()[0]?.startLineNumber ?? 0;
+  }
+
   /** The text now shown, as Monaco holds it (for tests and copy). */
   text(): string {
     return this.editor?.getModel()?.getValue() ?? "";
@@ -113,9 +136,10 @@ export class TextViewer {
     const editor = monaco.editor.create(this.container, {
       ...COMMON,
       model,
-      ariaLabel: "Compiled code (read-only)",
+      ariaLabel: t("Compiled code (read-only)"),
     });
     this.decorations = editor.createDecorationsCollection();
+    this.marked = editor.createDecorationsCollection();
     const sourceOf = (lineNumber: number | undefined): number | null => {
       const current = editor.getModel();
       const map = current ? this.maps.get(current) : undefined;
@@ -161,12 +185,12 @@ export class DiffViewer {
         renderOverviewRuler: false,
         ignoreTrimWhitespace: false,
         diffWordWrap: "off",
-        ariaLabel: "Difference between two compiled texts (read-only)",
+        ariaLabel: t("Difference between two compiled texts (read-only)"),
       });
       // Each side's own name, read where the focus lands (the diff editor's options for these
       // do not reach its two editors' text areas).
-      this.editor.getOriginalEditor().updateOptions({ ariaLabel: "Compiled text on the left (read-only)" });
-      this.editor.getModifiedEditor().updateOptions({ ariaLabel: "Compiled text on the right (read-only)" });
+      this.editor.getOriginalEditor().updateOptions({ ariaLabel: t("Compiled text on the left (read-only)") });
+      this.editor.getModifiedEditor().updateOptions({ ariaLabel: t("Compiled text on the right (read-only)") });
     }
     const original = monaco.editor.createModel(left, language);
     const modified = monaco.editor.createModel(right, language);

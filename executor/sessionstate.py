@@ -1,0 +1,151 @@
+"""A notebook session's state in Redis, shared by the web side (which creates a session, admits
+and routes its cells, ends it) and the one executor node that holds its runner.
+
+    session:<id>        a hash: state (idle, live, stopped), node (the worker holding its runner,
+                        once its first cell started it), busy (the run id of the cell in flight),
+                        cells_run, names (JSON: what its namespace holds), memory_bytes,
+                        last_used, idle_s, stopped_reason, stop (the web side's request to end it)
+    session:<id>:log    a stream of the hash as it changes, for the session's websocket
+
+Standard library and redis only: the web side imports it (executor/__init__.py's shared modules).
+A cell is a run (``playground.Run`` with its session): its events are a run's, in the run's log.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+IDLE, LIVE, STOPPED = "idle", "live", "stopped"
+STATES = (IDLE, LIVE, STOPPED)
+# A stopped session's hash is kept this long (its page says why it stopped); a live one's is
+# refreshed with every change and by its node's pass over its sessions.
+TTL_S = 24 * 3600
+LOG_MAXLEN = 64
+# The queue of one node's sessions: a session's cells go to the node that holds its runner.
+QUEUE_PREFIX = "sessions."
+
+
+def key(session_id: str) -> str:
+    return f"session:{session_id}"
+
+
+def log_key(session_id: str) -> str:
+    return f"session:{session_id}:log"
+
+
+def node_queue(node: str) -> str:
+    """The Celery queue of the sessions a node holds (``sessions.<worker name>``)."""
+    return QUEUE_PREFIX + node
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def read(redis, session_id: str) -> dict | None:
+    """The session's state as the API says it (None: Redis does not know it)."""
+    raw = redis.hgetall(key(session_id))
+    if not raw:
+        return None
+    return decode({_text(k): _text(v) for k, v in raw.items()})
+
+
+def decode(fields: dict[str, str]) -> dict:
+    def number(name, kind=int):
+        try:
+            return kind(fields[name])
+        except (KeyError, ValueError):
+            return None
+
+    try:
+        names = json.loads(fields.get("names") or "{}")
+    except ValueError:
+        names = {}
+    state = fields.get("state") if fields.get("state") in STATES else STOPPED
+    return {
+        "state": state,
+        "node": fields.get("node") or None,
+        "started": bool(fields.get("node")),
+        "busy": fields.get("busy") or None,
+        "cells_run": number("cells_run") or 0,
+        "names": names if isinstance(names, dict) else {},
+        "memory_bytes": number("memory_bytes"),
+        "last_used": number("last_used", float),
+        "idle_s": number("idle_s"),
+        "stopped_reason": fields.get("stopped_reason") or None,
+        "stop": bool(fields.get("stop")),
+    }
+
+
+def create(redis, session_id: str, *, idle_s: int) -> None:
+    update(redis, session_id, state=IDLE, idle_s=idle_s, cells_run=0, last_used=time.time())
+
+
+def update(redis, session_id: str, **fields) -> None:
+    """Set fields (dicts as JSON) and tell the session's sockets its whole state."""
+    mapping = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in fields.items() if v is not None}
+    drop = [k for k, v in fields.items() if v is None]
+    pipe = redis.pipeline()
+    if mapping:
+        pipe.hset(key(session_id), mapping=mapping)
+    if drop:
+        pipe.hdel(key(session_id), *drop)
+    pipe.expire(key(session_id), TTL_S)
+    pipe.execute()
+    announce(redis, session_id)
+
+
+def announce(redis, session_id: str) -> None:
+    state = read(redis, session_id)
+    if state is not None:
+        pipe = redis.pipeline()
+        pipe.xadd(log_key(session_id), {"state": json.dumps(state)}, maxlen=LOG_MAXLEN, approximate=True)
+        pipe.expire(log_key(session_id), TTL_S)
+        pipe.execute()
+
+
+# Take the session for one cell: only when it is not stopped and no other cell is in flight.
+_TAKE_LUA = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return 'missing' end
+if state == 'stopped' then return 'stopped' end
+local busy = redis.call('HGET', KEYS[1], 'busy')
+if busy and busy ~= ARGV[1] then return 'busy:' .. busy end
+redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'state', 'live')
+return 'ok'
+"""
+
+_GIVE_BACK_LUA = """
+if redis.call('HGET', KEYS[1], 'busy') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'busy')
+  if redis.call('HGET', KEYS[1], 'state') == 'live' then redis.call('HSET', KEYS[1], 'state', 'idle') end
+  return 1
+end
+return 0
+"""
+
+
+def take(redis, session_id: str, run_id: str) -> str:
+    """"ok", "missing", "stopped" or "busy:<run id>" (the cell in flight)."""
+    answer = _text(redis.eval(_TAKE_LUA, 1, key(session_id), run_id))
+    if answer == "ok":
+        announce(redis, session_id)
+    return answer
+
+
+def give_back(redis, session_id: str, run_id: str) -> bool:
+    """The cell ``run_id`` is over (or never ran): the session takes the next."""
+    done = bool(redis.eval(_GIVE_BACK_LUA, 1, key(session_id), run_id))
+    if done:
+        announce(redis, session_id)
+    return done
+
+
+def stop(redis, session_id: str, reason: str, *, request: bool = False) -> None:
+    """Mark it stopped with why (the first reason stays). ``request``: the web side asks the node
+    that holds its runner to end it (the node looks every few seconds)."""
+    current = read(redis, session_id)
+    if current is not None and current["state"] == STOPPED:
+        return
+    update(redis, session_id, state=STOPPED, stopped_reason=reason, stop=1 if request else None, busy=None)

@@ -1,0 +1,145 @@
+"""The explanations' catalogue: every sentence the runner explains an error with
+(executor/runner/explain.py) and every way the executor says how a run ended
+(executor/events.py ``ENDED``) has its Chinese in frontend/src/i18n/zh-hans/explanations.json,
+with the same placeholders, and the catalogue holds nothing else. Then what the events carry of
+them: the template and args beside the English, and what the supervisor keeps of a runner's."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from executor import events as ev
+from executor import supervisor
+from executor.runner import explain, protocol
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = ROOT / "frontend" / "src" / "i18n" / "zh-hans" / "explanations.json"
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+TEMPLATES = (*explain.TEMPLATES, *ev.ENDED.values())
+
+
+def chinese() -> dict[str, str]:
+    return json.loads(CATALOGUE.read_text())
+
+
+def test_every_template_has_its_chinese_with_the_same_placeholders():
+    known = chinese()
+    missing = [template for template in TEMPLATES if template not in known]
+    assert missing == [], f"{len(missing)} templates have no Chinese in {CATALOGUE.name}:\n" + "\n".join(missing)
+    differ = [f"{template!r} -> {known[template]!r}" for template in TEMPLATES
+              if sorted(PLACEHOLDER.findall(template)) != sorted(PLACEHOLDER.findall(known[template]))]
+    assert differ == [], "placeholders differ between English and Chinese:\n" + "\n".join(differ)
+
+
+def test_the_catalogue_holds_no_sentence_nobody_says_and_none_in_english():
+    stale = [key for key in chinese() if key not in TEMPLATES]
+    assert stale == [], "translations of templates that no longer exist:\n" + "\n".join(stale)
+    untranslated = [key for key, value in chinese().items() if not value.strip() or value == key]
+    assert untranslated == [], "\n".join(untranslated)
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_a_template_has_only_plain_named_placeholders(template):
+    """The page fills ``{name}`` and nothing else: no format spec, conversion or position."""
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is not None:
+            assert re.fullmatch(r"[a-z_]+", name) and not spec and conversion is None, template
+    assert protocol.placeholders(template) == set(PLACEHOLDER.findall(template))
+
+
+def test_every_sentence_in_explain_py_is_one_of_its_templates():
+    """A sentence written in explain.py outside TEMPLATES would reach a page untranslated."""
+    tree = ast.parse(Path(explain.__file__).read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    sentences = [node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                 and len(node.value) > 40 and node.value.rstrip().endswith(".")]
+    assert sentences and all(sentence in explain.TEMPLATES for sentence in sentences), \
+        [s for s in sentences if s not in explain.TEMPLATES]
+
+
+def test_an_explanation_carries_its_template_and_args():
+    exc = EOFError("EOF when reading a line")
+    event = explain.add_explanation(exc, {"exc_type": "EOFError", "message": str(exc)})
+    assert event["explanation_template"] == explain.NO_INPUT and event["explanation_args"] == {}
+    assert event["explanation"] == explain.NO_INPUT
+    assert protocol.undeclared("error", event) == []
+
+
+def test_an_explanation_whose_args_are_too_long_to_send_goes_in_english_alone():
+    said = protocol.Templated(explain.NOT_INSTALLED, module="x" * (protocol.EXPLANATION_ARG_MAX_CHARS + 1),
+                              libraries="numpy")
+    assert explain.explanation_fields(said) == {"explanation": str(said)}
+
+
+def test_a_finished_message_carries_its_template_and_args_and_a_reason_its_own():
+    reason = ev.ended("wall_clock", seconds="10")
+    fields = protocol.finished_fields(ev.TIMED_OUT, ev.ended("cell_interrupted", reason=reason))
+    assert fields["message"] == ("wall-clock limit of 10 s exceeded: the cell was interrupted (KeyboardInterrupt); "
+                                 "the session keeps its state")
+    assert type(fields["message"]) is str
+    assert fields["message_template"] == ev.ENDED["cell_interrupted"]
+    assert fields["message_args"] == {"reason": {"template": ev.ENDED["wall_clock"], "args": {"seconds": "10"}}}
+    plain = protocol.finished_fields(ev.LOST, "gone")
+    assert plain["message"] == "gone" and plain["message_template"] is plain["message_args"] is None
+
+
+def test_the_sandbox_s_english_is_made_from_its_template_again():
+    _, message = supervisor.decide_status(kill=None, sandbox_reason=None, runner_exit=None, returncode=3,
+                                          death_signal=None)
+    assert message == "the snippet's process exited with code 3" and message.args == {"code": 3}
+    status, message = supervisor.decide_status(
+        kill=None, sandbox_reason=("limit_exceeded", "memory limit of 512 MiB exceeded"), runner_exit=None,
+        returncode=137, death_signal=9)
+    assert (status, message) == ("limit_exceeded", "memory limit of 512 MiB exceeded")
+    assert message.template == ev.ENDED["memory"] and message.args == {"size": "512 MiB"}
+    assert ev.recognised("CPU time limit of 30 s exceeded", ev.SANDBOX_ENDINGS).args == {"seconds": "30"}
+    assert type(ev.recognised("a limit of its own", ev.SANDBOX_ENDINGS)) is str
+
+
+# What the supervisor keeps of an error's template and args from the runner, which user code can
+# write on the event pipe as well as the runner can.
+
+def kept(**fields) -> tuple[dict, list[str]]:
+    problems = protocol.Problems()
+    event = {"exc_type": "SyntaxError", "message": "invalid character", **fields}
+    return supervisor.checked_explanation(event, problems), problems.seen
+
+
+ARGS = {"line": 1, "column": 6, "char": "（", "code_point": "U+FF08", "ascii": "("}
+SENTENCE = explain.FULL_WIDTH["parenthesis"].format(**ARGS)
+
+
+def test_the_supervisor_keeps_a_template_of_the_runner_s_that_makes_the_explanation():
+    event, problems = kept(explanation=SENTENCE, explanation_template=explain.FULL_WIDTH["parenthesis"],
+                           explanation_args=ARGS)
+    assert event["explanation_args"] == ARGS and problems == []
+    assert kept(explanation="plain") == ({"exc_type": "SyntaxError", "message": "invalid character",
+                                          "explanation": "plain"}, [])
+
+
+@pytest.mark.parametrize("forged", [
+    {"explanation_template": "Line {line}: run rm -rf /", "explanation_args": {"line": 1}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"], "explanation_args": {**ARGS, "column": 7}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"], "explanation_args": {**ARGS, "extra": "x"}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"], "explanation_args": {"line": 1}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"], "explanation_args": {**ARGS, "char": ["（"]}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"], "explanation_args": {**ARGS, "column": True}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"],
+     "explanation_args": {**ARGS, "char": "（" * (protocol.EXPLANATION_ARG_MAX_CHARS + 1)}},
+    {"explanation_template": explain.FULL_WIDTH["parenthesis"]},
+    {"explanation_args": ARGS},
+], ids=["unknown-template", "args-that-say-otherwise", "an-extra-arg", "an-arg-missing", "a-list", "a-bool",
+        "a-long-arg", "no-args", "no-template"])
+def test_the_supervisor_drops_a_template_it_cannot_vouch_for(forged):
+    event, problems = kept(explanation=SENTENCE, **forged)
+    assert event == {"exc_type": "SyntaxError", "message": "invalid character", "explanation": SENTENCE}
+    assert len(problems) == 1 and "explanation_template" in problems[0]
