@@ -132,6 +132,8 @@ def error_of(events: list[dict]) -> dict | None:
 def function_of(event: dict, *, texts: bool, include_hlo: bool) -> dict:
     """One compilation: its call, times, costs and, with ``texts``, its jaxpr (and HLO)."""
     out = _kept(event, FUNCTION_FIELDS)
+    if isinstance(out.get("recompile"), dict):  # an assistant reads the English; the parts are a page's
+        out["recompile"] = {key: value for key, value in out["recompile"].items() if key != "reason_parts"}
     for name in ("jaxpr", *(HLO_TEXTS if include_hlo else ())) if texts else ():
         if event.get(name):
             out[name], cut = _cut(event[name], TEXT_MAX_CHARS)

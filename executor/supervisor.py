@@ -34,7 +34,7 @@ from collections.abc import Callable
 from . import events as ev
 from .compilecache import RunLookups
 from .graded_run import GradedRun, write_all
-from .runner import explain, protocol
+from .runner import explain, notebook, protocol, recompile
 from .runner.compilecache import MAX_REPORTED
 from .sandbox import Launcher, Limits, human_bytes
 
@@ -255,6 +255,83 @@ def checked_explanation(fields: dict, problems: protocol.Problems) -> dict:
         return {**fields, "explanation_template": template, "explanation_args": args}
     problems.add("error: an explanation_template that is not the runner's, or whose args do not make the "
                  "explanation (dropped)")
+    return fields
+
+
+# The sentences a compilation's reason and warning, and a measurement's notes, may be made from
+# (runner/recompile.py, runner/notebook.py).
+_RUNNER_SENTENCES = frozenset((*recompile.TEMPLATES, *notebook.TEMPLATES))
+
+
+def _said(part, depth: int = 0) -> str | None:
+    """A part's sentence ({"template", "args"}, an arg a number, a short text or a part of its
+    own) when its template is the runner's and its args exactly its placeholders; else None."""
+    template, args = (part.get("template"), part.get("args")) if isinstance(part, dict) else (None, None)
+    if not (template in _RUNNER_SENTENCES and isinstance(args, dict) and set(args) == protocol.placeholders(template)):
+        return None
+    filled = {}
+    for name, value in args.items():
+        filled[name] = _said(value, depth + 1) if isinstance(value, dict) and depth < 2 else \
+            (value if _plain_arg(value) else None)
+        if filled[name] is None:
+            return None
+    return template.format(**filled)
+
+
+def _filled(parts) -> list[str] | None:
+    """Each part's sentence, or None unless every one is the runner's."""
+    if not isinstance(parts, list) or not parts:
+        return None
+    said = [_said(part) for part in parts]
+    return None if None in said else said
+
+
+def _clean_parts(parts: list[dict]) -> list[dict]:
+    return [{"template": part["template"], "args": part["args"]} for part in parts]
+
+
+def checked_recompile_parts(fields: dict, problems: protocol.Problems) -> dict:
+    """A compiled event's reason and warning go with the sentences they were made from (which a page
+    says in its reader's language) only when those are the runner's and make the English sent."""
+    dropped = False
+    recompiled = fields.get("recompile")
+    if isinstance(recompiled, dict) and "reason_parts" in recompiled:
+        recompiled = dict(recompiled)
+        parts = recompiled.pop("reason_parts")
+        reasons = _filled(parts)
+        if reasons is not None and recompiled.get("reason") == recompile.COMPILED_AGAIN.format(
+                name=fields.get("name"), count=recompiled.get("count"), reasons="; ".join(reasons)):
+            recompiled["reason_parts"] = _clean_parts(parts)
+        else:
+            dropped = dropped or parts is not None
+        fields = {**fields, "recompile": recompiled}
+    if "warning_parts" in fields:
+        fields = dict(fields)
+        parts = fields.pop("warning_parts")
+        warning = _filled(parts)
+        if warning is not None and fields.get("warning") == " ".join(warning):
+            fields["warning_parts"] = _clean_parts(parts)
+        else:
+            dropped = dropped or parts is not None
+    if dropped:
+        problems.add("compiled: reason_parts or warning_parts that are not the runner's, or that do not make "
+                     "the English sent (dropped)")
+    return fields
+
+
+def checked_notes_parts(fields: dict, problems: protocol.Problems) -> dict:
+    """A measurement's notes go with the sentences each was made from only when those are the
+    runner's and make each note sent."""
+    if "notes_parts" not in fields:
+        return fields
+    fields = dict(fields)
+    parts, notes = fields.pop("notes_parts"), fields.get("notes")
+    said = [_filled(note) for note in parts] if isinstance(parts, list) else None
+    if said is not None and isinstance(notes, list) and len(said) == len(notes) and all(
+            sentences is not None and " ".join(sentences) == note for sentences, note in zip(said, notes)):
+        fields["notes_parts"] = [_clean_parts(note) for note in parts]
+    elif parts is not None:
+        problems.add("timing: notes_parts that are not the runner's, or that do not make the notes sent (dropped)")
     return fields
 
 
@@ -508,6 +585,10 @@ class Supervision:
         elif (fields := protocol.rebuild(type_, message, self.problems)) is not None:
             if type_ == ev.ERROR:
                 fields = checked_explanation(fields, self.problems)
+            elif type_ == ev.COMPILED:
+                fields = checked_recompile_parts(fields, self.problems)
+            elif type_ == ev.TIMING:
+                fields = checked_notes_parts(fields, self.problems)
             # A profiled run's larger allowance is its trace's: its events are held to the cap.
             self.logged_bytes += len(line)
             if self.logged_bytes > EVENT_BYTES_CAP and not draining:

@@ -306,7 +306,8 @@ def _emit(computation, info: dict, executable, compile_s: float, cached: bool = 
         "memory": texts.memory(xla_exe),
         "compiles": count,
         "recompile": recompiled,
-        "warning": warning,
+        "warning": " ".join(warning) if warning else None,
+        "warning_parts": recompile.parts(warning) if warning else None,
     }
     if cached:  # loaded from the node's compile cache: compile_ms is the load
         fields["cached"] = True

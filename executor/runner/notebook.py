@@ -436,26 +436,77 @@ def _dispatch_only(stmt: _Statement, value) -> bool:
     return stmt.is_expr and not stmt.blocking and _contains_jax_array(value)
 
 
-def _dispatch_note(stmt: _Statement, value, number: int = 1, queued_s: float = 0.0) -> str | None:
-    if _dispatch_only(stmt, value):
-        queue = ""
-        if queued_s >= 0.001:
-            queue = (f" Each repeat's {number:,} call{'s' if number != 1 else ''} then kept the device busy "
-                     f"for {common.format_time(queued_s)} more, which %timeit waited for between repeats "
-                     f"without counting it.")
-        return (f"Note: `{stmt.text}` returns a JAX array without waiting for it, so this timed "
-                f"only the dispatch (JAX computes asynchronously).{queue} Time "
-                f"`{_blocking_form(stmt.text)}` to include the computation.")
-    return None
+# The sentences of a measurement's notes: templates with named args, sent beside the English so
+# that a page says them in its reader's language (as recompile.py's reasons are).
+DISPATCH_ONLY = ("Note: `{statement}` returns a JAX array without waiting for it, so this timed only the "
+                 "dispatch (JAX computes asynchronously).")
+QUEUED_ONE = ("Each repeat's call then kept the device busy for {time} more, which %timeit waited for "
+              "between repeats without counting it.")
+QUEUED = ("Each repeat's {number} calls then kept the device busy for {time} more, which %timeit waited "
+          "for between repeats without counting it.")
+TIME_BLOCKING = "Time `{blocking}` to include the computation."
+NOT_WAITED = ("Note: the value is a JAX array that was not waited for, so this timed only the dispatch "
+              "(JAX computes asynchronously). Add .block_until_ready() to include the computation.")
+COMPILED_ONE = ("Note: {name} was compiled while timing ({ms} ms), in the first loop: the mean and the "
+                "spread include it.")
+COMPILED_MANY = ("Note: {count} functions were compiled while timing ({ms} ms), in the first loop: the "
+                 "mean and the spread include it.")
+COMPILED_ONE_TIME = "Note: {name} was compiled while timing ({ms} ms): the time includes it."
+COMPILED_MANY_TIME = "Note: {count} functions were compiled while timing ({ms} ms): the time includes it."
+LEAVE_COMPILATION_OUT = "Call it once before timing to leave compilation out."
+STOPPED_ONE = "Note: stopped after {done} of 1 repeat: {why}."
+STOPPED = "Note: stopped after {done} of {asked} repeats: {why}."
+BUDGET = "%timeit spends at most {seconds} s"
+TIME_LIMIT_NEAR = "the run's time limit is near"
+FEWER = "Time fewer loops with -n and -r, or a smaller input."
+
+TEMPLATES = (DISPATCH_ONLY, QUEUED_ONE, QUEUED, TIME_BLOCKING, NOT_WAITED, COMPILED_ONE, COMPILED_MANY,
+             COMPILED_ONE_TIME, COMPILED_MANY_TIME, LEAVE_COMPILATION_OUT, STOPPED_ONE, STOPPED, BUDGET,
+             TIME_LIMIT_NEAR, FEWER)
+
+Note = list  # of Templated sentences; its English is them joined by a space
 
 
-def _stopped_note(reason: str | None, done: int, asked: int) -> str | None:
+def note_text(note: Note) -> str:
+    return " ".join(note)
+
+
+def notes_fields(notes: list[Note]) -> dict:
+    """A timing event's notes: the English, and each note's sentences as {"template", "args"}
+    (none when an arg is too long to send: then the English alone)."""
+    from .protocol import EXPLANATION_ARG_MAX_CHARS
+
+    fields = {"notes": [note_text(note) for note in notes]}
+    if notes and all(len(str(value)) <= EXPLANATION_ARG_MAX_CHARS
+                     for note in notes for said in note for value in said.args.values()):
+        fields["notes_parts"] = [[{"template": said.template, "args": said.json_args()} for said in note]
+                                 for note in notes]
+    return fields
+
+
+def _dispatch_note(stmt: _Statement, value, number: int = 1, queued_s: float = 0.0) -> Note | None:
+    from .protocol import Templated
+
+    if not _dispatch_only(stmt, value):
+        return None
+    note = [Templated(DISPATCH_ONLY, statement=stmt.text)]
+    if queued_s >= 0.001:
+        time_ = common.format_time(queued_s)
+        note.append(Templated(QUEUED_ONE, time=time_) if number == 1 else
+                    Templated(QUEUED, number=f"{number:,}", time=time_))
+    note.append(Templated(TIME_BLOCKING, blocking=_blocking_form(stmt.text)))
+    return note
+
+
+def _stopped_note(reason: str | None, done: int, asked: int) -> Note | None:
+    from .protocol import Templated
+
     if reason is None:
         return None
-    why = (f"%timeit spends at most {TIMEIT_BUDGET_S:g} s" if reason == "budget"
-           else "the run's time limit is near")
-    return (f"Note: stopped after {done} of {asked} repeat{'s' if asked != 1 else ''}: {why}. "
-            f"Time fewer loops with -n and -r, or a smaller input.")
+    why = Templated(BUDGET, seconds=f"{TIMEIT_BUDGET_S:g}") if reason == "budget" else Templated(TIME_LIMIT_NEAR)
+    stopped = Templated(STOPPED_ONE, done=done, why=why) if asked == 1 else \
+        Templated(STOPPED, done=done, asked=asked, why=why)
+    return [stopped, Templated(FEWER)]
 
 
 def _blocking_form(text: str) -> str:
@@ -464,18 +515,22 @@ def _blocking_form(text: str) -> str:
         f"jax.block_until_ready({text})"
 
 
-def _compile_note(before: tuple[int, float]) -> str | None:
+def _compile_note(before: tuple[int, float], *, timeit_: bool = True) -> Note | None:
+    """What compiled while timing: for %timeit in its first loop (the mean and spread include it),
+    for %time in the time."""
     from . import capture
+    from .protocol import Templated
 
     count, seconds = capture.compile_counts()
-    if count > before[0]:
-        n = count - before[0]
-        name = capture.stats.last_user or "a function"
-        what = f"{name} was compiled" if n == 1 else f"{n} functions were compiled"
-        return (f"Note: {what} while timing ({(seconds - before[1]) * 1000:.0f} ms), in the first "
-                f"loop: the mean and the spread include it. Call it once before timing to leave "
-                f"compilation out.")
-    return None
+    if count <= before[0]:
+        return None
+    n, ms = count - before[0], f"{(seconds - before[1]) * 1000:.0f}"
+    if n == 1:
+        said = Templated(COMPILED_ONE if timeit_ else COMPILED_ONE_TIME,
+                         name=capture.stats.last_user or "a function", ms=ms)
+    else:
+        said = Templated(COMPILED_MANY if timeit_ else COMPILED_MANY_TIME, count=n, ms=ms)
+    return [said, Templated(LEAVE_COMPILATION_OUT)]
 
 
 def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, cell: str | None = None,
@@ -543,7 +598,7 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
     notes = [n for n in (_dispatch_note(stmt, value, number, statistics.median(queued_s)),
                          _compile_note(before), _stopped_note(stopped, len(all_runs), repeat)) if n]
     if not quiet:
-        print("\n".join(lines + notes), flush=True)
+        print("\n".join(lines + [note_text(note) for note in notes]), flush=True)
     common.send(
         "timing",
         kind="timeit",
@@ -560,7 +615,7 @@ def timeit(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *, ce
         text=str(result),
         blocked=stmt.blocking,
         dispatch_only=_dispatch_only(stmt, value),
-        notes=notes,
+        **notes_fields(notes),
     )
     return result if want_result else None
 
@@ -595,19 +650,18 @@ def time_magic(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *
         f"total: {common.format_time(user + system)}",
         f"Wall time: {common.format_time(wall)}",
     ]
-    notes = []
+    notes: list[Note] = []
     if last is not None and not _is_blocking(last.value) and _contains_jax_array(value):
-        notes.append("Note: the value is a JAX array that was not waited for, so this timed only "
-                     "the dispatch (JAX computes asynchronously). Add .block_until_ready() to "
-                     "include the computation.")
-    if (n := _compile_note(before)):
-        notes.append(n.replace(" in the first loop: the mean and the spread include it.", ": "
-                               "the time includes it."))
-    print("\n".join(lines + notes), flush=True)
+        from .protocol import Templated
+
+        notes.append([Templated(NOT_WAITED)])
+    if (note := _compile_note(before, timeit_=False)):
+        notes.append(note)
+    print("\n".join(lines + [note_text(note) for note in notes]), flush=True)
     common.send("timing", kind="time", label=strip_comment(text)[:200], line=lineno, repeats=1, loops=1,
                 wall_ms=common.ms(wall, 6), mean_ms=common.ms(wall, 6), min_ms=common.ms(wall, 6),
                 median_ms=common.ms(wall, 6), std_ms=0.0, cpu_user_ms=common.ms(user, 6),
-                cpu_sys_ms=common.ms(system, 6), text="\n".join(lines), notes=notes)
+                cpu_sys_ms=common.ms(system, 6), text="\n".join(lines), **notes_fields(notes))
     if cell is not None:
         return None if value is None else _CellValue(value)
     return value

@@ -9,6 +9,7 @@ import threading
 import weakref
 
 from . import common, jaxcompat
+from .protocol import EXPLANATION_ARG_MAX_CHARS, Templated
 
 LOOP_WARNING_AT = 3
 
@@ -77,51 +78,67 @@ def _same_fun(a: dict, b: dict) -> bool:
     return old is not None and a["fun_ref"]() is old
 
 
-def _diff(new: dict, old: dict) -> tuple[list[tuple[str, str]], int]:
+# The sentences a reason or a warning is made from: each a template with named args (the
+# snippet's names and types, as they read), sent beside the English so that a page fills them in
+# its reader's language (frontend/src/panes/compiled.ts; the Chinese in
+# frontend/src/i18n/zh-hans/explanations.json).
+STRUCTURE = "its arguments' structure changed: {before} → {after}"
+SHAPE = "argument {name} has a new shape: {before} → {after}"
+DTYPE = "argument {name} has a new dtype: {before} → {after}"
+NOW_SCALAR = "argument {name} is now a Python scalar (weakly typed {after}) where it was a typed array {before}"
+NOW_TYPED = "argument {name} is now a typed array {after} where it was a Python scalar (weakly typed {before})"
+MOVED = "argument {name} changed: {before} → {after}"
+STATIC = "static argument {name} changed value: {before} → {after}"
+SHARDING = "an argument is on a different device or has a different sharding"
+DONATION = "the donated arguments differ"
+CONTEXT = "a JAX setting or context changed (e.g. enable_x64, default_device, a mesh)"
+NEW_FUNCTION = ("it is a new function object (defined again, e.g. a lambda or def inside a loop), so jit's "
+                "cache for it started empty")
+EVICTED = ("the same function and argument types were compiled before: its cache was cleared or evicted "
+           "(e.g. jax.clear_caches())")
+COMPILED_AGAIN = "{name} compiled again (compilation {count}) because {reasons}."
+COMPILED_MANY = "{name} has been compiled {count} times ({ms} ms of compiling in all)."
+COMPILED_MANY_IN_LOOP = ("{name} has been compiled {count} times by line {line}, in a loop "
+                         "({ms} ms of compiling in all).")
+
+
+def _diff(new: dict, old: dict) -> tuple[list[tuple[str, Templated]], int]:
     """[(kind, sentence)] of what differs, and a distance for choosing the closest old one. Each
     sentence opens with a word of ours ("argument x has a new shape"), never with a name from the
     user's code: the page starts a sentence with a capital, which would rename ``x`` to ``X``."""
-    reasons: list[tuple[str, str]] = []
+    reasons: list[tuple[str, Templated]] = []
     na, oa = new["args"], old["args"]
     if [a["name"] for a in na] != [a["name"] for a in oa]:
-        before = ", ".join(f"{a['name']}: {a['type']}" for a in oa) or "no arguments"
-        after = ", ".join(f"{a['name']}: {a['type']}" for a in na) or "no arguments"
-        reasons.append(("structure", f"its arguments' structure changed ({before} → {after})"))
+        before = "(" + ", ".join(f"{a['name']}: {a['type']}" for a in oa) + ")"
+        after = "(" + ", ".join(f"{a['name']}: {a['type']}" for a in na) + ")"
+        reasons.append(("structure", Templated(STRUCTURE, before=before, after=after)))
     else:
         for a, b in zip(na, oa):
+            changed = {"name": a["name"], "before": b["type"], "after": a["type"]}
             if a["shape"] != b["shape"] and a["dtype"] == b["dtype"]:
-                reasons.append(("shape", f"argument {a['name']} has a new shape: {b['type']} → {a['type']}"))
+                reasons.append(("shape", Templated(SHAPE, **changed)))
             elif a["dtype"] != b["dtype"]:
-                reasons.append(("dtype", f"argument {a['name']} has a new dtype: {b['type']} → {a['type']}"))
+                reasons.append(("dtype", Templated(DTYPE, **changed)))
             elif a["weak"] != b["weak"]:
-                if a["weak"]:
-                    reasons.append(("weak_type", f"argument {a['name']} is now a Python scalar (weakly typed "
-                                                 f"{a['type']}) where it was a typed array {b['type']}"))
-                else:
-                    reasons.append(("weak_type", f"argument {a['name']} is now a typed array {a['type']} where it "
-                                                 f"was a Python scalar (weakly typed {b['type']})"))
+                reasons.append(("weak_type", Templated(NOW_SCALAR if a["weak"] else NOW_TYPED, **changed)))
             elif a["type"] != b["type"]:
-                reasons.append(("sharding", f"argument {a['name']} changed: {b['type']} → {a['type']}"))
+                reasons.append(("sharding", Templated(MOVED, **changed)))
     for key in sorted(set(new["static"]) | set(old["static"])):
         before, after = old["static"].get(key, "—"), new["static"].get(key, "—")
         if before != after:
-            reasons.append(("static", f"static argument {key} changed value: {before} → {after}"))
+            reasons.append(("static", Templated(STATIC, name=key, before=before, after=after)))
     if not reasons and (new["shardings"] != old["shardings"] or
                         [a.get("sharding") for a in na] != [a.get("sharding") for a in oa]):
-        reasons.append(("sharding", "an argument is on a different device or has a different sharding"))
+        reasons.append(("sharding", Templated(SHARDING)))
     if new["donated"] != old["donated"]:
-        reasons.append(("donation", "the donated arguments differ"))
+        reasons.append(("donation", Templated(DONATION)))
     if not reasons and new["ctx"] != old["ctx"]:
-        reasons.append(("context", "a JAX setting or context changed (e.g. enable_x64, "
-                                   "default_device, a mesh)"))
+        reasons.append(("context", Templated(CONTEXT)))
     distance = len(reasons)
     if not reasons and not _same_fun(new, old):
-        reasons.append(("new_function", "it is a new function object (defined again, e.g. a "
-                                        "lambda or def inside a loop), so jit's cache for it "
-                                        "started empty"))
+        reasons.append(("new_function", Templated(NEW_FUNCTION)))
     if not reasons:
-        reasons.append(("other", "the same function and argument types were compiled before: its "
-                                 "cache was cleared or evicted (e.g. jax.clear_caches())"))
+        reasons.append(("other", Templated(EVICTED)))
     return reasons, distance
 
 
@@ -136,6 +153,18 @@ _ADVICE = {
     "structure": "The structure of its arguments keeps changing: keep the same pytree shape.",
     "sharding": "Its arguments keep moving between devices or shardings: place them once.",
 }
+ADVICE_OTHERWISE = "Check what changes between its calls."
+
+TEMPLATES = (STRUCTURE, SHAPE, DTYPE, NOW_SCALAR, NOW_TYPED, MOVED, STATIC, SHARDING, DONATION, CONTEXT,
+             NEW_FUNCTION, EVICTED, COMPILED_MANY, COMPILED_MANY_IN_LOOP, *_ADVICE.values(), ADVICE_OTHERWISE)
+
+
+def parts(sentences: list[Templated]) -> list[dict] | None:
+    """The sentences as an event carries them beside their English ({"template", "args"} each);
+    None when an arg is too long to send (a static argument's repr, say): the English alone."""
+    if any(len(str(value)) > EXPLANATION_ARG_MAX_CHARS for said in sentences for value in said.args.values()):
+        return None
+    return [{"template": said.template, "args": said.json_args()} for said in sentences]
 
 
 def recompile_info(key, sig: dict, name: str, call_site, compile_ms: float) -> tuple[int, dict | None, str | None]:
@@ -157,20 +186,20 @@ def recompile_info(key, sig: dict, name: str, call_site, compile_ms: float) -> t
             best = (reasons, distance)
     reasons = best[0]
     kind = reasons[0][0]
-    sentence = f"{name} compiled again (compilation {count}) because " + "; ".join(r for _, r in reasons) + "."
-    recompile = {"count": count, "kind": kind, "kinds": [k for k, _ in reasons], "reason": sentence}
+    sentence = COMPILED_AGAIN.format(name=name, count=count, reasons="; ".join(r for _, r in reasons))
+    recompile = {"count": count, "kind": kind, "kinds": [k for k, _ in reasons], "reason": sentence,
+                 "reason_parts": parts([r for _, r in reasons])}
     warning = None
     if count >= LOOP_WARNING_AT:
-        where = ""
+        total = f"{total_ms:.0f}"
         if lines and lines[0] is not None and all(site == lines[0] for site in lines):
-            where = f" by line {lines[0][0]}, in a loop"
-        warning = (f"{name} has been compiled {count} times{where} ({total_ms:.0f} ms of compiling "
-                   f"in all). " + _ADVICE.get(kind, "Check what changes between its calls."))
+            said = Templated(COMPILED_MANY_IN_LOOP, name=name, count=count, line=lines[0][0], ms=total)
+        else:
+            said = Templated(COMPILED_MANY, name=name, count=count, ms=total)
+        warning = [said, Templated(_ADVICE.get(kind, ADVICE_OTHERWISE))]
         with _lock:
             first_warning = not hist.warned
             hist.warned = True
         if first_warning:
-            common._stderr(f"[playground] {warning}")
+            common._stderr(f"[playground] {' '.join(warning)}")
     return count, recompile, warning
-
-

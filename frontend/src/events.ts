@@ -95,9 +95,15 @@ export interface CompiledEvent extends BaseFields, CompiledFields {
   /** memory_analysis(): argument_bytes, output_bytes, temp_bytes, ... */
   memory?: Record<string, unknown> | null;
   /** Set when this function had compiled before: how many times, and why again. */
-  recompile?: { count?: number | null; reason?: string | null; kind?: string | null } | null;
+  recompile?: {
+    count?: number | null; reason?: string | null; kind?: string | null;
+    /** The reasons' sentences as [{template, args}], for a page in another language. */
+    reason_parts?: unknown;
+  } | null;
   /** e.g. that it keeps compiling inside a loop, and what to do. */
   warning?: string | null;
+  /** The warning's sentences as [{template, args}]. */
+  warning_parts?: unknown[] | null;
   /** The capture itself failed (the function still ran). */
   capture_error?: string | null;
 }

@@ -62,3 +62,18 @@ export function finishedMessageText(event: Record<string, unknown>): string | nu
   if (english === null) return null;
   return inPageLanguage(english, event.message_template, event.message_args);
 }
+
+/** Sentences sent as parts ([{template, args}], as executor/runner/recompile.py sends a
+ * compilation's reasons and warning) in the page's language; null on an English page, or when one
+ * of them is not in the catalogue (then the English sent is shown). */
+export function partsText(parts: unknown): string[] | null {
+  if (language === "en" || !Array.isArray(parts) || parts.length === 0) return null;
+  const out: string[] = [];
+  for (const part of parts) {
+    if (!isRecord(part) || typeof part.template !== "string" || !translated(part.template)) return null;
+    const text = said(part.template, part.args);
+    if (text === null) return null;
+    out.push(text);
+  }
+  return out;
+}

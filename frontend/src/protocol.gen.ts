@@ -87,6 +87,7 @@ export interface CompiledFields {
   compiles?: number | null;
   recompile?: Record<string, unknown> | null;
   warning?: string | null;
+  warning_parts?: unknown[] | null;
   jaxpr?: string | null;
   stablehlo?: string | null;
   hlo?: string | null;
@@ -123,6 +124,7 @@ export interface TimingFields {
   blocked?: boolean | null;
   dispatch_only?: boolean | null;
   notes?: string[] | null;
+  notes_parts?: unknown[] | null;
   note?: string | null;
   flops?: number | null;
   bytes_accessed?: number | null;

@@ -166,6 +166,13 @@ plt.plot([1, 2, 3])
 plt.show()
 
 @jax.jit
+def add_one(x):
+    return x + 1
+
+for n in range(1, 4):
+    add_one(jnp.ones(n))  # compiled again for each shape, and warned about
+
+@jax.jit
 def positive(x):
     if x > 0:
         return x
@@ -198,6 +205,9 @@ def test_the_playground_speaks_chinese_in_every_state(browser: Browser, live_sta
         expect(page.locator(".error-explanation").first).to_contain_text("追踪值")
         for tab in ("output", "compiled", "timing", "figures"):
             page.locator(f"#tab-{tab}").click()
+            if tab == "compiled":  # why add_one compiled again, and the loop's warning, in Chinese
+                expect(page.locator(".row-reason").first).to_contain_text("参数 x 的形状变了")
+                expect(page.locator(".row-warning").first).to_contain_text("的循环里编译了 3 次")
             reader.check(f"after a run, the {tab} tab")
         page.locator("#tab-output").click()
         reader.check("after a run", phone=True)

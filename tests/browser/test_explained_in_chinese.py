@@ -1,7 +1,8 @@
-"""An error's explanation in the page's language, in Chromium: the run's event carries the English
-and the template it was made from, and a Chinese page fills the template's Chinese (a full-width
-parenthesis with its line, column and the half-width one Python needs; a tracer used as a bool),
-while an English page shows the English as sent."""
+"""An error's explanation, why a function compiled again and what a timing measured, in the page's
+language, in Chromium: the run's events carry the English and the templates it was made from, and
+a Chinese page fills the templates' Chinese (a full-width parenthesis with its line, column and the
+half-width one Python needs; a tracer used as a bool; a new shape; a %timeit that timed only the
+dispatch), while an English page shows the English as sent."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from .playground import playground_in, run_code
+from .playground import SCREENS, playground_in, run_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,6 +24,17 @@ def f(x):
     return -x
 
 f(1.0)
+"""
+
+# A new shape each time round a loop, and a %timeit of a call that is not waited for.
+RECOMPILED_AND_TIMED = """\
+import jax
+import jax.numpy as jnp
+
+double = jax.jit(lambda x: x * 2)
+for n in range(1, 4):
+    double(jnp.ones(n))
+%timeit -n 3 -r 2 double(jnp.ones(3))
 """
 
 
@@ -58,3 +70,40 @@ def test_an_english_page_shows_the_english_as_sent(browser, live_stack):
             "Line 1, column 6: '（' (U+FF08) is a full-width parenthesis; Python only reads the half-width '('.")
         assert run_code(page, TRACER_BOOL) == "failed"
         expect(explanation(page)).to_contain_text("needs a concrete True or False")
+
+
+def test_why_it_compiled_again_and_what_a_timing_measured_in_chinese(browser, live_stack):
+    with playground_in(browser, live_stack, height=800, locale="zh-CN") as page:
+        assert run_code(page, RECOMPILED_AND_TIMED) == "succeeded"
+        page.locator("#tab-compiled").click()
+        reason = page.locator("#panel-compiled .row-reason").first
+        expect(reason).to_have_text("参数 x 的形状变了：f32[1] → f32[2]")
+        chip = page.locator("#panel-compiled .chip-warn").first
+        assert chip.get_attribute("title").startswith("<lambda> 再次编译（第 2 次编译），原因：参数 x 的形状变了")
+        expect(page.locator("#panel-compiled .row-warning").first).to_contain_text(
+            "已经在第 6 行的循环里编译了 3 次")
+        expect(page.locator("#panel-compiled .row-warning").first).to_contain_text("少数几种固定形状")
+        page.screenshot(path=str(SCREENS / "zh-compiled-again.png"))
+
+        page.locator("#tab-timing").click()
+        note = page.locator("#panel-timing .measure-note").first
+        expect(note).to_contain_text("double(jnp.ones(3)) 返回的 JAX 数组没有等它算完")
+        expect(note).to_contain_text("改为计时 double(jnp.ones(3)).block_until_ready()，")
+        expect(note.locator("code")).to_have_text(["double(jnp.ones(3))", "double(jnp.ones(3)).block_until_ready()"])
+        expect(note).not_to_contain_text("Note:")
+        page.screenshot(path=str(SCREENS / "zh-timing-notes.png"))
+        # What %timeit printed is the snippet's output, as printed.
+        expect(page.locator("#output")).to_contain_text("Note: `double(jnp.ones(3))` returns a JAX array")
+
+
+def test_an_english_page_says_why_in_english(browser, live_stack):
+    with playground_in(browser, live_stack, height=800, locale="en-US") as page:
+        assert run_code(page, RECOMPILED_AND_TIMED) == "succeeded"
+        page.locator("#tab-compiled").click()
+        expect(page.locator("#panel-compiled .row-reason").first).to_have_text(
+            "Argument x has a new shape: f32[1] → f32[2]")
+        expect(page.locator("#panel-compiled .row-warning").first).to_contain_text(
+            "has been compiled 3 times by line 6, in a loop")
+        page.locator("#tab-timing").click()
+        expect(page.locator("#panel-timing .measure-note").first).to_contain_text(
+            "Note: double(jnp.ones(3)) returns a JAX array without waiting for it")

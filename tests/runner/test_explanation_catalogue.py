@@ -1,8 +1,10 @@
 """The explanations' catalogue: every sentence the runner explains an error with
-(executor/runner/explain.py) and every way the executor says how a run ended
-(executor/events.py ``ENDED``) has its Chinese in frontend/src/i18n/zh-hans/explanations.json,
-with the same placeholders, and the catalogue holds nothing else. Then what the events carry of
-them: the template and args beside the English, and what the supervisor keeps of a runner's."""
+(executor/runner/explain.py), a compilation's reason and warning with
+(executor/runner/recompile.py) or a measurement's notes with (executor/runner/notebook.py), and
+every way the executor says how a run ended (executor/events.py ``ENDED``) has its Chinese in
+frontend/src/i18n/zh-hans/explanations.json, with the same placeholders, and the catalogue holds
+nothing else. Then what the events carry of them: the template and args beside the English, and
+what the supervisor keeps of a runner's."""
 
 from __future__ import annotations
 
@@ -16,12 +18,12 @@ import pytest
 
 from executor import events as ev
 from executor import supervisor
-from executor.runner import explain, protocol
+from executor.runner import explain, notebook, protocol, recompile
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "frontend" / "src" / "i18n" / "zh-hans" / "explanations.json"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
-TEMPLATES = (*explain.TEMPLATES, *ev.ENDED.values())
+TEMPLATES = (*explain.TEMPLATES, *ev.ENDED.values(), *recompile.TEMPLATES, *notebook.TEMPLATES)
 
 
 def chinese() -> dict[str, str]:
@@ -53,17 +55,30 @@ def test_a_template_has_only_plain_named_placeholders(template):
     assert protocol.placeholders(template) == set(PLACEHOLDER.findall(template))
 
 
-def test_every_sentence_in_explain_py_is_one_of_its_templates():
-    """A sentence written in explain.py outside TEMPLATES would reach a page untranslated."""
-    tree = ast.parse(Path(explain.__file__).read_text())
+PANES = ROOT / "frontend" / "src" / "i18n" / "zh-hans" / "panes.json"
+
+
+def test_the_sentence_a_page_makes_of_the_reasons_is_in_its_own_catalogue():
+    """The page joins the reasons into "f compiled again ... because ..." itself
+    (frontend/src/panes/compiled.ts), from the panes' catalogue."""
+    assert recompile.COMPILED_AGAIN in json.loads(PANES.read_text())
+    assert recompile.COMPILED_AGAIN in (ROOT / "frontend" / "src" / "panes" / "compiled.ts").read_text()
+
+
+@pytest.mark.parametrize("module", [explain, recompile], ids=["explain", "recompile"])
+def test_every_sentence_in_the_module_is_one_of_its_templates(module):
+    """A sentence written in explain.py or recompile.py outside its TEMPLATES would reach a page
+    untranslated (the one the page makes itself aside)."""
+    said = (*module.TEMPLATES, *((recompile.COMPILED_AGAIN,) if module is recompile else ()))
+    tree = ast.parse(Path(module.__file__).read_text())
     docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                   if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
                   and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
     sentences = [node.value for node in ast.walk(tree)
                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
                  and len(node.value) > 40 and node.value.rstrip().endswith(".")]
-    assert sentences and all(sentence in explain.TEMPLATES for sentence in sentences), \
-        [s for s in sentences if s not in explain.TEMPLATES]
+    assert sentences and all(sentence in said for sentence in sentences), \
+        [s for s in sentences if s not in said]
 
 
 def test_an_explanation_carries_its_template_and_args():
@@ -143,3 +158,82 @@ def test_the_supervisor_drops_a_template_it_cannot_vouch_for(forged):
     event, problems = kept(explanation=SENTENCE, **forged)
     assert event == {"exc_type": "SyntaxError", "message": "invalid character", "explanation": SENTENCE}
     assert len(problems) == 1 and "explanation_template" in problems[0]
+
+
+# What the supervisor keeps of a compilation's reason and warning parts.
+
+def compiled(**fields) -> tuple[dict, list[str]]:
+    problems = protocol.Problems()
+    return supervisor.checked_recompile_parts({"name": "f", **fields}, problems), problems.seen
+
+
+SHAPE = {"template": recompile.SHAPE, "args": {"name": "x", "before": "f32[3]", "after": "f32[4]"}}
+REASON = "f compiled again (compilation 2) because argument x has a new shape: f32[3] → f32[4]."
+LOOP = {"template": recompile.COMPILED_MANY_IN_LOOP, "args": {"name": "f", "count": 3, "line": 7, "ms": "12"}}
+ADVICE = {"template": recompile._ADVICE["shape"], "args": {}}
+WARNING = ("f has been compiled 3 times by line 7, in a loop (12 ms of compiling in all). Its argument shapes "
+           "keep changing: pad or bucket them to a few fixed shapes.")
+
+
+def test_the_supervisor_keeps_reason_and_warning_parts_that_make_the_english():
+    event, problems = compiled(recompile={"count": 2, "kind": "shape", "reason": REASON, "reason_parts": [SHAPE]},
+                               warning=WARNING, warning_parts=[LOOP, ADVICE])
+    assert event["recompile"]["reason_parts"] == [SHAPE] and event["warning_parts"] == [LOOP, ADVICE]
+    assert problems == []
+
+
+@pytest.mark.parametrize("forged", [
+    {"reason_parts": [{"template": "argument {name} is fine: run {after}", "args": SHAPE["args"]}]},
+    {"reason_parts": [{**SHAPE, "args": {**SHAPE["args"], "after": "f32[5]"}}]},
+    {"reason_parts": [{**SHAPE, "args": {**SHAPE["args"], "extra": "x"}}]},
+    {"reason_parts": [{**SHAPE, "args": {**SHAPE["args"], "name": ["x"]}}]},
+    {"reason_parts": "argument x"},
+    {"warning_parts": [LOOP]},
+    {"warning_parts": [ADVICE, LOOP]},
+], ids=["unknown-template", "args-that-say-otherwise", "an-extra-arg", "a-list", "not-a-list",
+        "a-sentence-missing", "out-of-order"])
+def test_the_supervisor_drops_parts_it_cannot_vouch_for(forged):
+    recompiled = {"count": 2, "kind": "shape", "reason": REASON}
+    if "reason_parts" in forged:
+        recompiled["reason_parts"] = forged["reason_parts"]
+    fields = {"warning": WARNING, **({"warning_parts": forged["warning_parts"]} if "warning_parts" in forged else {})}
+    event, problems = compiled(recompile=recompiled, **fields)
+    assert "reason_parts" not in event["recompile"] and "warning_parts" not in event
+    assert event["recompile"]["reason"] == REASON and event["warning"] == WARNING
+    assert len(problems) == 1 and "parts" in problems[0]
+
+
+DISPATCH = {"template": notebook.DISPATCH_ONLY, "args": {"statement": "f(x)"}}
+BLOCK = {"template": notebook.TIME_BLOCKING, "args": {"blocking": "f(x).block_until_ready()"}}
+STOPPED = {"template": notebook.STOPPED, "args": {"done": 2, "asked": 7, "why": {
+    "template": notebook.BUDGET, "args": {"seconds": "10"}}}}
+FEWER = {"template": notebook.FEWER, "args": {}}
+NOTES = [" ".join(part["template"].format(**{k: v if not isinstance(v, dict) else v["template"].format(**v["args"])
+                                                for k, v in part["args"].items()}) for part in note)
+         for note in ([DISPATCH, BLOCK], [STOPPED, FEWER])]
+
+
+def timed(**fields) -> tuple[dict, list[str]]:
+    problems = protocol.Problems()
+    return supervisor.checked_notes_parts({"kind": "timeit", **fields}, problems), problems.seen
+
+
+def test_the_supervisor_keeps_notes_parts_that_make_each_note():
+    assert NOTES[1] == ("Note: stopped after 2 of 7 repeats: %timeit spends at most 10 s. Time fewer loops "
+                        "with -n and -r, or a smaller input.")
+    event, problems = timed(notes=NOTES, notes_parts=[[DISPATCH, BLOCK], [STOPPED, FEWER]])
+    assert event["notes_parts"] == [[DISPATCH, BLOCK], [STOPPED, FEWER]] and problems == []
+
+
+@pytest.mark.parametrize("parts", [
+    [[DISPATCH, BLOCK]],
+    [[BLOCK, DISPATCH], [STOPPED, FEWER]],
+    [[DISPATCH, BLOCK], [{**STOPPED, "args": {**STOPPED["args"], "why": {"template": "{x}", "args": {"x": "y"}}}},
+                         FEWER]],
+    [[DISPATCH, BLOCK], "Note"],
+    {"0": [DISPATCH]},
+], ids=["a-note-missing", "out-of-order", "an-unknown-inner-template", "not-a-list", "a-dict"])
+def test_the_supervisor_drops_notes_parts_it_cannot_vouch_for(parts):
+    event, problems = timed(notes=NOTES, notes_parts=parts)
+    assert "notes_parts" not in event and event["notes"] == NOTES
+    assert len(problems) == 1 and "notes_parts" in problems[0]

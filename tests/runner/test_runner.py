@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from executor.runner import notebook, recompile
+
 TIMEIT_LINE = re.compile(
     r"^(?P<mean>[\d.]+) (?P<unit>s|ms|µs|ns) ± (?P<std>[\d.]+) (?:s|ms|µs|ns) per loop "
     r"\(mean ± std\. dev\. of (?P<runs>\d+) runs?, (?P<loops>[\d,]+) loops? each\)$",
@@ -99,6 +101,19 @@ def test_recompilation_reasons_and_a_loop_is_flagged(run):
     assert "compiled 3 times by line 18, in a loop" in lam[2]["warning"]
     assert "outside the loop" in lam[2]["warning"]
     assert "compiled 3 times" in r.stderr
+    # Each reason and the warning go with the sentences they were made from, for a page that says
+    # them in another language, and those sentences make the English exactly.
+    for event in (scale[1], mul[1], lam[1]):
+        parts = event["recompile"]["reason_parts"]
+        assert parts and all(part["template"] in recompile.TEMPLATES for part in parts), parts
+        assert event["recompile"]["reason"] == recompile.COMPILED_AGAIN.format(
+            name=event["name"], count=event["compiles"],
+            reasons="; ".join(part["template"].format(**part["args"]) for part in parts))
+    assert scale[1]["recompile"]["reason_parts"][0]["template"] == recompile.STATIC
+    assert [part["template"] for part in lam[2]["warning_parts"]] == [recompile.COMPILED_MANY_IN_LOOP,
+                                                                       recompile._ADVICE["new_function"]]
+    assert lam[2]["warning_parts"][0]["args"]["line"] == 18
+    assert " ".join(part["template"].format(**part["args"]) for part in lam[2]["warning_parts"]) == lam[2]["warning"]
 
 
 def test_the_articles_speed_test_runs_as_printed(run):
@@ -156,6 +171,14 @@ def test_time_dispatch_note_trailing_values_and_jaxprs(run):
     assert "only the dispatch" in r.stdout and "f(x).block_until_ready()" in r.stdout
     timeit, time_ = r.of("timing", kind="timeit")[0], r.of("timing", kind="time")[0]
     assert timeit["dispatch_only"] is True and timeit["notes"]
+    # Each note goes with the sentences it was made from, for a page in another language.
+    assert len(timeit["notes_parts"]) == len(timeit["notes"])
+    for note, parts in zip(timeit["notes"], timeit["notes_parts"]):
+        assert all(part["template"] in notebook.TEMPLATES for part in parts), parts
+        assert " ".join(part["template"].format(**part["args"]) for part in parts) == note
+    assert timeit["notes_parts"][0][0] == {"template": notebook.DISPATCH_ONLY, "args": {"statement": "f(x)"}}
+    assert timeit["notes_parts"][0][-1] == {"template": notebook.TIME_BLOCKING,
+                                            "args": {"blocking": "f(x).block_until_ready()"}}
     assert (timeit["repeats"], timeit["loops"]) == (2, 3)
     assert re.search(r"^CPU times: user .+, sys: .+, total: .+\nWall time: .+$", r.stdout, re.M)
     assert time_["line"] == 7 and time_["wall_ms"] > 0

@@ -8,6 +8,7 @@
 import type { CompiledEvent, DisplayEvent, LineMap, RunEvent } from "../events";
 import { el, strokeIcon } from "../dom";
 import { bytes, count, duration, flops as formatFlops, num, str } from "../format";
+import { partsText } from "../explanations";
 import { formatNumber, t, tn } from "../i18n";
 import { asName, sentence, type Pane } from "./pane";
 import { colorize, DiffViewer, TextViewer, type Language } from "./viewers";
@@ -287,13 +288,21 @@ export class CompiledPane implements Pane {
         const chip = el("span", "chip chip-warn", n !== null ? t("recompiled ×{n}", { n: formatNumber(n) }) : t("recompiled"));
         sub.append(chip);
         const reason = str(recompile.reason);
-        if (reason) sub.append(el("span", "row-reason", shortReason(reason)));
-        chip.title = reason ?? t("This function was compiled again");
+        const reasons = partsText(recompile.reason_parts);
+        if (reasons) {
+          const joined = reasons.reduce((first, next) => t("{first}; {next}", { first, next }));
+          sub.append(el("span", "row-reason", joined));
+          chip.title = t("{name} compiled again (compilation {count}) because {reasons}.",
+            { name: str(ev.name) ?? "", count: n ?? "", reasons: joined });
+        } else {
+          if (reason) sub.append(el("span", "row-reason", shortReason(reason)));
+          chip.title = reason ?? t("This function was compiled again");
+        }
       }
       if (metrics.length) sub.append(el("span", "row-metrics", metrics.join(" · ")));
       row.append(sub);
     }
-    const warning = str(ev.warning);
+    const warning = partsText(ev.warning_parts)?.join("") ?? str(ev.warning);
     if (warning) row.append(el("span", "row-warning", warning));
     const failure = str(ev.capture_error);
     if (failure) row.append(el("span", "row-warning", t("Could not capture its code: {error}", { error: failure })));

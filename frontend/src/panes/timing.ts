@@ -3,7 +3,8 @@
 // spread above a table with speed-ups against the first row.
 import type { RunEvent, TimingRow, TimingSingle } from "../events";
 import { el } from "../dom";
-import { count, duration, num, percent, rate, speedup, str } from "../format";
+import { count, duration, num, percent, rate, richText, speedup, str } from "../format";
+import { partsText } from "../explanations";
 import { formatNumber, t } from "../i18n";
 import { CardListPane } from "./cardlist";
 import { asName, sentence } from "./pane";
@@ -151,7 +152,7 @@ function measurement(r: TimingSingle, kind: string): HTMLElement {
       ),
     );
   }
-  for (const note of notesOf(r)) item.append(el("span", "measure-note", note));
+  for (const note of notesOf(r)) item.append(el("span", "measure-note", ...richText(note)));
   return item;
 }
 
@@ -170,7 +171,14 @@ function notesOf(r: TimingSingle): string[] {
   const notes: string[] = [];
   const note = str(r.note);
   if (note) notes.push(note);
-  if (Array.isArray(r.notes)) for (const n of r.notes) if (typeof n === "string" && n) notes.push(n);
+  if (Array.isArray(r.notes)) {
+    // Each note in the page's language when its sentences came with it and are all known here.
+    const parts = Array.isArray(r.notes_parts) && r.notes_parts.length === r.notes.length ? r.notes_parts : null;
+    r.notes.forEach((n, i) => {
+      if (typeof n !== "string" || !n) return;
+      notes.push(partsText(parts?.[i])?.join("") ?? n);
+    });
+  }
   return notes;
 }
 
@@ -340,7 +348,7 @@ function table<T>(columns: Column<T>[], rows: T[], notes: (row: T) => string[]):
     });
     body.append(tr);
     for (const text of notes(r)) {
-      const td = el("td", null, text);
+      const td = el("td", null, ...richText(text));
       td.colSpan = used.length;
       body.append(el("tr", "note-row", td));
     }
