@@ -308,7 +308,10 @@ def test_a_notebook_speaks_chinese(browser: Browser, live_stack, django_user_mod
         page.locator(".cell").nth(0).locator(".cell-editor .view-lines").click()
         page.keyboard.press("Shift+Enter")
         page.wait_for_function("() => { const b = document.querySelector('.cell .status-badge');"
-                               " return b && b.dataset.status === 'succeeded'; }", timeout=90_000)
+                               " return b && ['succeeded', 'failed', 'lost', 'limit_exceeded', 'timed_out',"
+                               " 'cancelled'].includes(b.dataset.status); }", timeout=90_000)
+        badge = page.locator(".cell .status-badge").first
+        assert badge.get_attribute("data-status") == "succeeded", page.locator(".cell").first.inner_text()
         page.evaluate("code => window.notebook.setCode(1, code)", 'print("第二个", scale(x).sum())\n')
         page.evaluate("code => window.notebook.setCode(0, code)", FIRST.replace("2.0", "5.0"))
         page.wait_for_function("() => window.notebook.stale()[0]")
