@@ -46,8 +46,11 @@ FUNCTION_FIELDS = ("name", "signature", "via", "line", "call_line", "in_types", 
                    "trace_ms", "lower_ms", "compile_ms", "cached", "flops", "transcendentals", "bytes_accessed",
                    "optimal_seconds", "memory", "compiles", "recompile", "warning", "capture_error", "truncated")
 HLO_TEXTS = ("stablehlo", "hlo")
-# What no answer carries: the page's line maps, a figure's bytes (sent as an image), raw samples.
-DROPPED = frozenset({"seq", "ts", "type", "data", "runs_ms", "jaxpr_lines", "stablehlo_lines", "hlo_lines"})
+# What no answer carries: the page's line maps, a figure's bytes (sent as an image), raw samples,
+# and the sentences a page says English in another language with (an assistant reads the English).
+DROPPED = frozenset({"seq", "ts", "type", "data", "runs_ms", "jaxpr_lines", "stablehlo_lines", "hlo_lines",
+                     "notes_parts", "cut_parts", "error_parts", "warning_parts", "explanation_template",
+                     "explanation_args", "message_template", "message_args"})
 
 
 # Following ---------------------------------------------------------------------------------------

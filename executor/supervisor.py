@@ -34,7 +34,7 @@ from collections.abc import Callable
 from . import events as ev
 from .compilecache import RunLookups
 from .graded_run import GradedRun, write_all
-from .runner import explain, notebook, protocol, recompile
+from .runner import explain, notebook, profile, protocol, recompile
 from .runner.compilecache import MAX_REPORTED
 from .sandbox import Launcher, Limits, human_bytes
 
@@ -188,6 +188,12 @@ def bounded_profile(fields: dict) -> dict:
     for key in ("cut", "error"):
         if key in event:
             event[key] = event[key][:1000]
+    # Each of cut and error goes with the sentences it was made from only when they make it.
+    for key, joiner in (("cut", "; "), ("error", "")):
+        parts = event.pop(f"{key}_parts", None)
+        said = _filled(parts)
+        if said is not None and joiner.join(said) == event.get(key) and (joiner or len(said) == 1):
+            event[f"{key}_parts"] = _clean_parts(parts)
     return event
 
 
@@ -258,9 +264,9 @@ def checked_explanation(fields: dict, problems: protocol.Problems) -> dict:
     return fields
 
 
-# The sentences a compilation's reason and warning, and a measurement's notes, may be made from
-# (runner/recompile.py, runner/notebook.py).
-_RUNNER_SENTENCES = frozenset((*recompile.TEMPLATES, *notebook.TEMPLATES))
+# The sentences a compilation's reason and warning, a measurement's notes and what a profile says
+# of its trace may be made from (runner/recompile.py, runner/notebook.py, runner/profile.py).
+_RUNNER_SENTENCES = frozenset((*recompile.TEMPLATES, *notebook.TEMPLATES, *profile.TEMPLATES))
 
 
 def _said(part, depth: int = 0) -> str | None:

@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 
-from . import common, compilecache, jaxcompat, origin, recompile, texts
+from . import common, compilecache, jaxcompat, origin, protocol, recompile, texts
 
 _tls = threading.local()
 _installed = False
@@ -307,7 +307,7 @@ def _emit(computation, info: dict, executable, compile_s: float, cached: bool = 
         "compiles": count,
         "recompile": recompiled,
         "warning": " ".join(warning) if warning else None,
-        "warning_parts": recompile.parts(warning) if warning else None,
+        "warning_parts": protocol.parts_of(warning) if warning else None,
     }
     if cached:  # loaded from the node's compile cache: compile_ms is the load
         fields["cached"] = True

@@ -474,13 +474,12 @@ def note_text(note: Note) -> str:
 def notes_fields(notes: list[Note]) -> dict:
     """A timing event's notes: the English, and each note's sentences as {"template", "args"}
     (none when an arg is too long to send: then the English alone)."""
-    from .protocol import EXPLANATION_ARG_MAX_CHARS
+    from .protocol import parts_of
 
     fields = {"notes": [note_text(note) for note in notes]}
-    if notes and all(len(str(value)) <= EXPLANATION_ARG_MAX_CHARS
-                     for note in notes for said in note for value in said.args.values()):
-        fields["notes_parts"] = [[{"template": said.template, "args": said.json_args()} for said in note]
-                                 for note in notes]
+    parts = [parts_of(note) for note in notes]
+    if notes and None not in parts:
+        fields["notes_parts"] = parts
     return fields
 
 

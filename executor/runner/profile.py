@@ -43,6 +43,24 @@ from collections import defaultdict
 from . import common, jaxcompat, protocol
 from .common import SNIPPET_FILENAME
 
+# What a profile says when its trace was cut or not built: templates with named args, sent beside
+# the English (``cut_parts``, ``error_parts``) so that a page says them in its reader's language.
+PYTHON_STOPPED = "its Python lane stops {seconds} s in: the calls it recorded were filling the run's memory"
+UNKNOWN_DEVICE = ("the device of {unknown} of {runs} runs of an executable on a CPU device is not in this JAX's "
+                  "profile: their ops are on the lane of the thread that ran them (XLA thread n)")
+DEVICE_OPS_CUT = "its device ops were {events} events: the first {kept} are kept"
+HOST_CUT = "XLA's dispatches and compilations were {events}: the first {kept} are kept"
+PYTHON_CUT = "its Python lane had {calls} calls: the {kept} longest are kept"
+OVER_SIZE_PYTHON = "the trace was over {size} compressed: its Python lane was left out"
+OVER_SIZE_EVENTS = "the trace was over {size} compressed: the first {kept} events are kept"
+INTERRUPTED = "the code was interrupted (KeyboardInterrupt), so its trace was not built"
+TOO_LITTLE_LEFT = "the run's wall clock had {seconds} s left, too little to build its trace"
+WALL_RAN_OUT = "the run's wall clock ran out while its trace was built"
+MEMORY_FULL = "the run's memory was too full to build its trace"
+NOT_BUILT = "the trace could not be built: {error}"
+TEMPLATES = (PYTHON_STOPPED, UNKNOWN_DEVICE, DEVICE_OPS_CUT, HOST_CUT, PYTHON_CUT, OVER_SIZE_PYTHON,
+             OVER_SIZE_EVENTS, INTERRUPTED, TOO_LITTLE_LEFT, WALL_RAN_OUT, MEMORY_FULL, NOT_BUILT)
+
 # The trace's bounds: events, the Python lane's share of them, and its size before and after gzip
 # (the supervisor refuses a message past PROFILE_MAX_BYTES; protocol.py says so too).
 MAX_EVENTS = 200_000
@@ -223,8 +241,8 @@ class Profile:
             while not self.done.wait(MEMORY_WATCH_S):
                 if _resident_bytes() - start > budget:
                     threading.setprofile_all_threads(None)
-                    self.python_stopped = (f"its Python lane stops {time.monotonic() - t0:.1f} s in: the calls it "
-                                           f"recorded were filling the run's memory")
+                    self.python_stopped = protocol.Templated(PYTHON_STOPPED,
+                                                             seconds=f"{time.monotonic() - t0:.1f}")
                     return
 
         try:
@@ -244,31 +262,41 @@ class Profile:
         try:
             space = jaxcompat.profiler_stop(self.session)
             if interrupted or (left is not None and left < MIN_BUILD_S):
-                why = ("the code was interrupted (KeyboardInterrupt), so its trace was not built" if interrupted
-                       else f"the run's wall clock had {max(left, 0):.1f} s left, too little to build its trace")
-                channel.send("profile_trace", error=why)
+                _no_trace(channel, protocol.Templated(INTERRUPTED) if interrupted else
+                          protocol.Templated(TOO_LITTLE_LEFT, seconds=f"{max(left, 0):.1f}"))
                 return
             trace, info = build_trace(space, device_names=jaxcompat.device_names(),
                                       executables=jaxcompat.executable_devices,
                                       deadline=None if deadline is None else deadline - BUILD_MARGIN_S)
             if self.python_stopped:
-                info["cut"] = trace["otherData"]["cut"] = "; ".join(filter(None, [self.python_stopped, info["cut"]]))
+                set_cut(trace, info, [self.python_stopped, *info["cut_parts"]])
             data, raw_bytes = encode(trace, info)
         except OutOfTime:
-            channel.send("profile_trace", error="the run's wall clock ran out while its trace was built")
+            _no_trace(channel, protocol.Templated(WALL_RAN_OUT))
             return
         except MemoryError:
-            channel.send("profile_trace", error="the run's memory was too full to build its trace")
+            _no_trace(channel, protocol.Templated(MEMORY_FULL))
             return
         except Exception as exc:  # noqa: BLE001 - the run's result stands without its trace
-            channel.send("profile_trace", error=f"the trace could not be built: {type(exc).__name__}: {exc}"[:500])
+            _no_trace(channel, protocol.Templated(NOT_BUILT, error=f"{type(exc).__name__}: {exc}"[:400]))
             return
         finally:
             _KIND_OF_OP.clear()
         channel.send("profile_trace", data=base64.b64encode(data).decode("ascii"), bytes=len(data),
                      raw_bytes=raw_bytes, events=info["events"], lanes=info["lanes"], devices=info["devices"],
                      summary=info["summary"], cut=info["cut"],
+                     cut_parts=protocol.parts_of(info["cut_parts"]) if info["cut_parts"] else None,
                      profile_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+
+def _no_trace(channel, why: protocol.Templated) -> None:
+    channel.send("profile_trace", error=str(why), error_parts=protocol.parts_of([why]))
+
+
+def set_cut(trace: dict, info: dict, cuts: list[protocol.Templated]) -> None:
+    """What was cut of the trace, in its English (the trace's ``otherData`` keeps that) and parts."""
+    info["cut_parts"] = cuts
+    info["cut"] = trace["otherData"]["cut"] = "; ".join(cuts)
 
 
 class OutOfTime(Exception):
@@ -298,9 +326,9 @@ def encode(trace: dict, info: dict) -> tuple[bytes, int]:
                 else sorted(timed, key=lambda e: e["ts"])[: len(timed) // 2])
         trace["traceEvents"] = [e for e in events if e["ph"] != "X"] + keep
         info["events"] = len(keep)
-        info["cut"] = trace["otherData"]["cut"] = (
-            f"the trace was over {common.human_bytes(MAX_GZIP_BYTES)} compressed: "
-            f"{'its Python lane was left out' if python else f'the first {len(keep):,} events are kept'}")
+        size = common.human_bytes(MAX_GZIP_BYTES)
+        set_cut(trace, info, [protocol.Templated(OVER_SIZE_PYTHON, size=size) if python else
+                              protocol.Templated(OVER_SIZE_EVENTS, size=size, kept=f"{len(keep):,}")])
 
 
 # Building the trace ---------------------------------------------------------------------------
@@ -780,19 +808,21 @@ def build_trace(space, device_names: dict[int, str] | None = None, jax_version: 
         lane.events.append(b.x(name, "python", start, dur, args))
     host = b.place_host()
     kept_device = b.place_ops(MAX_EVENTS - len(python) - host - len(b.modules))
+    Said = protocol.Templated
     cuts = []
     if b.unknown[0]:
-        cuts.append(f"the device of {b.unknown[0]:,} of {b.unknown[1]:,} runs of an executable on a CPU device is not "
-                    "in this JAX's profile: their ops are on the lane of the thread that ran them (XLA thread n)")
+        cuts.append(Said(UNKNOWN_DEVICE, unknown=f"{b.unknown[0]:,}", runs=f"{b.unknown[1]:,}"))
     all_device = sum(1 + len(op["children"]) for op in b.ops)
     if kept_device < all_device:
-        cuts.append(f"its device ops were {all_device:,} events: the first {kept_device:,} are kept")
+        cuts.append(Said(DEVICE_OPS_CUT, events=f"{all_device:,}", kept=f"{kept_device:,}"))
     if host < len(b.host):
-        cuts.append(f"XLA's dispatches and compilations were {len(b.host):,}: the first {host:,} are kept")
+        cuts.append(Said(HOST_CUT, events=f"{len(b.host):,}", kept=f"{host:,}"))
     if len(python) < b.python_calls:
-        cuts.append(f"its Python lane had {b.python_calls:,} calls: the {len(python):,} longest are kept")
-    cut = "; ".join(cuts)
-    return _assemble(b, summary, cut, jax_version or jaxcompat.jax_version(), platform or jaxcompat.platform())
+        cuts.append(Said(PYTHON_CUT, calls=f"{b.python_calls:,}", kept=f"{len(python):,}"))
+    trace, info = _assemble(b, summary, "; ".join(cuts), jax_version or jaxcompat.jax_version(),
+                            platform or jaxcompat.platform())
+    info["cut_parts"] = cuts
+    return trace, info
 
 
 def _assemble(b: _Builder, summary: list[dict], cut: str, jax_version: str, platform: str) -> tuple[dict, dict]:

@@ -123,7 +123,7 @@ EVENTS: dict[str, Event] = {
         "size and events, its lanes (the host, then one per device), a summary per device (span, busy time, "
         "time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none.",
         {"url": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST, "devices": INT,
-         "summary": LIST, "cut": STR, "profile_ms": NUM, "error": STR},
+         "summary": LIST, "cut": STR, "cut_parts": LIST, "profile_ms": NUM, "error": STR, "error_parts": LIST},
     ),
     "finished": Event(
         "The last event of every run: its terminal status and what it used; its message's template and "
@@ -197,7 +197,8 @@ RUNNER_MESSAGES: dict[str, Event] = {
                            "holds and a summary per device, which the executor keeps and logs as a \"profile\" "
                            "event; or why there is none.",
                            {"data": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST,
-                            "devices": INT, "summary": LIST, "cut": STR, "profile_ms": NUM, "error": STR}),
+                            "devices": INT, "summary": LIST, "cut": STR, "cut_parts": LIST, "profile_ms": NUM,
+                            "error": STR, "error_parts": LIST}),
     # The node's compile cache (executor/compilecache.py).
     "compiled_modules": Event("At a run's end: the modules it had to compile (base64 bytes, compile options, "
                               "devices), for the executor to have compiled by a fresh runner.",
@@ -421,6 +422,14 @@ class Templated(str):
         """The args as an event carries them: a Templated one as {"template", "args"}."""
         return {name: {"template": value.template, "args": value.json_args()} if isinstance(value, Templated)
                 else value for name, value in self.args.items()}
+
+
+def parts_of(sentences: list[Templated]) -> list[dict] | None:
+    """Sentences as an event carries them beside their English: [{"template", "args"}]; None
+    when an arg is too long to send (then the English alone)."""
+    if any(len(str(value)) > EXPLANATION_ARG_MAX_CHARS for said in sentences for value in said.args.values()):
+        return None
+    return [{"template": said.template, "args": said.json_args()} for said in sentences]
 
 
 def placeholders(template: str) -> frozenset[str]:

@@ -9,7 +9,7 @@ import threading
 import weakref
 
 from . import common, jaxcompat
-from .protocol import EXPLANATION_ARG_MAX_CHARS, Templated
+from .protocol import Templated, parts_of
 
 LOOP_WARNING_AT = 3
 
@@ -159,14 +159,6 @@ TEMPLATES = (STRUCTURE, SHAPE, DTYPE, NOW_SCALAR, NOW_TYPED, MOVED, STATIC, SHAR
              NEW_FUNCTION, EVICTED, COMPILED_MANY, COMPILED_MANY_IN_LOOP, *_ADVICE.values(), ADVICE_OTHERWISE)
 
 
-def parts(sentences: list[Templated]) -> list[dict] | None:
-    """The sentences as an event carries them beside their English ({"template", "args"} each);
-    None when an arg is too long to send (a static argument's repr, say): the English alone."""
-    if any(len(str(value)) > EXPLANATION_ARG_MAX_CHARS for said in sentences for value in said.args.values()):
-        return None
-    return [{"template": said.template, "args": said.json_args()} for said in sentences]
-
-
 def recompile_info(key, sig: dict, name: str, call_site, compile_ms: float) -> tuple[int, dict | None, str | None]:
     with _lock:
         hist = _history.setdefault(key, _History())
@@ -188,7 +180,7 @@ def recompile_info(key, sig: dict, name: str, call_site, compile_ms: float) -> t
     kind = reasons[0][0]
     sentence = COMPILED_AGAIN.format(name=name, count=count, reasons="; ".join(r for _, r in reasons))
     recompile = {"count": count, "kind": kind, "kinds": [k for k, _ in reasons], "reason": sentence,
-                 "reason_parts": parts([r for _, r in reasons])}
+                 "reason_parts": parts_of([r for _, r in reasons])}
     warning = None
     if count >= LOOP_WARNING_AT:
         total = f"{total_ms:.0f}"

@@ -194,8 +194,10 @@ export interface ProfileFields {
   devices?: number | null;
   summary?: unknown[] | null;
   cut?: string | null;
+  cut_parts?: unknown[] | null;
   profile_ms?: number | null;
   error?: string | null;
+  error_parts?: unknown[] | null;
 }
 
 /** The last event of every run: its terminal status and what it used; its message's template and args where the executor made it from one (an arg may be a message of its own: {template, args}). */

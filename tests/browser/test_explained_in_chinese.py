@@ -107,3 +107,24 @@ def test_an_english_page_says_why_in_english(browser, live_stack):
         page.locator("#tab-timing").click()
         expect(page.locator("#panel-timing .measure-note").first).to_contain_text(
             "Note: double(jnp.ones(3)) returns a JAX array without waiting for it")
+
+
+# More Python calls than a trace keeps of them (executor/runner/profile.py MAX_PYTHON_EVENTS).
+MANY_CALLS = """\
+def g(i):
+    return i
+
+for i in range(60_000):
+    g(i)
+"""
+
+
+def test_what_a_profile_cut_is_said_in_chinese(browser, live_stack):
+    with playground_in(browser, live_stack, height=800, locale="zh-CN") as page:
+        page.locator("#profile-toggle").click()
+        assert run_code(page, MANY_CALLS) == "succeeded"
+        page.locator("#tab-timeline").click()
+        notice = page.locator("#panel-timeline .tl-notice").first
+        expect(notice).to_contain_text("Python 泳道共有")
+        expect(notice).to_contain_text("只保留了最长的 50,000 次")
+        expect(notice).not_to_contain_text("calls")

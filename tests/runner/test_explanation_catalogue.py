@@ -1,7 +1,8 @@
 """The explanations' catalogue: every sentence the runner explains an error with
 (executor/runner/explain.py), a compilation's reason and warning with
-(executor/runner/recompile.py) or a measurement's notes with (executor/runner/notebook.py), and
-every way the executor says how a run ended (executor/events.py ``ENDED``) has its Chinese in
+(executor/runner/recompile.py), a measurement's notes with (executor/runner/notebook.py) or what a
+profile says of its trace with (executor/runner/profile.py), and every way the executor says how a
+run ended (executor/events.py ``ENDED``) has its Chinese in
 frontend/src/i18n/zh-hans/explanations.json, with the same placeholders, and the catalogue holds
 nothing else. Then what the events carry of them: the template and args beside the English, and
 what the supervisor keeps of a runner's."""
@@ -18,12 +19,12 @@ import pytest
 
 from executor import events as ev
 from executor import supervisor
-from executor.runner import explain, notebook, protocol, recompile
+from executor.runner import explain, notebook, profile, protocol, recompile
 
 ROOT = Path(__file__).resolve().parents[2]
 CATALOGUE = ROOT / "frontend" / "src" / "i18n" / "zh-hans" / "explanations.json"
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
-TEMPLATES = (*explain.TEMPLATES, *ev.ENDED.values(), *recompile.TEMPLATES, *notebook.TEMPLATES)
+TEMPLATES = (*explain.TEMPLATES, *ev.ENDED.values(), *recompile.TEMPLATES, *notebook.TEMPLATES, *profile.TEMPLATES)
 
 
 def chinese() -> dict[str, str]:
@@ -237,3 +238,29 @@ def test_the_supervisor_drops_notes_parts_it_cannot_vouch_for(parts):
     event, problems = timed(notes=NOTES, notes_parts=parts)
     assert "notes_parts" not in event and event["notes"] == NOTES
     assert len(problems) == 1 and "notes_parts" in problems[0]
+
+
+CUT = [{"template": profile.DEVICE_OPS_CUT, "args": {"events": "120,000", "kept": "100,000"}},
+       {"template": profile.PYTHON_CUT, "args": {"calls": "9,000", "kept": "5,000"}}]
+CUT_TEXT = ("its device ops were 120,000 events: the first 100,000 are kept; its Python lane had 9,000 calls: "
+            "the 5,000 longest are kept")
+NO_TRACE = [{"template": profile.MEMORY_FULL, "args": {}}]
+
+
+def test_a_profile_s_cut_and_error_keep_the_parts_that_make_them():
+    kept = supervisor.bounded_profile({"cut": CUT_TEXT, "cut_parts": CUT, "events": 3})
+    assert kept["cut_parts"] == CUT
+    kept = supervisor.bounded_profile({"error": profile.MEMORY_FULL, "error_parts": NO_TRACE})
+    assert kept["error_parts"] == NO_TRACE
+
+
+@pytest.mark.parametrize("fields", [
+    {"cut": CUT_TEXT, "cut_parts": CUT[:1]},
+    {"cut": CUT_TEXT, "cut_parts": [{**CUT[0], "template": "its {events} are gone: {kept}"}, CUT[1]]},
+    {"error": "the memory was fine", "error_parts": NO_TRACE},
+    {"error": profile.MEMORY_FULL + profile.MEMORY_FULL, "error_parts": NO_TRACE * 2},
+], ids=["a-part-missing", "an-unknown-template", "another-error", "two-errors"])
+def test_a_profile_s_parts_that_do_not_make_its_words_are_dropped(fields):
+    kept = supervisor.bounded_profile(fields)
+    assert "cut_parts" not in kept and "error_parts" not in kept
+    assert kept.get("cut", kept.get("error")) == fields.get("cut", fields.get("error"))

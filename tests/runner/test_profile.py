@@ -7,6 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 
+from executor.runner import profile
+
 PMAP = """\
 import jax, jax.numpy as jnp
 n = jax.device_count()
@@ -66,3 +68,6 @@ def test_a_python_loop_under_the_profiler_ends_well_and_says_what_was_cut(run):
     [event] = result.of("profile")
     assert not event.get("error"), event
     assert "its Python lane stops" in event["cut"] and "filling the run's memory" in event["cut"]
+    # ... with the sentences it was made from, which the supervisor vouched for.
+    assert event["cut_parts"][0]["template"] == profile.PYTHON_STOPPED
+    assert "; ".join(part["template"].format(**part["args"]) for part in event["cut_parts"]) == event["cut"]

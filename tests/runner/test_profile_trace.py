@@ -131,6 +131,9 @@ def test_past_its_bounds_the_trace_is_cut_and_says_so(monkeypatch):
     ops_kept = sorted(e["args"]["run_id"] for e in timed if e["cat"] == "fusion")
     assert ops_kept == list(range(len(ops_kept))) and len(ops_kept) < 100
     assert "the first" in info["cut"] and "longest" in info["cut"] and trace["otherData"]["cut"] == info["cut"]
+    # What was cut goes with the sentences it was made from, for a page in another language.
+    assert [said.template for said in info["cut_parts"]] == [profile.DEVICE_OPS_CUT, profile.PYTHON_CUT]
+    assert "; ".join(info["cut_parts"]) == info["cut"]
     # The summary is of all the device's ops, not only those kept.
     assert info["summary"][0]["ops"][0][2] == 100
 
@@ -141,6 +144,8 @@ def test_past_its_bounds_the_trace_is_cut_and_says_so(monkeypatch):
     assert len(data) <= 600 or info["events"] == 0
     assert not [e for e in kept["traceEvents"] if e.get("cat") == "python"]
     assert "compressed" in info["cut"] and kept["otherData"]["cut"] == info["cut"] and raw > len(data)
+    [said] = info["cut_parts"]
+    assert said.template in (profile.OVER_SIZE_PYTHON, profile.OVER_SIZE_EVENTS) and said == info["cut"]
 
 
 @pytest.mark.parametrize("data, words", [

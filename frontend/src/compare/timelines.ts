@@ -10,7 +10,7 @@ import { fetchTrace } from "../profile/load";
 import { TimelineView } from "../profile/render";
 import { summaryOfEvent, summaryOfTrace, type DeviceSummary } from "../profile/summary";
 import { kindLabel, type Trace } from "../profile/trace";
-import { factList, keysHint, loadFailure, loadingProgress, sliceFacts, sliceTitle, zoomButtons } from "../panes/timeline";
+import { factList, keysHint, loadFailure, loadingProgress, profileNotices, sliceFacts, sliceTitle, zoomButtons } from "../panes/timeline";
 import type { Pane } from "../panes/pane";
 import type { ComparisonSide } from "../api";
 import { pairKinds, profileOf, ratio } from "./model";
@@ -63,9 +63,8 @@ class SideTimeline {
       .filter(Boolean)
       .join(" · ");
     this.notes.replaceChildren();
-    const error = str(event.error);
+    const { error, cut } = profileNotices(event);
     if (error) this.notes.append(el("p", "tl-notice tl-notice-error", el("strong", null, t("Profiling failed: ")), error));
-    const cut = str(event.cut);
     if (cut) this.notes.append(el("p", "tl-notice", cut));
     this.view.element.hidden = true;
   }

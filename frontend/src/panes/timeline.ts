@@ -14,6 +14,7 @@ import { summaryOfEvent, summaryOfTrace, topOps, type DeviceSummary } from "../p
 import { fetchTrace } from "../profile/load";
 import { COLLECTIVE, KINDS, WAIT, argNumber, argText, kindLabel, parseTrace, type Trace } from "../profile/trace";
 import { findHlo } from "./compiled";
+import { partsText } from "../explanations";
 import { asName, sentence, type Pane } from "./pane";
 
 /** What the pane's links ask of the page. */
@@ -288,13 +289,12 @@ export class TimelinePane implements Pane {
 
   private renderNotices(event: ProfileEvent): void {
     this.notices.replaceChildren();
-    const error = str(event.error);
+    const { error, cut } = profileNotices(event, this.trace?.cut || null);
     if (error) {
       const p = el("p", "tl-notice tl-notice-error", el("strong", null, t("Profiling failed: ")), error);
       p.setAttribute("role", "alert");
       this.notices.append(p);
     }
-    const cut = str(event.cut) ?? (this.trace?.cut || null);
     if (cut) this.notices.append(el("p", "tl-notice", cut));
   }
 
@@ -628,4 +628,16 @@ function peersTable(trace: Trace, selected: number, peers: number[]): HTMLElemen
   }));
   return scrollable(el("table", "data-table tl-peers", caption, el("thead", null, head), body),
     t("{op} on each device", { op: trace.names[selected] }));
+}
+
+/** Why a profile has no trace, and what of its trace was cut, in the page's language when their
+ *  sentences came with them (executor/runner/profile.py); else as sent. */
+export function profileNotices(event: ProfileEvent, tracesCut: string | null = null): { error: string | null; cut: string | null } {
+  const error = str(event.error);
+  const cut = str(event.cut) ?? tracesCut;
+  const cutSaid = str(event.cut) !== null ? partsText(event.cut_parts) : null;
+  return {
+    error: error === null ? null : (partsText(event.error_parts)?.join("") ?? error),
+    cut: cut === null ? null : (cutSaid ? cutSaid.reduce((first, next) => t("{first}; {next}", { first, next })) : cut),
+  };
 }
