@@ -24,6 +24,7 @@ import os
 from daphne.server import Server  # isort: skip
 from daphne.cli import CommandLineInterface as DaphneCommandLine
 from daphne.http_protocol import HTTPFactory, WebRequest
+from django.utils.translation import gettext_noop
 from twisted.web import http
 
 log = logging.getLogger("web.server")
@@ -44,6 +45,12 @@ OPENING_MARGIN_S = 5
 WEBSOCKET_CONNECT_TIMEOUT_S = 20
 
 
+# The refusal's words (web/locale): what came, and the limit it went over.
+TOO_LONG = gettext_noop("the request body is %(size)s bytes")
+WENT_OVER = gettext_noop("the request body went over it as it was sent")
+REFUSED = gettext_noop("%(what)s; the limit is %(limit)s bytes (%(kib)s KiB)")
+
+
 class LimitedRequest(WebRequest):
     refused = False
 
@@ -57,33 +64,46 @@ class LimitedRequest(WebRequest):
         # Content-Length, or of 100 kB or more, to a temporary file).
         self.content = io.BytesIO()
         if length is not None and length > self.limit:
-            self.refuse(f"the request body is {length} bytes")
+            self.refuse(TOO_LONG, size=length)
 
     def handleContentChunk(self, data):
         if self.refused:
             return  # thrown away while the answer reaches the client
         self.body_read += len(data)
         if self.body_read > self.limit:
-            self.refuse("the request body went over it as it was sent")
+            self.refuse(WENT_OVER)
             return
         self.content.write(data)
+
+    def language(self) -> str:
+        """The language the sender reads: its language cookie, else its Accept-Language, as a
+        page's request has it (web/languages.py)."""
+        from web.languages import scope_language
+
+        headers = [(name.lower(), value) for name, values in self.requestHeaders.getAllRawHeaders()
+                   for value in values]
+        return scope_language({"headers": headers})
 
     def process(self):
         if self.refused:
             return None  # the whole body came in while lingering: it was answered already
         return super().process()
 
-    def refuse(self, what: str) -> None:
-        """Answer 413 now, throw away whatever else comes, and close the connection soon."""
+    def refuse(self, why: str, **args) -> None:
+        """Answer 413 now, in the language of the page (or script) that sent it, throw away
+        whatever else comes, and close the connection soon."""
+        from django.utils import translation
+
         self.refused = True
         self.content = io.BytesIO()
+        limit = self.limit
+        with translation.override(self.language()):
+            error = translation.gettext(REFUSED) % {"what": translation.gettext(why) % args, "limit": limit,
+                                                     "kib": limit // 1024}
+        what = why % args  # the log's, in English
         # No "100 Continue" after this answer (Twisted sends one after gotLength when asked).
         self.requestHeaders.removeHeader(b"Expect")
-        limit = self.limit
-        body = json.dumps({
-            "error": f"{what}; the limit is {limit} bytes ({limit // 1024} KiB)",
-            "limit": limit,
-        }).encode()
+        body = json.dumps({"error": error, "limit": limit}).encode()
         head = (b"HTTP/1.1 413 Content Too Large\r\n"
                 b"Content-Type: application/json\r\n"
                 b"Content-Length: " + str(len(body)).encode() + b"\r\n"

@@ -133,6 +133,16 @@ def test_content_length_over_the_limit_is_refused_before_any_body(server):
     assert_still_serving(server)
 
 
+@pytest.mark.parametrize("header", ["Accept-Language: zh-CN,zh;q=0.9", "Cookie: playground_language=zh-hans"])
+def test_the_refusal_is_in_the_senders_language(server, header):
+    exchange = Exchange(server.port, post_head("/api/runs", f"Content-Length: {HUNDRED_MIB}", header))
+    status, body, head = exchange.wait()
+    assert status == 413 and body["limit"] == settings.MAX_REQUEST_BYTES
+    assert body["error"] == (f"请求体有 {HUNDRED_MIB} 字节；上限是 {settings.MAX_REQUEST_BYTES} 字节"
+                             f"（{settings.MAX_REQUEST_BYTES // 1024} KiB）")
+    assert_still_serving(server)
+
+
 def test_expect_100_continue_gets_the_413_instead(server):
     exchange = Exchange(server.port, post_head("/api/runs", f"Content-Length: {HUNDRED_MIB}",
                                                "Expect: 100-continue"))
