@@ -44,6 +44,9 @@ EVENT_BYTES_CAP = 16 * 1024**2
 TICK_S = 0.1
 COALESCE_QUIET_S = 0.005
 COALESCE_MAX_S = 0.05
+# A line left open (a prompt, a progress bar) waits longer for its end before it goes alone: a
+# print()'s text and its newline, written apart, stay one event on a loaded machine too.
+OPEN_LINE_MAX_S = 0.15
 # One stdout/stderr event carries at most this much text; more is sent as several events, so
 # every event fits a websocket message and a database row comfortably.
 OUTPUT_EVENT_MAX_CHARS = 64 * 1024
@@ -402,9 +405,10 @@ class Supervision:
     Output is coalesced: a print() is several writes, and a tight loop of prints would
     otherwise become thousands of one-byte events. Pending text (stdout and stderr segments, in
     the order they came) is sent once output has been quiet for COALESCE_QUIET_S at the end of a
-    line, after COALESCE_MAX_S, or before any structured event, in events of at most
-    OUTPUT_EVENT_MAX_CHARS, and never faster than the run's events per second: meanwhile it keeps coalescing, and past
-    PENDING_MAX_CHARS the pipes are not read, so the snippet waits.
+    line, after COALESCE_MAX_S (OPEN_LINE_MAX_S for a line left open), or before any structured
+    event, in events of at most OUTPUT_EVENT_MAX_CHARS, and never faster than the run's events per
+    second: meanwhile it keeps coalescing, and past PENDING_MAX_CHARS the pipes are not read, so
+    the snippet waits.
     """
 
     def __init__(self, runner: Runner, launcher: Launcher, limits: Limits, emit: Callable[..., None], *,
@@ -490,7 +494,7 @@ class Supervision:
     def line_ended(self) -> bool:
         """Whether pending output ends a line: print() writes its text and its newline apart,
         and a pause between the two (a loaded machine) would otherwise split one line in two
-        events. A line left open (a prompt, a progress bar) still goes after COALESCE_MAX_S."""
+        events. A line left open (a prompt, a progress bar) still goes after OPEN_LINE_MAX_S."""
         return self.pending[-1][1][-1].endswith(("\n", "\r"))
 
     # -- receiving -------------------------------------------------------------------------------
@@ -736,7 +740,7 @@ class Supervision:
     def pump(self, timeout: float) -> None:
         now = time.monotonic()
         if self.pending and ((now - self.last >= COALESCE_QUIET_S and self.line_ended())
-                             or now - self.since >= COALESCE_MAX_S
+                             or now - self.since >= (COALESCE_MAX_S if self.line_ended() else OPEN_LINE_MAX_S)
                              or self.pending_chars >= OUTPUT_EVENT_MAX_CHARS):
             self.flush_output()
         self.handle_event_lines()

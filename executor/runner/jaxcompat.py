@@ -402,23 +402,55 @@ def profiler_start(python_tracer: bool = True):
     options.python_tracer_level = 1 if python_tracer else 0
     # 2 is its default, but JAX 0.6.2's default options record no HLO op unless it is set.
     options.host_tracer_level = 2
+    profiler_settled()
     saved = _stderr_off()
     try:
         if ProfileSession is not None:
-            return _Profiling(ProfileSession(profiler_options=options).start())
-        return _Profiling(xla_profiler.ProfilerSession(options))
+            return _Profiling(ProfileSession(profiler_options=options).start(), quiet=True)
+        return _Profiling(xla_profiler.ProfilerSession(options), quiet=False)
     finally:
         _stderr_on(saved)
 
 
 class _Profiling:
     """A started profiler session, which ``profiler_stop`` stops and lets go of while fd 2 is
-    quiet (JAX 0.6's logs "Profiler session tear down." as it goes)."""
+    quiet (JAX 0.6's logs "Profiler session tear down." as it goes). ``quiet``: stopping it writes
+    nothing to stderr (JAX's own ProfileSession)."""
 
-    __slots__ = ("session",)
+    __slots__ = ("session", "quiet")
 
-    def __init__(self, session):
-        self.session = session
+    def __init__(self, session, quiet: bool):
+        self.session, self.quiet = session, quiet
+
+
+# A profile let go of in the background (``profiler_discard``): the next one starts after it.
+_discarding: list = []
+
+
+def profiler_discard(profiling: _Profiling) -> None:
+    """Stop ``profiling`` without reading what it recorded: an interrupted cell's, whose session
+    waits for it to stop. Gathering a Python loop's million calls takes seconds, so where
+    stopping is quiet it happens in the background (on the snippet's stderr nothing would show
+    that is not the snippet's); elsewhere now, as ``profiler_stop`` does."""
+    import threading
+
+    session, profiling.session = profiling.session, None
+    if not profiling.quiet:
+        saved = _stderr_off()
+        try:
+            session.stop()
+        finally:
+            _stderr_on(saved)
+        return
+    thread = threading.Thread(target=session.stop, name="profile-discard", daemon=True)
+    thread.start()
+    _discarding.append(thread)
+
+
+def profiler_settled(timeout_s: float = 60.0) -> None:
+    """Wait for a profile being let go of in the background: one profile runs at a time."""
+    while _discarding:
+        _discarding.pop().join(timeout_s)
 
 
 def profiler_stop(profiling: _Profiling):

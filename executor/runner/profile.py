@@ -259,11 +259,19 @@ class Profile:
         self.done.set()
         deadline = common.deadline()
         left = None if deadline is None else deadline - time.monotonic()
+        if interrupted:
+            # Its session waits for the cell to stop: what was recorded is let go of, not read.
+            try:
+                jaxcompat.profiler_discard(self.session)
+            except Exception:  # noqa: BLE001 - the profiler's own fault; the cell has stopped all the same
+                pass
+            _KIND_OF_OP.clear()
+            _no_trace(channel, protocol.Templated(INTERRUPTED))
+            return
         try:
             space = jaxcompat.profiler_stop(self.session)
-            if interrupted or (left is not None and left < MIN_BUILD_S):
-                _no_trace(channel, protocol.Templated(INTERRUPTED) if interrupted else
-                          protocol.Templated(TOO_LITTLE_LEFT, seconds=f"{max(left, 0):.1f}"))
+            if left is not None and left < MIN_BUILD_S:
+                _no_trace(channel, protocol.Templated(TOO_LITTLE_LEFT, seconds=f"{max(left, 0):.1f}"))
                 return
             trace, info = build_trace(space, device_names=jaxcompat.device_names(),
                                       executables=jaxcompat.executable_devices,

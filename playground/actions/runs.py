@@ -251,11 +251,15 @@ def _store_profile(run_id: str) -> None:
 
 
 def profile_of(run: Run) -> bytes | None:
-    """A run's trace (gzipped): the database's, else Redis's while the recorder has not stored it."""
+    """A run's trace (gzipped): Redis's while the recorder has not stored it, else the database's.
+    In that order: the recorder deletes Redis's copy once the database's is committed, so a trace
+    missing from Redis is in the database (asked the other way round, a trace stored and deleted
+    between the two reads was in neither)."""
+    waiting = get_redis().get(ev.profile_key(str(run.id)))
+    if waiting is not None:
+        return waiting
     stored = list(RunProfile.objects.filter(run_id=run.id).values_list("data", flat=True)[:1])
-    if stored:
-        return bytes(stored[0])
-    return get_redis().get(ev.profile_key(str(run.id)))
+    return bytes(stored[0]) if stored else None
 
 
 def _announce(run_id: str, statuses: list[str]) -> None:

@@ -261,4 +261,13 @@ def test_an_interrupted_profiled_cell_keeps_its_session(live_stack):
     assert "interrupted" in profile["error"]
     _, after = live_stack.run_cell(session, "print(kept + 1)\n")
     assert after.text().strip() == "42"
+    # The interrupted cell's recording was let go of (in the background on this JAX): the next
+    # profiled cell has a profile of its own.
+    status, run = live_stack.call("POST", f"{session['url']}/cells", {
+        "code": "import jax.numpy as jnp\nprint(float(jnp.ones(4).sum()))\n", "options": {"profile": True}})
+    assert status == 201, run
+    profiled = live_stack.watch(run["id"], timeout=60)
+    assert profiled.finished["status"] == ev.SUCCEEDED and profiled.text().strip() == "4.0", profiled.finished
+    profile = next(e for e in profiled.events if e["type"] == ev.PROFILE)
+    assert not profile.get("error") and profile["url"], profile
     live_stack.call("DELETE", session["url"])
