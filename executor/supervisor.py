@@ -738,26 +738,35 @@ class Supervision:
         return bool(ready)
 
     def pump(self, timeout: float) -> None:
+        if self.pending and not self.line_ended() and time.monotonic() - self.since >= OPEN_LINE_MAX_S:
+            # The supervisor may itself have been kept from running that long (a loaded machine):
+            # what the snippet wrote meanwhile, the line's end often, is read before the open
+            # line goes alone.
+            self.read_ready(self.readable(), 0)
         now = time.monotonic()
         if self.pending and ((now - self.last >= COALESCE_QUIET_S and self.line_ended())
                              or now - self.since >= (COALESCE_MAX_S if self.line_ended() else OPEN_LINE_MAX_S)
                              or self.pending_chars >= OUTPUT_EVENT_MAX_CHARS):
             self.flush_output()
         self.handle_event_lines()
-        # Read only what can be passed on: nothing while event lines wait for the budget (what the
-        # snippet writes meanwhile comes after them), no more output while much waits. What is not
-        # read waits in the pipe, and the snippet with it. While an event line is half read (a
-        # large one, a compilation's texts), only the rest of it: the runner flushes the snippet's
-        # output before it writes an event, so output that is readable now came after it.
-        mid_event = bool(self.event_buffer)
-        readable = [] if self.event_lines else [
-            fd for fd, kind in self.fds.items()
-            if kind == "event" or (not mid_event and self.pending_chars < PENDING_MAX_CHARS)]
         if self.event_lines and self.budget.available():
             timeout = 0  # more lines to handle now; only the wall clock and cancel come first
         elif self.pending or self.event_lines:
             timeout = min(timeout, max(self.budget.wait_s(), COALESCE_QUIET_S))
-        self.read_ready(readable, timeout)
+        self.read_ready(self.readable(), timeout)
+
+    def readable(self) -> list[int]:
+        """The pipes to read now. Only what can be passed on: nothing while event lines wait for
+        the budget (what the snippet writes meanwhile comes after them), no more output while
+        much waits. What is not read waits in the pipe, and the snippet with it. While an event
+        line is half read (a large one, a compilation's texts), only the rest of it: the runner
+        flushes the snippet's output before it writes an event, so output that is readable now
+        came after it."""
+        if self.event_lines:
+            return []
+        mid_event = bool(self.event_buffer)
+        return [fd for fd, kind in self.fds.items()
+                if kind == "event" or (not mid_event and self.pending_chars < PENDING_MAX_CHARS)]
 
     def exited(self) -> bool:
         if self.exit_info is None:
