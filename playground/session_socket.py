@@ -104,6 +104,6 @@ class SessionConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             raise
         # Any fault (most often the client gone mid-send) ends this socket alone, said in one line:
         # the page reconnects and is told the whole state again, so nothing is lost by it.
-        except Exception as exc:  # noqa: BLE001 - logged in one line below, not a traceback per drop
+        except Exception as exc:  # noqa: BLE001 - ends this socket alone; the page reconnects
             log.warning("following session %s stopped: %r", session.id, exc)
             await self.close(code=1011)

@@ -40,3 +40,25 @@ def fresh_rate_limits():
     redis = get_redis()
     for key in redis.scan_iter("ratelimit:*"):
         redis.delete(key)
+
+
+# Two people (take them by naming them, as above): alice owns things, bob is someone else.
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", "alice@example.com", PASSWORD)
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", "bob@example.com", PASSWORD)
+
+
+@pytest.fixture
+def alice_client(alice):
+    return client_of(alice)
+
+
+@pytest.fixture
+def bob_client(bob):
+    return client_of(bob)
