@@ -192,11 +192,11 @@ def bounded_profile(fields: dict) -> dict:
         if key in event:
             event[key] = event[key][:1000]
     # Each of cut and error goes with the sentences it was made from only when they make it.
-    for key, joiner in (("cut", "; "), ("error", "")):
-        parts = event.pop(f"{key}_parts", None)
-        said = _filled(parts)
-        if said is not None and joiner.join(said) == event.get(key) and (joiner or len(said) == 1):
-            event[f"{key}_parts"] = _clean_parts(parts)
+    for key, makes in (("cut", lambda said: "; ".join(said) == event.get("cut")),
+                       ("error", lambda said: said == [event.get("error")])):
+        kept = _vouched(event.pop(f"{key}_parts", None), makes)
+        if kept is not None:
+            event[f"{key}_parts"] = kept
     return event
 
 
@@ -287,41 +287,36 @@ def _said(part, depth: int = 0) -> str | None:
     return template.format(**filled)
 
 
-def _filled(parts) -> list[str] | None:
-    """Each part's sentence, or None unless every one is the runner's."""
+def _vouched(parts, makes: Callable[[list[str]], bool]) -> list[dict] | None:
+    """The parts as a page gets them ([{"template", "args"}]) when every one is the runner's and
+    their sentences make what was sent (``makes``); else None."""
     if not isinstance(parts, list) or not parts:
         return None
     said = [_said(part) for part in parts]
-    return None if None in said else said
-
-
-def _clean_parts(parts: list[dict]) -> list[dict]:
+    if None in said or not makes(said):
+        return None
     return [{"template": part["template"], "args": part["args"]} for part in parts]
 
 
 def checked_recompile_parts(fields: dict, problems: protocol.Problems) -> dict:
     """A compiled event's reason and warning go with the sentences they were made from (which a page
     says in its reader's language) only when those are the runner's and make the English sent."""
-    dropped = False
+    fields, dropped = dict(fields), False
     recompiled = fields.get("recompile")
     if isinstance(recompiled, dict) and "reason_parts" in recompiled:
-        recompiled = dict(recompiled)
+        recompiled = fields["recompile"] = dict(recompiled)
         parts = recompiled.pop("reason_parts")
-        reasons = _filled(parts)
-        if reasons is not None and recompiled.get("reason") == recompile.COMPILED_AGAIN.format(
-                name=fields.get("name"), count=recompiled.get("count"), reasons="; ".join(reasons)):
-            recompiled["reason_parts"] = _clean_parts(parts)
-        else:
-            dropped = dropped or parts is not None
-        fields = {**fields, "recompile": recompiled}
+        kept = _vouched(parts, lambda said: recompiled.get("reason") == recompile.COMPILED_AGAIN.format(
+            name=fields.get("name"), count=recompiled.get("count"), reasons="; ".join(said)))
+        if kept is not None:
+            recompiled["reason_parts"] = kept
+        dropped = kept is None and parts is not None
     if "warning_parts" in fields:
-        fields = dict(fields)
         parts = fields.pop("warning_parts")
-        warning = _filled(parts)
-        if warning is not None and fields.get("warning") == " ".join(warning):
-            fields["warning_parts"] = _clean_parts(parts)
-        else:
-            dropped = dropped or parts is not None
+        kept = _vouched(parts, lambda said: fields.get("warning") == " ".join(said))
+        if kept is not None:
+            fields["warning_parts"] = kept
+        dropped = dropped or (kept is None and parts is not None)
     if dropped:
         problems.add("compiled: reason_parts or warning_parts that are not the runner's, or that do not make "
                      "the English sent (dropped)")
@@ -335,10 +330,12 @@ def checked_notes_parts(fields: dict, problems: protocol.Problems) -> dict:
         return fields
     fields = dict(fields)
     parts, notes = fields.pop("notes_parts"), fields.get("notes")
-    said = [_filled(note) for note in parts] if isinstance(parts, list) else None
-    if said is not None and isinstance(notes, list) and len(said) == len(notes) and all(
-            sentences is not None and " ".join(sentences) == note for sentences, note in zip(said, notes)):
-        fields["notes_parts"] = [_clean_parts(note) for note in parts]
+    kept = None
+    if isinstance(parts, list) and isinstance(notes, list) and len(parts) == len(notes):
+        kept = [_vouched(note_parts, lambda said, note=note: " ".join(said) == note)
+                for note_parts, note in zip(parts, notes)]
+    if kept is not None and None not in kept:
+        fields["notes_parts"] = kept
     elif parts is not None:
         problems.add("timing: notes_parts that are not the runner's, or that do not make the notes sent (dropped)")
     return fields

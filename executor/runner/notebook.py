@@ -26,6 +26,7 @@ import time
 import tokenize
 
 from . import common
+from .protocol import Templated, parts_of
 
 SNIPPET = common.SNIPPET_FILENAME
 HELPER = "__import__('jaxplay')"
@@ -474,8 +475,6 @@ def note_text(note: Note) -> str:
 def notes_fields(notes: list[Note]) -> dict:
     """A timing event's notes: the English, and each note's sentences as {"template", "args"}
     (none when an arg is too long to send: then the English alone)."""
-    from .protocol import parts_of
-
     fields = {"notes": [note_text(note) for note in notes]}
     parts = [parts_of(note) for note in notes]
     if notes and None not in parts:
@@ -484,8 +483,6 @@ def notes_fields(notes: list[Note]) -> dict:
 
 
 def _dispatch_note(stmt: _Statement, value, number: int = 1, queued_s: float = 0.0) -> Note | None:
-    from .protocol import Templated
-
     if not _dispatch_only(stmt, value):
         return None
     note = [Templated(DISPATCH_ONLY, statement=stmt.text)]
@@ -498,8 +495,6 @@ def _dispatch_note(stmt: _Statement, value, number: int = 1, queued_s: float = 0
 
 
 def _stopped_note(reason: str | None, done: int, asked: int) -> Note | None:
-    from .protocol import Templated
-
     if reason is None:
         return None
     why = Templated(BUDGET, seconds=f"{TIMEIT_BUDGET_S:g}") if reason == "budget" else Templated(TIME_LIMIT_NEAR)
@@ -518,8 +513,6 @@ def _compile_note(before: tuple[int, float], *, timeit_: bool = True) -> Note | 
     """What compiled while timing: for %timeit in its first loop (the mean and spread include it),
     for %time in the time."""
     from . import capture
-    from .protocol import Templated
-
     count, seconds = capture.compile_counts()
     if count <= before[0]:
         return None
@@ -651,9 +644,7 @@ def time_magic(args: str, lineno: int, col: int, glob: dict, loc: dict | None, *
     ]
     notes: list[Note] = []
     if last is not None and not _is_blocking(last.value) and _contains_jax_array(value):
-        from .protocol import Templated
-
-        notes.append([Templated(NOT_WAITED)])
+            notes.append([Templated(NOT_WAITED)])
     if (note := _compile_note(before, timeit_=False)):
         notes.append(note)
     print("\n".join(lines + [note_text(note) for note in notes]), flush=True)

@@ -816,17 +816,16 @@ def build_trace(space, device_names: dict[int, str] | None = None, jax_version: 
         lane.events.append(b.x(name, "python", start, dur, args))
     host = b.place_host()
     kept_device = b.place_ops(MAX_EVENTS - len(python) - host - len(b.modules))
-    Said = protocol.Templated
     cuts = []
     if b.unknown[0]:
-        cuts.append(Said(UNKNOWN_DEVICE, unknown=f"{b.unknown[0]:,}", runs=f"{b.unknown[1]:,}"))
+        cuts.append(protocol.Templated(UNKNOWN_DEVICE, unknown=f"{b.unknown[0]:,}", runs=f"{b.unknown[1]:,}"))
     all_device = sum(1 + len(op["children"]) for op in b.ops)
     if kept_device < all_device:
-        cuts.append(Said(DEVICE_OPS_CUT, events=f"{all_device:,}", kept=f"{kept_device:,}"))
+        cuts.append(protocol.Templated(DEVICE_OPS_CUT, events=f"{all_device:,}", kept=f"{kept_device:,}"))
     if host < len(b.host):
-        cuts.append(Said(HOST_CUT, events=f"{len(b.host):,}", kept=f"{host:,}"))
+        cuts.append(protocol.Templated(HOST_CUT, events=f"{len(b.host):,}", kept=f"{host:,}"))
     if len(python) < b.python_calls:
-        cuts.append(Said(PYTHON_CUT, calls=f"{b.python_calls:,}", kept=f"{len(python):,}"))
+        cuts.append(protocol.Templated(PYTHON_CUT, calls=f"{b.python_calls:,}", kept=f"{len(python):,}"))
     trace, info = _assemble(b, summary, "; ".join(cuts), jax_version or jaxcompat.jax_version(),
                             platform or jaxcompat.platform())
     info["cut_parts"] = cuts
