@@ -423,3 +423,28 @@ def test_under_the_tests_a_runner_that_sends_what_the_protocol_does_not_declare_
     assert r.status == "failed" and r.message == "the snippet's process exited with code 70", r
     assert r.stdout == "before\n" and not r.of("display")
     assert "sent what the protocol does not declare: display: undeclared field 'bogus'" in r.text("stderr")
+
+
+FORGED_PARTS = """\
+import json, os
+def send(message):
+    os.write(3, (json.dumps(message) + "\\n").encode())
+send({"type": "compiled", "name": "f", "recompile": {"count": 2, "kind": "shape", "reason": "f compiled again",
+      "reason_parts": [{"template": "run {cmd}", "args": {"cmd": "rm -rf /"}}]},
+      "warning": "f is fine", "warning_parts": [{"template": "f is fine", "args": {}}]})
+send({"type": "timing", "kind": "timeit", "notes": ["Note: fast"],
+      "notes_parts": [[{"template": "Note: {x}", "args": {"x": "fast"}}]]})
+print("sent")
+"""
+
+
+def test_parts_the_code_forges_on_its_event_pipe_never_reach_a_page(run):
+    """The code can write events as the runner does; parts whose templates are not the runner's
+    are dropped (the English stays as sent, which the code could always write)."""
+    r = run(FORGED_PARTS)
+    assert r.status == "succeeded" and r.stdout == "sent\n", r
+    (compiled,) = r.of("compiled")
+    assert "reason_parts" not in compiled["recompile"] and "warning_parts" not in compiled
+    assert compiled["recompile"]["reason"] == "f compiled again" and compiled["warning"] == "f is fine"
+    (timing,) = r.of("timing")
+    assert "notes_parts" not in timing and timing["notes"] == ["Note: fast"]
