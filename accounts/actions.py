@@ -16,7 +16,8 @@ from django.utils.translation import gettext_lazy
 
 from web.api import text
 from web.errors import ActionError
-from web.ratelimit import check_count, check_rate, count_one, forget
+from web.redis import exclusive
+from web.ratelimit import check_rate, forget, give_back, reserve
 
 from .auth import PREFIX_SHOWN, hash_secret, new_secret
 from .models import ApiToken, Draft
@@ -81,29 +82,32 @@ def _account(username: str) -> str:
     return username.strip().lower()[:150]
 
 
-def check_sign_in(*, username: str, client: str) -> None:
-    """Refuse a sign-in before its password is hashed (a third of a second of CPU each) when the
-    account has had SIGNIN_FAILURES_PER_ACCOUNT failures in the last window (password guessing),
-    or the client SIGNIN_FAILURES_PER_CLIENT (guessing across accounts, or burning the CPU).
-    The counts live in Redis: while it is away, sign-ins are refused (503) rather than let
-    through uncounted."""
+def check_sign_in(*, username: str, client: str) -> list[str]:
+    """Reserve this sign-in among the account's SIGNIN_FAILURES_PER_ACCOUNT failures a window
+    (password guessing) and the client's SIGNIN_FAILURES_PER_CLIENT (guessing across accounts, or
+    burning the CPU), before its password is hashed (a third of a second of CPU each), or refuse
+    (429). Every attempt counts as a failure from the start and gives its place back once it
+    succeeded (``do_sign_in_succeeded``, with what this returns): attempts in flight together
+    count as they arrive, so a burst of twenty at a limit of ten has ten passwords checked, not
+    twenty. The counts live in Redis: while it is away, sign-ins are refused (503) rather than
+    let through uncounted."""
     try:
-        check_count("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
-                    SIGN_IN_WINDOW_S, FAILED_SIGN_INS_TO_ACCOUNT)
-        check_count("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, SIGN_IN_WINDOW_S,
-                    FAILED_SIGN_INS_FROM_CLIENT)
+        return reserve([("sign-in-failures-account", _account(username), settings.SIGNIN_FAILURES_PER_ACCOUNT,
+                         FAILED_SIGN_INS_TO_ACCOUNT),
+                        ("sign-in-failures", client, settings.SIGNIN_FAILURES_PER_CLIENT, FAILED_SIGN_INS_FROM_CLIENT)],
+                       SIGN_IN_WINDOW_S)
     except redis.RedisError:
         raise ActionError(_("signing in is unavailable for a moment; try again in a few seconds"), status=503,
                           headers={"Retry-After": "5"}) from None
 
 
-def do_count_failed_sign_in(*, username: str, client: str | None) -> None:
+def do_sign_in_succeeded(reserved: list[str]) -> None:
+    """The attempt reserved by ``check_sign_in`` had the right password: it was no failure."""
     try:
-        count_one("sign-in-failures-account", _account(username), SIGN_IN_WINDOW_S)
-        if client is not None:
-            count_one("sign-in-failures", client, SIGN_IN_WINDOW_S)
-    except redis.RedisError:  # the next sign-in is refused while Redis is away (check_sign_in)
-        log.warning("could not count a failed sign-in: Redis is unreachable")
+        for key in reserved:
+            give_back(key)
+    except redis.RedisError:  # signed in all the same; the count lapses with its window
+        log.warning("could not give back a sign-in's reservation: Redis is unreachable")
 
 
 def do_forget_failed_sign_ins(username: str) -> None:
@@ -129,10 +133,13 @@ def check_create_token(payload, *, user) -> tuple[ApiToken, str]:
                              or not 1 <= days <= TOKEN_EXPIRY_DAYS_MAX):
         raise ActionError(_("'%(name)s' must be a whole number of days from 1 to %(max)s, or null for a token that "
                             "lasts until it is revoked") % {"name": "expires_in_days", "max": TOKEN_EXPIRY_DAYS_MAX})
-    if ApiToken.objects.filter(user=user).count() >= TOKENS_MAX:
-        raise ActionError(_("you have %(max)s tokens, the most one account may hold; revoke one first")
-                          % {"max": TOKENS_MAX}, status=409)
-    return do_create_token(user, name, expires_in_days=days)
+    # Counted and made under the account's lock: tokens asked for together must not each count
+    # the same TOKENS_MAX - 1 and all be made.
+    with exclusive(f"tokens:{user.pk}"):
+        if ApiToken.objects.filter(user=user).count() >= TOKENS_MAX:
+            raise ActionError(_("you have %(max)s tokens, the most one account may hold; revoke one first")
+                              % {"max": TOKENS_MAX}, status=409)
+        return do_create_token(user, name, expires_in_days=days)
 
 
 def do_create_token(user, name: str, *, expires_in_days: int | None = None) -> tuple[ApiToken, str]:

@@ -69,6 +69,57 @@ def token_for_secret(secret: str) -> ApiToken | None:
     return token
 
 
+def socket_bearer(scope) -> str | None:
+    """The token in a websocket's ``Authorization: Bearer`` header; None without one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization" and (secret := bearer_secret(value.decode("latin1"))) is not None:
+            return secret
+    return None
+
+
+# A websocket close's reason has room for 123 bytes: the API's sentence, short.
+SOCKET_TOKEN_REFUSED = gettext_lazy("the API token is not valid (revoked, expired or mistyped): make a new one at "
+                                    "/accounts/")
+
+
+class SocketTokenMiddleware:
+    """A websocket opened with ``Authorization: Bearer <token>`` acts as the token's owner
+    (``scope["user"]``, and the token in ``scope["auth_token"]``), as an API request does: a
+    script that submitted with its token reads its submission's run on the socket the answer
+    names. A token that is not valid closes the socket with 4401 and says why, on every route, as
+    the API answers 401 (settings.WEBSOCKET_MIDDLEWARE)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    async def __call__(self, scope, receive, send):
+        secret = socket_bearer(scope)
+        if secret is None:
+            return await self.inner(scope, receive, send)
+        from web.db import socket_db
+        from web.languages import activate_scope_language
+
+        token = await socket_db(token_for_secret)(secret)
+        if token is not None:
+            # ``token_alive``: whether the token still stands (not revoked, not expired), for a
+            # socket that acts on it for long (a session's cells) to ask before each act.
+            alive = socket_db(token_still_valid)
+            return await self.inner(dict(scope, user=token.user, auth_token=token,
+                                         token_alive=lambda: alive(token.pk)), receive, send)
+        if (await receive())["type"] == "websocket.connect":
+            activate_scope_language(scope)
+            await send({"type": "websocket.accept"})
+            await send({"type": "websocket.close", "code": 4401, "reason": str(SOCKET_TOKEN_REFUSED)})
+        return None
+
+
+def token_still_valid(token_id) -> bool:
+    """Whether a token a socket was opened with still stands: not revoked (its row gone), not
+    expired, its owner still active."""
+    token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
+    return token is not None and token.user.is_active and not token.is_expired()
+
+
 def authenticate_api_request(request) -> None:
     """Set ``request.user`` and ``request.auth_token`` (None unless a token authenticated the
     request), or raise a 401 for a bad token and a 403 for a session request without its CSRF

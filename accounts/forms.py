@@ -4,10 +4,7 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from web.clients import request_client_key
 from web.errors import ActionError
-
-from .actions import check_sign_in
 
 
 def sentence(message: str) -> str:
@@ -37,17 +34,19 @@ class EmailForm(forms.ModelForm):
 
 
 class SignInForm(AuthenticationForm):
-    """Django's sign-in form, which first says so when the account or the client is over its limit
-    of failed sign-ins (``throttled`` then holds the refusal, for the page's 429)."""
+    """Django's sign-in form, which says so when the account or the client is over its limit of
+    failed sign-ins (``throttled`` then holds the refusal, for the page's 429). The throttle is
+    the backend's (``accounts.backends``), which takes the attempt's place before the password
+    is checked: a refusal there is said here instead of "wrong password"."""
 
     throttled: ActionError | None = None
 
     def clean(self):
-        username = self.cleaned_data.get("username")
-        if username and self.cleaned_data.get("password") and self.request is not None:
-            try:
-                check_sign_in(username=username, client=request_client_key(self.request))
-            except ActionError as exc:
-                self.throttled = exc
-                raise forms.ValidationError(sentence(exc.message), code="throttled") from None
-        return super().clean()
+        try:
+            return super().clean()
+        except forms.ValidationError:
+            refused = getattr(self.request, "sign_in_refused", None) if self.request is not None else None
+            if refused is None:
+                raise
+            self.throttled = refused
+            raise forms.ValidationError(sentence(refused.message), code="throttled") from None

@@ -18,7 +18,8 @@ class ApiToken(models.Model):
     key_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    # None: until revoked. After it the token is refused, and its open websockets are closed.
+    # None: until revoked. After it the token is refused; its open websockets are closed (a
+    # dashboard's at once, a run's or a session's at their next start, cell or state).
     expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -29,7 +30,8 @@ class ApiToken(models.Model):
 
     @property
     def group(self) -> str:
-        """The channel-layer group of the websockets this token opened: revoking it closes them."""
+        """The channel-layer group of the dashboards' websockets this token opened: revoking it
+        closes them at once (the others ask the token again before they act)."""
         return f"token-{self.pk.hex}"
 
     def is_expired(self, now=None) -> bool:

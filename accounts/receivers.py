@@ -1,27 +1,17 @@
-"""What accounts do when Django's auth says something happened: a failed sign-in counts against
-the account and the client (``accounts.actions.check_sign_in`` refuses past the limits), a
-successful one forgets the account's failures, and a changed password revokes every API token of
+"""What accounts do when Django's auth says something happened: a successful sign-in forgets the
+account's failures (each attempt is counted as one before its password is checked:
+``accounts.backends``), and a changed password revokes every API token of
 the account (a password change or reset is what one does after a leak: tokens made with the old
 password must not outlive it)."""
 
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_save, pre_save
 from django.dispatch import receiver
 
-from web.clients import request_client_key
-
-from .actions import do_count_failed_sign_in, do_forget_failed_sign_ins, do_revoke_all_tokens
-
-
-@receiver(user_login_failed, dispatch_uid="accounts.sign_in_failed")
-def on_sign_in_failed(sender, credentials: dict, request=None, **kwargs) -> None:
-    username = credentials.get(get_user_model().USERNAME_FIELD) or credentials.get("username")
-    if not isinstance(username, str):
-        return
-    do_count_failed_sign_in(username=username, client=request_client_key(request) if request is not None else None)
+from .actions import do_forget_failed_sign_ins, do_revoke_all_tokens
 
 
 @receiver(user_logged_in, dispatch_uid="accounts.signed_in")

@@ -94,20 +94,44 @@ def _own_sign_up(next_url: str) -> str | None:
     """The sign-up of its own of the page at ``next_url``: the URL named "<the page's name>-signup"
     with the page's arguments (``course-join-signup``, say), or None when it has none. Accounts
     know no app: an app that takes people in through a page of its own names its sign-up so."""
+    return _own_page(next_url, "signup")
+
+
+def _own_sign_in(next_url: str) -> str | None:
+    """The sign-in of its own of the page at ``next_url`` ("<the page's name>-signin", as
+    ``_own_sign_up``), with ``next`` kept: a course's join link has one that names the course."""
+    own = _own_page(next_url, "signin")
+    return None if own is None else f"{own}?{urlencode({'next': next_url})}"
+
+
+def _own_page(next_url: str, kind: str) -> str | None:
     try:
         match = resolve(urlsplit(next_url).path)
-        return reverse(f"{match.url_name}-signup", args=match.args, kwargs=match.kwargs)
+        return reverse(f"{match.url_name}-{kind}", args=match.args, kwargs=match.kwargs)
     except (Resolver404, NoReverseMatch):
         return None
 
 
 class LoginView(auth_views.LoginView):
     """Django's, through our template, with sign-ins throttled (``SignInForm``): refused, the page
-    answers 429 with a Retry-After and says why."""
+    answers 429 with a Retry-After and says why. An app's own sign-in page (a course's join link's)
+    subclasses it with a template of its own."""
 
     template_name = "accounts/login.html"
     redirect_authenticated_user = True
     authentication_form = SignInForm
+    # Whether a page with a sign-in of its own sends there (that page itself says no).
+    sends_to_own_sign_in = True
+
+    def get(self, request, *args, **kwargs):
+        """A page with a sign-in of its own (``_own_sign_in``) gets it: the sign-in that a
+        course's join link sends to names the course and offers signing up first."""
+        next_url = request.GET.get("next", "")
+        own = _own_sign_in(next_url) if self.sends_to_own_sign_in and next_url else None
+        if (own is not None and not request.user.is_authenticated
+                and url_has_allowed_host_and_scheme(next_url, {request.get_host()})):
+            return redirect(own)
+        return super().get(request, *args, **kwargs)
 
     def form_invalid(self, form):
         response = super().form_invalid(form)

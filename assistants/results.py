@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import redis.exceptions
 
 from executor import events as ev
+from playground.actions.runs import profile_state
 from playground.streams import get_hub
 
 from .asgi import Caller, in_thread
@@ -150,6 +152,26 @@ def where_it_ran(started: dict | None) -> dict | None:
         return None
     return _kept(started, ("worker", "device", "device_kind", "platform", "device_count", "runtime", "jax_version",
                            "jaxlib_version", "sandboxed"))
+
+
+# How long an answer waits for a profile's trace, built after its run's end, to say what it holds.
+PROFILE_WAIT_S = 20.0
+
+
+def built_profile(event: dict, run_id: str) -> dict:
+    """A profile event whose trace is built after its run's end (``building``), with what the
+    trace holds once it is built (its summary per device), waited for up to PROFILE_WAIT_S; as
+    it is after that, or when its build failed (the error)."""
+    deadline = time.monotonic() + PROFILE_WAIT_S
+    while True:
+        state = profile_state(run_id) or {}
+        if state.get("ready"):
+            return {**{k: v for k, v in event.items() if k != "building"}, **state.get("info", {})}
+        if state.get("error"):
+            return {k: v for k, v in {**event, "error": state["error"], "url": None}.items() if k != "building"}
+        if time.monotonic() > deadline:
+            return event
+        time.sleep(0.1)
 
 
 def profile_of(event: dict | None, caller: Caller) -> dict | None:

@@ -46,7 +46,8 @@ from web.clients import make_client
 from web.errors import ActionError
 
 from .asgi import Caller, caller_of, in_thread
-from .results import OUTPUT_MAX_CHARS, WAIT_MARGIN_S, error_answer, events_of, figures_of, follow, run_answer
+from .results import (OUTPUT_MAX_CHARS, WAIT_MARGIN_S, built_profile, error_answer, events_of, figures_of, follow,
+                      run_answer)
 
 EXAMPLES_URI = "jax-playground://examples/"
 CODE_KIB = settings.RUN_MAX_CODE_BYTES // 1024
@@ -194,6 +195,9 @@ async def run_jax(code: Code, ctx: Context, runtime: Runtime = None, device: Dev
                   profile: Profile = False, include_hlo: IncludeHlo = False) -> CallToolResult:
     async def work(caller: Caller):
         run, events = await _run(_run_payload(code, runtime, device, stdin, profile), caller)
+        if profile:  # its trace is built after the run's end: the answer has its summary
+            events = [await in_thread(built_profile)(e, run["id"]) if e["type"] == ev.PROFILE and e.get("building")
+                      else e for e in events]
         return answer(run_answer(run, events, caller, include_hlo=include_hlo), figures_of(events))
 
     return await serve(ctx, work)

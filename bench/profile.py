@@ -8,12 +8,12 @@ pane's drawing of 100,000 events in Chromium (bench/profile_page.py), in one run
 1. **Overhead.** The gallery's pmap and shard_map examples (playground/examples/07, 08), each
    sample run plain and profiled, interleaved (plain, profiled, plain, ...), after a warm-up of
    each that left their modules in the node's compile cache: the run's own wall clock and CPU
-   seconds (its ``finished``: the sandbox's counters, so the profiler's work, stopping it and
-   building the trace inside the run, is in them), and from the POST to ``finished`` on the
-   socket. Medians, and profiled / plain.
+   seconds (its ``finished``: the sandbox's counters, so the profiler's work and stopping it are
+   in them), and from the POST to ``finished`` on the socket. Medians, and profiled / plain; and
+   how long after ``finished`` the trace, built by the node after the run, was ready at its URL.
 2. **Weight.** Each profiled run's trace: its compressed bytes (what the URL sends), uncompressed
-   bytes, events, lanes, and what stopping the profiler and building the trace cost
-   (``profile_ms``); the time to GET it from the URL once recorded (from the database).
+   bytes, events, lanes, and what stopping the profiler cost the run (``profile_ms``); the time
+   to GET it from the URL once recorded (from the database).
 3. **The page** (``--no-page`` skips it): bench.profile_page's time to first draw and frame times
    while panning a synthetic 100,000-event trace over 8 devices in the Timeline pane.
 """
@@ -30,8 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.recorded import beside
 from bench.stack import ROOT, RedisServer, Stack, own_stack
 
+BENCH = "bench.profile"
 EXAMPLES = {"pmap": "07-pmap.py", "shard_map": "08-shard-map.py"}
 
 
@@ -45,7 +47,8 @@ def one_run(stack: Stack, code: str, profile: bool) -> dict:
     if status != 201:
         raise RuntimeError(f"POST /api/runs: {status} {run}")
     watched = stack.watch(run["id"], timeout=180)
-    end_to_end = (time.perf_counter() - t0) * 1000
+    finished_at = time.perf_counter()
+    end_to_end = (finished_at - t0) * 1000
     finished = watched.finished
     if finished is None or finished["status"] != "succeeded":
         raise RuntimeError(f"run {run['id']} did not succeed: {watched.events[-3:]}")
@@ -56,7 +59,28 @@ def one_run(stack: Stack, code: str, profile: bool) -> dict:
             raise RuntimeError(f"run {run['id']}'s profile failed: {event['error']}")
         keys = ("url", "bytes", "raw_bytes", "events", "lanes", "profile_ms", "cut")
         out["profile"] = {k: event.get(k) for k in keys}
+        if event.get("building"):
+            out["profile"].update(ready(stack, event["url"], finished_at))
     return out
+
+
+def ready(stack: Stack, url: str, finished_at: float) -> dict:
+    """A trace built after its run's end: polled until its URL answers it (202 until then); how
+    long after ``finished`` reached the socket, and what it holds."""
+    while True:
+        status, _, body = stack.profile(url)
+        if status != 202:
+            break
+        time.sleep(0.05)
+    ready_ms = (time.perf_counter() - finished_at) * 1000
+    if status != 200:
+        raise RuntimeError(f"GET {url}: {status} {body[:300]!r}")
+    trace = json.loads(gzip.decompress(body))
+    return {"ready_ms": ready_ms, "bytes": len(body), "raw_bytes": len(gzip.decompress(body)),
+            "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X"),
+            "lanes": [e["args"]["name"] for e in trace["traceEvents"]
+                      if e["ph"] == "M" and e["name"] == "process_name"],
+            "cut": trace["otherData"].get("cut")}
 
 
 def fetch_trace(stack: Stack, run: dict) -> dict:
@@ -93,16 +117,23 @@ def med(rows: list[dict], key: str) -> float:
 
 
 def report(results: dict) -> None:
-    print("\nOverhead (medians; the run's own wall clock and CPU, and POST to finished on its socket)")
-    print(f"{'example':<10} {'':<9} {'wall ms':>9} {'cpu ms':>9} {'POST→end ms':>12}")
+    print("\nOverhead (medians; the run's own wall clock and CPU, and POST to finished on its socket), "
+          "each beside the figure docs/BENCHMARKS.md records")
+    print(f"{'example':<10} {'':<9} {'wall ms':>30} {'cpu ms':>30} {'POST→end ms':>30}")
     for name, r in results.items():
         for label in ("plain", "profiled"):
             rows = r[label]
-            print(f"{name:<10} {label:<9} {med(rows, 'wall_ms'):>9.0f} {med(rows, 'cpu_ms'):>9.0f} "
-                  f"{med(rows, 'end_to_end_ms'):>12.0f}")
-        print(f"{name:<10} {'ratio':<9} {med(r['profiled'], 'wall_ms') / med(r['plain'], 'wall_ms'):>9.2f} "
-              f"{med(r['profiled'], 'cpu_ms') / med(r['plain'], 'cpu_ms'):>9.2f} "
-              f"{med(r['profiled'], 'end_to_end_ms') / med(r['plain'], 'end_to_end_ms'):>12.2f}")
+            print(f"{name:<10} {label:<9} " + " ".join(
+                f"{beside(BENCH, f'{name} {label} {key}', med(rows, key), 0):>30}"
+                for key in ("wall_ms", "cpu_ms", "end_to_end_ms")))
+        print(f"{name:<10} {'ratio':<9} " + " ".join(
+            f"{beside(BENCH, f'{name} ratio {key}', med(r['profiled'], key) / med(r['plain'], key), 2):>30}"
+            for key in ("wall_ms", "cpu_ms", "end_to_end_ms")))
+        built = [run["profile"]["ready_ms"] for run in r["profiled"] if "ready_ms" in run["profile"]]
+        if built:
+            print(f"{name:<10} the trace ready after finished: median "
+                  f"{beside(BENCH, f'{name} trace ready ms', statistics.median(built), 0)} ms, "
+                  f"the longest {max(built):.0f} ms")
     print("\nThe trace (medians of the profiled runs)")
     print(f"{'example':<10} {'gzip KiB':>9} {'raw KiB':>9} {'events':>8} {'lanes':>6} {'build ms':>9} {'GET ms':>7}")
     for name, r in results.items():
@@ -111,6 +142,23 @@ def report(results: dict) -> None:
               f"{statistics.median(x['raw_bytes'] for x in p) / 1024:>9.0f} "
               f"{statistics.median(x['events'] for x in p):>8.0f} {len(p[0]['lanes']):>6} "
               f"{statistics.median(x['profile_ms'] for x in p):>9.0f} {med(r['fetched'], 'get_ms'):>7.1f}")
+    print("(build ms: what the run itself spent on its profile after its code, now stopping the profiler and "
+          "handing the raw profile over)")
+
+
+def recorded_table(results: dict) -> str:
+    from bench.recorded import table
+
+    figures = {}
+    for name, r in results.items():
+        for key in ("wall_ms", "cpu_ms", "end_to_end_ms"):
+            for label in ("plain", "profiled"):
+                figures[f"{name} {label} {key}"] = med(r[label], key)
+            figures[f"{name} ratio {key}"] = med(r["profiled"], key) / med(r["plain"], key)
+        built = [run["profile"]["ready_ms"] for run in r["profiled"] if "ready_ms" in run["profile"]]
+        if built:
+            figures[f"{name} trace ready ms"] = statistics.median(built)
+    return table(BENCH, figures, 2)
 
 
 def page() -> dict | None:
@@ -133,19 +181,23 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=5)
     parser.add_argument("--no-page", action="store_true", help="skip the Timeline pane's measurement")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", action="store_true", help="print the block that records these figures")
     args = parser.parse_args()
     out: dict = {"samples": args.samples}
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
         redis = RedisServer(Path(tmp))
         redis.start()
         try:
-            with own_stack("profile", redis_url=redis.url, EXECUTOR_CONCURRENCY="1") as stack:
+            # A wall clock of 120 s: a loaded machine must not time a profiled run out.
+            with own_stack("profile", redis_url=redis.url, EXECUTOR_CONCURRENCY="1", RUN_WALL_S="120") as stack:
                 info = stack.wait_online()
                 out["stack"] = {"sandbox": stack.env["EXECUTOR_SANDBOX"], "jax": info.get("jax_version")}
                 out["runs"] = overhead(stack, args.samples)
         finally:
             redis.stop()
     report(out["runs"])
+    if args.record:
+        print("\n" + recorded_table(out["runs"]))
     if not args.no_page:
         out["page"] = page()
     if args.json:

@@ -242,6 +242,27 @@ def main() -> int:
                 page.wait_for_timeout(300)
                 shoot("drafts", size, theme, page)
                 page.keyboard.press("Escape")
+                # The shard_map example profiled: the timeline opens on the devices' steps, a
+                # collective's details beside it.
+                page.evaluate("() => window.playground.openExample('shard-map')")
+                page.click("#profile-toggle")
+                page.keyboard.press("Control+Enter")
+                finished(page)
+                page.evaluate("() => window.playground.selectTab('timeline')")
+                page.wait_for_function("() => window.playground.timelineLanes().length > 1", timeout=60_000)
+                page.wait_for_timeout(500)
+                found = page.evaluate("() => window.playground.timelineLocate({kind: 'collective'})")
+                if found:
+                    page.mouse.click(found["x"], found["y"])
+                page.wait_for_timeout(300)
+                shoot("timeline", size, theme, page)
+                page.click("#profile-toggle")
+                if size == "phone":
+                    page.evaluate("() => window.scrollTo(0, 0)")
+                    page.click("#more-button")
+                    page.wait_for_timeout(200)
+                    shoot("more-menu", size, theme, page)
+                    page.keyboard.press("Escape")
 
                 page.goto(f"/s/{slug}")
                 ready(page)

@@ -6,8 +6,10 @@ script uses the API (POST, then the run's own websocket), interleaved in one run
 
 1. **A second cell calling a jitted function the first defined.** Each sample: a warm local Jupyter
    kernel (ipykernel through jupyter_client, jax imported, the first cell already executed) runs
-   cell 2; a new session runs cell 1 (not timed), then cell 2 (timed: from ``POST
-   .../cells`` to ``finished`` on the run's websocket), and is deleted; then the two cells as one
+   cell 2; a new session runs cell 1 (not timed), then cell 2 twice, timed, in turn first: posted
+   (from ``POST .../cells`` to ``finished`` on the run's websocket) and sent on the session's own
+   websocket, open beforehand as the notebook page holds it (from sending ``{"op": "cell"}`` to
+   ``finished`` on that socket), and is deleted; then the two cells as one
    snippet through ``POST /api/runs`` (to ``finished``), once with a function no run compiled
    before and once with the one the node compiled for the warm-up (its compile cache). Cell 1
    defines ``f = jax.jit(lambda x: x @ x.T + c)`` on a 256×256 array, with a constant ``c`` of
@@ -42,10 +44,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench import recorded
 from bench.latency import percentile
 from bench.stack import RedisServer, Stack, own_stack
 from bench.vs_kernel import Kernel, settle
 
+BENCH = "bench.sessions"
 SIDE = 256
 # Cell 1: a jitted function with a constant of its own ({c}), called once; cell 2: called again
 # on new data of the same shape (every operation of cell 2 was compiled by cell 1).
@@ -139,6 +143,21 @@ def follow(stack: Stack, path: str, code: str) -> dict:
             "run_wall_ms": finished.get("wall_ms"), "refused_busy": busy}
 
 
+def follow_on_socket(socket, code: str) -> dict:
+    """Send ``code`` as a cell on the session's socket (``stack.session_socket``) and read its
+    events there to ``finished``: the time from sending to ``finished`` arriving."""
+    t0 = time.monotonic()
+    answer, watched = socket.cell(code, timeout=180)
+    busy = 0
+    while answer["type"] == "refused" and answer["status"] == 409 and busy < 250:
+        busy += 1
+        time.sleep(0.02)
+        answer, watched = socket.cell(code, timeout=180)
+    if watched is None or watched.finished is None or watched.finished["status"] != "succeeded":
+        raise RuntimeError(f"a cell on the session's socket: {answer} {watched and watched.events[-3:]}")
+    return {"ms": (watched.arrived[-1] - t0) * 1000, "printed": watched.text(), "refused_busy": busy}
+
+
 # -- memory: cgroups and processes -------------------------------------------------------------
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -201,8 +220,8 @@ def rss(pid: int) -> int:
 # -- the three measures ------------------------------------------------------------------------
 
 def second_cell(stack: Stack, kernel: Kernel, samples: int) -> dict:
-    times: dict[str, list[float]] = {"kernel": [], "session": [], "snippet (new function)": [],
-                                     "snippet (compiled before)": []}
+    times: dict[str, list[float]] = {"kernel": [], "session": [], "session (socket)": [],
+                                     "snippet (new function)": [], "snippet (compiled before)": []}
     compiled_cell2, cell1_ms = [], []
     for i in range(samples):
         c = 100 + i  # a function of the sample's own: none of the three has compiled it
@@ -213,20 +232,29 @@ def second_cell(stack: Stack, kernel: Kernel, samples: int) -> dict:
 
         time.sleep(0.2)
         session = new_session(stack)
-        first = follow(stack, f"{session['url']}/cells", CELL1.format(c=c))
-        cell1_ms.append(first["ms"])
-        second = follow(stack, f"{session['url']}/cells", CELL2)
-        assert second["printed"].strip() == printed.strip(), (second["printed"], printed)
-        times["session"].append(second["ms"])
-        compiled_cell2.append(second["compiled"])
+        with stack.session_socket(session) as socket:
+            first = follow(stack, f"{session['url']}/cells", CELL1.format(c=c))
+            cell1_ms.append(first["ms"])
+            # Cell 2 posted and cell 2 on the session's socket, in turn first (the same work: it
+            # calls f on the same data again).
+            for way in (("post", "socket") if i % 2 == 0 else ("socket", "post")):
+                if way == "post":
+                    second = follow(stack, f"{session['url']}/cells", CELL2)
+                    times["session"].append(second["ms"])
+                    compiled_cell2.append(second["compiled"])
+                else:
+                    second = follow_on_socket(socket, CELL2)
+                    times["session (socket)"].append(second["ms"])
+                assert second["printed"].strip() == printed.strip(), (way, second["printed"], printed)
         end_session(stack, session)
 
         time.sleep(0.2)  # the pool refills the runner a run used
         times["snippet (new function)"].append(follow(stack, "/api/runs", CELL1.format(c=1000 + c) + CELL2)["ms"])
         time.sleep(0.2)
         times["snippet (compiled before)"].append(follow(stack, "/api/runs", CELL1.format(c=KNOWN_C) + CELL2)["ms"])
-        print(f"  sample {i + 1}/{samples}: kernel {took:.1f} ms, session cell 2 {second['ms']:.1f} ms "
-              f"({second['compiled']} compiled), snippet {times['snippet (new function)'][-1]:.1f} / "
+        print(f"  sample {i + 1}/{samples}: kernel {took:.1f} ms, session cell 2 {times['session'][-1]:.1f} ms "
+              f"({compiled_cell2[-1]} compiled), on its socket {times['session (socket)'][-1]:.1f} ms, "
+              f"snippet {times['snippet (new function)'][-1]:.1f} / "
               f"{times['snippet (compiled before)'][-1]:.1f} ms", flush=True)
     out = {name: summary(values) for name, values in times.items()}
     out["samples"] = times
@@ -367,14 +395,28 @@ def mib(n: float) -> str:
     return f"{n / 1024**2:.1f} MiB"
 
 
+def figures(out: dict) -> dict[str, float]:
+    """The figures recorded in docs/BENCHMARKS.md and compared against."""
+    first = out["second cell"]
+    found = {f"second cell {name} median ms": first[name]["median"]
+             for name in ("kernel", "session", "session (socket)", "snippet (new function)",
+                          "snippet (compiled before)") if name in first}
+    nb = out.get("notebook") or {}
+    for name in PASSES:
+        if f"{name} summary" in nb:
+            found[f"notebook {name} total median ms"] = nb[f"{name} summary"]["total_ms"]["median"]
+    return found
+
+
 def report(out: dict, samples: int) -> None:
     first = out["second cell"]
     k = first["kernel"]["median"]
     print(f"\n1. a second cell calling cell 1's jitted function ({SIDE}×{SIDE}), medians of {samples}, interleaved")
     print(f"{'':34} {'median':>10} {'p90':>10} {'× kernel':>9} {'× session':>10}")
     s = first["session"]["median"]
-    for name in ("kernel", "session", "snippet (new function)", "snippet (compiled before)"):
-        label = {"kernel": "warm Jupyter kernel: cell 2", "session": "session: cell 2",
+    for name in ("kernel", "session", "session (socket)", "snippet (new function)", "snippet (compiled before)"):
+        label = {"kernel": "warm Jupyter kernel: cell 2", "session": "session: cell 2 (POST)",
+                 "session (socket)": "session: cell 2 on its socket",
                  "snippet (new function)": "POST /api/runs: cells 1+2",
                  "snippet (compiled before)": "  the same, f compiled before"}[name]
         m = first[name]
@@ -422,6 +464,7 @@ def main() -> int:
     parser.add_argument("--node-gib", type=float, default=24.0)
     parser.add_argument("--rounds", type=int, default=2, help="notebooks run cold, then restored twice")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", action="store_true", help="print the block that records these figures")
     args = parser.parse_args()
     out: dict = {"samples": args.samples}
     kernel = Kernel()
@@ -457,6 +500,9 @@ def main() -> int:
             redis.stop()
     out["posted"] = POSTED
     report(out, args.samples)
+    recorded.report(BENCH, figures(out))
+    if args.record:
+        print("\n" + recorded.table(BENCH, figures(out)))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))

@@ -286,6 +286,16 @@ class Stack:
             raise RuntimeError(f"POST {session['url']}/cells: {status} {run}")
         return run, self.watch(run["id"], client=client, timeout=timeout)
 
+    @contextmanager
+    def session_socket(self, session: dict, client: str | None = None) -> Iterator[SessionSocket]:
+        """The session's websocket (``/ws/sessions/<id>/``), as a script opens it (no ``Origin``),
+        from ``client``'s address when given: cells are sent on it and their events read back."""
+        from websockets.sync.client import connect
+
+        with connect(f"{self.ws_url}{session['ws']}", additional_headers=_headers(None, client),
+                     max_size=1024**2, open_timeout=10) as ws:
+            yield SessionSocket(ws)
+
     def page_cookie(self, client: str | None = None) -> str:
         """The cookies a browser is given with the page (``GET /``), its identity among them, as a
         ``Cookie`` header sends them back; from ``client``'s address when given (as post_as)."""
@@ -431,9 +441,74 @@ def own_stack(name: str, redis_url: str | None = None, **extra_env) -> Iterator[
             stack.stop()
 
 
+class SessionSocket:
+    """A session's websocket: its ``state`` messages kept aside (``states``), cells run on it."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.states: list[dict] = []
+
+    def send(self, message: dict | str) -> None:
+        self.ws.send(message if isinstance(message, str) else json.dumps(message))
+
+    def next(self, timeout: float = 30) -> dict:
+        """The next message that is not a state."""
+        from websockets.exceptions import ConnectionClosed
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                data = json.loads(self.ws.recv(timeout=max(deadline - time.monotonic(), 0.001)))
+            except ConnectionClosed as exc:  # said with the session's last state, which says why
+                raise AssertionError(f"the session's socket closed ({exc}); its last state: "
+                                     f"{self.states[-1] if self.states else None}") from exc
+            if data.get("type") != "state":
+                return data
+            self.states.append(data)
+
+    def cell(self, code: str, options: dict | None = None, timeout: float = 90) -> tuple[dict, Watched | None]:
+        """Run a cell on the socket: its ``cell_started`` run (or the ``refused`` answer, with no
+        events) and its events to ``finished``, parts joined."""
+        self.send({"op": "cell", "code": code, **({"options": options} if options else {})})
+        return self.follow(timeout)
+
+    def follow(self, timeout: float = 90) -> tuple[dict, Watched | None]:
+        """The answer to a cell just sent, and its events to ``finished``."""
+        deadline = time.monotonic() + timeout
+        answer = self.next(timeout)
+        if answer["type"] != "cell_started":
+            return answer, None
+        run_id = answer["run"]["id"]
+        watched, parts = Watched(), []
+        while watched.finished is None:
+            data = self.next(max(deadline - time.monotonic(), 0.001))
+            if data["type"] != "cell_event" or data["run"] != run_id:
+                raise AssertionError(f"a message of another kind amid cell {run_id}'s events: {data}")
+            watched.messages += 1
+            event = whole(data["event"], parts)
+            if event is None:
+                continue
+            watched.events.append(event)
+            watched.arrived.append(time.monotonic())
+        return answer, watched
+
+
 def _headers(origin: str | None, client: str | None, cookie: str | None = None) -> dict | None:
     return {**({"Origin": origin} if origin else {}), **({"X-Forwarded-For": client} if client else {}),
             **({"Cookie": cookie} if cookie else {})} or None
+
+
+def whole(event: dict, parts: list[str]) -> dict | None:
+    """An event as it was sent: a part of a large one is kept in ``parts`` until its last comes
+    (None until then), then the event they make."""
+    if event.get("type") != "part":
+        return event
+    parts.append(event["data"])
+    if event["part"] < event["parts"]:
+        return None
+    joined = json.loads("".join(parts))
+    parts.clear()
+    return joined
 
 
 def follow_run(ws, deadline: float) -> Watched:
@@ -448,12 +523,9 @@ def follow_run(ws, deadline: float) -> Watched:
             watched.messages += 1
             watched.bytes += len(message.encode())
             watched.largest = max(watched.largest, len(message.encode()))
-            data = json.loads(message)
-            if data["type"] == "part":
-                parts.append(data["data"])
-                if data["part"] < data["parts"]:
-                    continue
-                data, parts = json.loads("".join(parts)), []
+            data = whole(json.loads(message), parts)
+            if data is None:
+                continue
             watched.events.append(data)
             watched.arrived.append(time.monotonic())
     except ConnectionClosed as closed:

@@ -34,9 +34,11 @@ import statistics
 import time
 from pathlib import Path
 
+from bench import recorded
 from bench.latency import burst, one_run, percentile, socket_run
 from bench.stack import RedisServer, own_stack
 
+BENCH = "bench.vs_kernel"
 PRINT = "print(1)\n"
 # The small jit: compiled anew each time, on 8×8, printed.
 JIT = "import jax, jax.numpy as jnp\nf = jax.jit(lambda x: jnp.sin(x) @ x.T + 1)\nprint(f(jnp.ones((8, 8))).sum())\n"
@@ -167,6 +169,8 @@ def bursts_only(repeats: int, count: int) -> int:
                     cpu = ", ".join(f"{k} {v:.1f}" for k, v in b["cpu_ms_per_run"].items())
                     print(f"{count} print(1) at once: {b['runs_per_s']:.1f} runs/s, {b['statuses']}; "
                           f"CPU ms per run: {cpu}", flush=True)
+                    print(f"  runs/s {recorded.beside(BENCH, 'burst page runs/s', b['runs_per_s'])}, CPU ms "
+                          f"{recorded.beside(BENCH, 'burst page CPU all ms', b['cpu_ms_per_run']['all'])}")
         finally:
             redis.stop()
     return 0
@@ -178,6 +182,7 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=200)
     parser.add_argument("--class-size", type=int, default=30)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", action="store_true", help="print the block that records these figures")
     parser.add_argument("--ways", default="page,POST",
                         help="how runs start: page (on a run socket), POST (as scripts), or both")
     parser.add_argument("--bursts-only", type=int, metavar="N",
@@ -240,6 +245,15 @@ def main() -> int:
         print(f"{name:12} {what} at once: {b['runs_per_s']:.1f} runs/s, the last after {b['elapsed_s']:.2f} s, "
               f"{b['statuses']}; CPU ms per run: {cpu} (after {b['settled_s']:.0f} s settling)")
     out.update(bursts)
+    figures = {f"{key} median ms": out[key]["median"] for key in out
+               if isinstance(out[key], dict) and "median" in out[key] and not key.startswith(("burst", "class", "new"))}
+    figures.update({key: out[key] for key in out if key.startswith("ratio ")})
+    for name, b in bursts.items():
+        figures[f"{name} runs/s"] = b["runs_per_s"]
+        figures[f"{name} CPU all ms"] = b["cpu_ms_per_run"]["all"]
+    recorded.report(BENCH, figures, 2)
+    if args.record:
+        print("\n" + recorded.table(BENCH, figures, 2))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))

@@ -76,11 +76,23 @@ def access_submission_for_user(submission_id, user) -> tuple[Submission, str] | 
     return None
 
 
-def guard_validation_run(run, user) -> bool | None:
-    """An assignment's validation runs (its reference solution and starter code graded) are its
-    instructors' alone, as its checks and reference are: False for anyone else, None otherwise."""
-    course_id = Grading.objects.filter(run_id=run.pk, kind__in=VALIDATION_KINDS).values_list(
-        "assignment__course_id", flat=True).first()
-    if course_id is None:
+def guard_graded_run(run, user) -> bool | None:
+    """A graded run is kept to whom its grading belongs: a validation run (the assignment's
+    reference solution or starter code, graded) to the course's instructors, as its checks and
+    reference are; a submission's run (its first grading's or a regrade's: its code, profile and
+    stdin) to its student while a member of the course, and to the course's instructors. False
+    for anyone else, however they came by the run's id; None for a run no grading has (a run of
+    the playground, a free run on an assignment's page, a snippet's), which keeps the rules of
+    any run."""
+    grading = Grading.objects.filter(run_id=run.pk).values(
+        "kind", "assignment__course_id", "submission__assignment__course_id", "submission__student_id").first()
+    if grading is None:
         return None
-    return _signed_in(user) and Membership.objects.filter(course_id=course_id, user=user, role=INSTRUCTOR).exists()
+    if not _signed_in(user):
+        return False
+    if grading["kind"] in VALIDATION_KINDS:
+        course_id, student_id = grading["assignment__course_id"], None
+    else:
+        course_id, student_id = grading["submission__assignment__course_id"], grading["submission__student_id"]
+    role = Membership.objects.filter(course_id=course_id, user=user).values_list("role", flat=True).first()
+    return role == INSTRUCTOR or (role is not None and student_id is not None and student_id == user.pk)

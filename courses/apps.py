@@ -9,6 +9,8 @@ class CoursesConfig(AppConfig):
         from playground.access import guard_runs
 
         from . import receivers  # noqa: F401 - the dashboard hears about runs through signals
-        from .access import guard_validation_run
+        from .access import guard_graded_run
 
-        guard_runs(guard_validation_run)  # a validation run carries the hidden reference solution
+        # A graded run is its student's and the course's instructors' (a validation run, which carries the
+        # hidden reference solution, the instructors' alone).
+        guard_runs(guard_graded_run)

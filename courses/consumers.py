@@ -26,8 +26,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from accounts.auth import bearer_secret, token_for_secret
-from accounts.models import ApiToken
+from accounts.auth import token_still_valid
 from executor.runner import protocol
 from playground.streams import get_hub
 from web.clients import scope_client_address, scope_client_key
@@ -48,23 +47,14 @@ def _reason(text: str) -> str:
     return text.encode("utf-8")[:123].decode("utf-8", errors="ignore")
 
 
-def _bearer(scope) -> str | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization" and (secret := bearer_secret(value.decode("latin1"))) is not None:
-            return secret
-    return None
 
 
 @socket_db
 def _instructor_of(course_id, scope):
     """(user, course id, token or None) when the connecting person teaches the course; None
     otherwise."""
-    user = scope.get("user")
-    token = None
-    secret = _bearer(scope)
-    if secret is not None:
-        token = token_for_secret(secret)
-        user = token.user if token is not None else None
+    # A token's owner, or no one for a token that is not valid (accounts.auth.SocketTokenMiddleware).
+    user, token = scope.get("user"), scope.get("auth_token")
     membership = access_course_for_user(course_id, user)
     if membership is None or membership.role != INSTRUCTOR:
         return None
@@ -78,10 +68,7 @@ def _snapshot(course_id: int):
     return snapshot(Course.objects.get(pk=course_id))
 
 
-@socket_db
-def _token_alive(token_id) -> bool:
-    token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
-    return token is not None and token.user.is_active and not token.is_expired()
+_token_alive = socket_db(token_still_valid)
 
 
 @socket_db

@@ -142,8 +142,9 @@ class Ban(models.Model):
 
 
 class Assignment(models.Model):
-    """``checks`` is hidden: Python run after a submission's code, in its sandbox, reporting named
-    checks. It is sent to the executor in the grading task's message and shown to instructors;
+    """``checks`` is hidden: Python run after a submission's code, in a process of its own (the
+    checker, a sandboxed runner that no student code ever runs in), reporting named checks. It is
+    sent to the executor in the grading task's message and shown to instructors;
     nothing a student can reach serializes it. So is ``reference_solution``: a solution that
     should get full marks, graded with the checks (with the starter code, which should not) each
     time either changes (``courses.actions.assignments.check_validate_assignment``)."""

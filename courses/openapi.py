@@ -151,7 +151,10 @@ def paths() -> dict:
                                    {"name": "student", "in": "query", "required": False,
                                     "schema": {"type": "integer", "minimum": 1}}],
                     "responses": {"200": reply("SubmissionList", "One page of 100"), "404": error(NOT_FOUND)}},
-            "post": {"summary": "Submit code: it is graded in the sandbox with the hidden checks",
+            "post": {"summary": "Submit code: it runs, then the hidden checks run in the checker",
+                     "description": "The code runs in a sandboxed runner as any run does; then the checks run "
+                                    "after it, in a process of their own: the checker, a sandboxed runner that no "
+                                    "student code ever runs in.",
                      "operationId": "submit",
                      "requestBody": {"required": True, "content": {"application/json": {"schema": {
                          "type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}}}}},
@@ -228,7 +231,8 @@ def schemas() -> dict:
             "reference_solution": {"type": "string", "description": "Hidden like the checks: a solution that should "
                                    "get full marks. Saving grades it and the starter code with the checks "
                                    "(the assignment's validation)"},
-            "checks": {"type": "string", "description": "Hidden Python run after a submission's code in its sandbox: "
+            "checks": {"type": "string", "description": "Hidden Python run after a submission's code, in a process of "
+                       "its own (the checker, a sandboxed runner that no student code ever runs in): "
                        "check(name, passed, points=1, message=\"\") and the helpers of jaxplay.grading"},
             "device": DEVICE,
             "runtime": {**RUNTIME, "description": "The runtime its runs and gradings use, pinned when it is "
@@ -260,7 +264,9 @@ def schemas() -> dict:
                            "description": "Instructors only: the checks on the reference solution and the starter "
                                           "code, as last saved (null: never validated)"},
             "check_errors": {"oneOf": [ref("CheckError"), {"type": "null"}],
-                             "description": "Instructors only: students' latest grades whose checks crashed"}}},
+                             "description": "Instructors only: students' latest grades whose checks crashed"},
+            "submissions": {"type": "integer",
+                            "description": "Instructors only: how many submissions there are (a regrade's work)"}}},
         "Validation": {"type": "object", "required": ["reference", "starter", "skipped"], "properties": {
             "reference": {"oneOf": [ref("ValidationRun"), {"type": "null"}],
                           "description": "null: no reference solution"},

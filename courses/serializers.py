@@ -113,6 +113,8 @@ def assignment_detail(assignment: Assignment, role: str) -> dict:
         detail["regrade"] = regrade_progress(assignment)
         detail["validation"] = validation_summary(assignment)
         detail["check_errors"] = assignment_check_errors(assignment)
+        # Whether a regrade would have anything to grade (the page offers one only then).
+        detail["submissions"] = assignment.submissions.count()
     return detail
 
 

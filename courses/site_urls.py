@@ -9,6 +9,7 @@ urlpatterns = [
     path("courses/checks", views.checks_guide, name="course-checks-guide"),
     path("courses/join/<str:code>", views.join_page, name="course-join"),
     path("courses/join/<str:code>/signup", views.join_signup, name="course-join-signup"),
+    path("courses/join/<str:code>/signin", views.join_signin, name="course-join-signin"),
     path("courses/invitations/<str:invitation_id>/accept", views.invitation_accept, name="course-invitation-accept"),
     path("courses/invitations/<str:invitation_id>/decline", views.invitation_decline,
          name="course-invitation-decline"),

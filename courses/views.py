@@ -3,9 +3,10 @@ counted against the course's bound), a course, an assignment (the editor) and a 
 dashboard. A page checks access (``courses.access``) and renders; what changes something goes
 through the JSON API from the page's script.
 
-Signed out, every course page but the join link and its sign-up sends to the sign-in page and
-back: it says nothing about whether the course exists (the join link names its course; codes
-that name none count against the address, as joining counts against an account). Signed in, a
+Signed out, every course page but the checks guide, the join link and its sign-up and sign-in
+sends to the sign-in page and back: it says nothing about whether the course exists (the join
+link names its course; codes that name none count against the address, as joining counts
+against an account). Signed in, a
 course one is not a member of is "not found" (404), and so is a dashboard to a student. An
 assignment's hidden checks are never rendered into any page: an instructor's page asks the API
 for them.
@@ -32,6 +33,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.actions import check_sign_up
 from accounts.forms import SignUpForm, sentence
+from accounts.views import LoginView
 from playground import devices, runtimes
 from snippets import markdown
 from web.clients import request_client_key
@@ -155,11 +157,13 @@ def readmit(request, course_id, user_id):
 CHECKS_GUIDES = {"zh-hans": "CHECKS.zh-CN.md"}
 
 
-@page
+@never_cache
+@require_GET
 def checks_guide(request):
     """docs/CHECKS.md, what hidden checks can rely on, as the page the authoring screen links to
     (no raw HTML passes; its tables render); its twin in the page's language when there is one,
-    else the English, marked as such."""
+    else the English, marked as such. Public: someone deciding whether to teach with the site,
+    or a TA without an account yet, reads how grading works before signing in."""
     from markdown_it import MarkdownIt
 
     docs = settings.BASE_DIR / "docs"
@@ -244,6 +248,35 @@ def join_signup(request, code):
         login(request, user)
         return redirect(join_url)
     return render(request, "courses/join_signup.html", context)
+
+
+# /courses/join/<code>/signin ---------------------------------------------------------------------
+
+class JoinSignInView(LoginView):
+    """Sign in through a course's join link (its page's "Sign in", or the sign-in page that a join
+    link sent someone to): the page names the course and offers an account first, since most who
+    follow a join link have none yet, then the sign-in form; either way back to the join link. The
+    course is looked up as the sign-up looks it up (``course_of_join_link``): a code that names no
+    course gets the plain sign-in, still on its way back to the link."""
+
+    template_name = "courses/join_signin.html"
+    sends_to_own_sign_in = False
+
+    def get_redirect_url(self, request=None):
+        return reverse("course-join", args=[self.kwargs["code"]])
+
+    def get_context_data(self, **kwargs):
+        code = self.kwargs["code"]
+        context = super().get_context_data(**kwargs)
+        context.update({
+            "nav": "courses", "code": code, "next": reverse("course-join", args=[code]),
+            "course": course_of_join_link(code, client=request_client_key(self.request)),
+            "action": reverse("course-join-signin", args=[code]),
+        })
+        return context
+
+
+join_signin = never_cache(JoinSignInView.as_view())
 
 
 # /courses/<id>/ ----------------------------------------------------------------------------------

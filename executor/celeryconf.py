@@ -27,6 +27,20 @@ COMMON = {
 }
 
 
+def broker_url(redis_url: str) -> str:
+    """Celery's name for a Redis URL: redis-py's ``unix:///path?db=N`` (a Redis listening on a
+    socket file, as on a host that allows no TCP) is kombu's ``redis+socket:///path?virtual_host=N``;
+    any other is the same."""
+    if not redis_url.startswith("unix://"):
+        return redis_url
+    path, _, query = redis_url.removeprefix("unix://").partition("?")
+    params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+    db = params.pop("db", "")
+    rest = "&".join(f"{k}={v}" for k, v in params.items())
+    query = "&".join(q for q in (f"virtual_host={db}" if db else "", rest) if q)
+    return f"redis+socket://{path}" + (f"?{query}" if query else "")
+
+
 def share_redis_clients() -> None:
     """Make kombu's Redis transport keep one client per channel instead of building one for
     every publish, ack and queue check. Building a ``redis.Redis`` copies its few hundred

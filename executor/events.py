@@ -23,6 +23,7 @@ from .runner.protocol import EVENT_TYPES, TERMINAL_STATUSES
 
 # Types, in the order a run produces them; declared with their fields in runner/protocol.py.
 QUEUED = "queued"
+WAITING = "waiting"
 STARTED = "started"
 STDOUT = "stdout"
 STDERR = "stderr"
@@ -35,7 +36,7 @@ SHAPES = "shapes"
 PROFILE = "profile"
 FINISHED = "finished"
 
-assert EVENT_TYPES == (QUEUED, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, SHAPES,
+assert EVENT_TYPES == (QUEUED, WAITING, STARTED, STDOUT, STDERR, COMPILING, COMPILED, TIMING, DISPLAY, ERROR, SHAPES,
                        PROFILE, FINISHED)
 
 # Terminal statuses of a run. Every run ends in exactly one of them.
@@ -140,6 +141,12 @@ def claim_key(run_id: str) -> str:
 def profile_key(run_id: str) -> str:
     """A profiled run's trace (gzipped), from the executor until the recorder has stored it."""
     return f"run:{run_id}:profile"
+
+
+def profile_state_key(run_id: str) -> str:
+    """A profiled run's trace being built after its end (executor/profiles.py): "building", then
+    JSON {"ready": true, "info": what it holds} or {"error", "error_parts"?} when it could not be."""
+    return f"run:{run_id}:profile-state"
 
 
 def cancel_key(run_id: str) -> str:

@@ -16,9 +16,11 @@ import redis.exceptions
 from kombu.exceptions import OperationalError
 
 from . import events as ev
-from . import compilecache, logs, registry, sessionstate, settings, shares
+from . import compilecache, logs, registry, sessionstate, settings, shares, stages
+from .chips import Cancelled, ChipPool, count_chips
 from .compilecache import CompileCache
-from .submit import GRADE_TASK, RECORD_TASK, task_reprs
+from .profiles import Builder, ProfileKeeper
+from .submit import GRADE_TASK, send_batch, task_reprs
 from .pool import RunnerPool, runner_for
 from .runner import protocol
 from .sandbox import get_launcher
@@ -76,8 +78,19 @@ class RunRelay:
         # this node could not reach Redis (a network cut off, then back). Nothing more of it is
         # shown to anyone, so the run is stopped rather than left to hold its slot.
         self.ended_elsewhere = False
+        # A profiled run's raw profile, built once its end is logged (executor/profiles.py).
+        self.profile = ProfileKeeper(executor, run_id)
+        self.output_stamped = False  # the first output's stages (bench.stages)
+
+    def stamp(self, stage: str) -> None:
+        if settings.STAGE_TIMES:
+            stages.record(self.executor.redis, self.run_id, stage)
 
     def emit(self, type_: str, **fields) -> None:
+        first = settings.STAGE_TIMES and type_ == ev.STDOUT and not self.output_stamped
+        if first:
+            self.output_stamped = True
+            self.stamp("first_byte")
         event = ev.make_event(type_, **fields)
         # Retried while Redis is away; a retry of an append that did happen finds it (expect).
         stored = patiently(f"appending to run {self.run_id}'s log",
@@ -88,7 +101,10 @@ class RunRelay:
             self.pending.append(stored)
         elif type_ != ev.FINISHED and not self.ended_elsewhere and self._finished_in_log():
             self.end_elsewhere()
+        if first:
+            self.stamp("relayed")
         if type_ == ev.FINISHED:
+            self.stamp("ended")
             self.flush(REDIS_PATIENCE_S)
         elif time.monotonic() - self.last_flush >= RECORD_EVERY_S:
             self.flush()
@@ -111,11 +127,10 @@ class RunRelay:
         if self.pending:
             batch = self.pending
             try:
-                patiently("sending events to the recorder", lambda: self.executor.app.send_task(
-                    RECORD_TASK, args=[self.run_id, batch], queue=settings.RECORD_QUEUE,
-                    **task_reprs(self.run_id)), patience_s)
+                patiently("sending events to the recorder", lambda: send_batch(
+                    self.executor.redis, settings.RECORD_QUEUE, self.run_id, batch), patience_s)
                 self.pending = []
-            except (redis.exceptions.RedisError, OperationalError) as exc:
+            except redis.exceptions.RedisError as exc:
                 log.warning("run %s: %d events wait for the recorder (%s)", self.run_id, len(batch), exc)
         self.last_flush = time.monotonic()
 
@@ -129,6 +144,8 @@ def build_launcher():
         devices=settings.DEVICES,
         ro_binds=settings.RO_BINDS,
         venv=settings.RUNTIME_ENV,
+        device_env=settings.DEVICE_ENV,
+        pythonpath=settings.RUNTIME_PYTHONPATH,
     )
     launcher.check_protocol = settings.CHECK_PROTOCOL
     if not launcher.sandboxed:
@@ -150,14 +167,29 @@ class Executor:
         self.launcher = launcher
         self.busy = 0
         self.idle_since = time.monotonic()
-        self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
-                               lean_size=settings.LEAN_POOL_SIZE,
-                               idle=self.idle if settings.WARM_WHEN_IDLE else None,
-                               busy=lambda: self.busy > 0, sessions=settings.MAX_SESSIONS,
-                               session_cpu_s=settings.SESSION_CPU_S)
+        # A node of exclusive chips (a TPU's: executor/chips.py) runs its snippets and sessions on
+        # the chips' runners, one a chip; its pool keeps none warm and starts only the runners
+        # beside them (a graded run's checker and analyst), on the CPU.
+        chips = count_chips(settings.KIND, settings.EXCLUSIVE_DEVICES, settings.TPU_HOST_BOUNDS)
+        if chips:
+            self.pool = RunnerPool(self.launcher, size=0, concurrency=settings.CONCURRENCY, lean_size=0,
+                                   busy=lambda: self.busy > 0, env={"JAX_PLATFORMS": "cpu"})
+        else:
+            self.pool = RunnerPool(self.launcher, size=settings.POOL_SIZE, concurrency=settings.CONCURRENCY,
+                                   lean_size=settings.LEAN_POOL_SIZE,
+                                   idle=self.idle if settings.WARM_WHEN_IDLE else None,
+                                   busy=lambda: self.busy > 0, sessions=settings.MAX_SESSIONS,
+                                   session_cpu_s=settings.SESSION_CPU_S, ready_timeout_s=settings.READY_TIMEOUT_S,
+                                   on_fault=self._on_fault)
+        self.chips: ChipPool | None = ChipPool(
+            self.launcher, count=chips, first_slot=self.pool.slot_count, standin=settings.STANDIN_DEVICE,
+            standin_open_ms=settings.STANDIN_OPEN_MS, host_bounds=settings.TPU_HOST_BOUNDS,
+            keep_s=settings.CHIP_KEEP_S) if chips else None
         # Notebook sessions held here (executor/sessions.py): their cells come on the node's queue.
+        # On exclusive chips a session leases a chip's runner, in the chips' line.
         self.sessions = SessionHost(redis_client=redis, name=name, launcher=launcher,
-                                    spawn=self.pool.spawn_session, release=self.pool.release)
+                                    spawn=self.pool.spawn_session, release=self.pool.release,
+                                    chips=self.chips)
         self._busy_lock = threading.Lock()
         self._stop = threading.Event()
         self._info: dict = {}
@@ -169,17 +201,31 @@ class Executor:
         # Told to stop (drain): it finishes the runs it has and offers no free slot meanwhile.
         self.draining = False
         self.compile_cache: CompileCache | None = None
+        self.profile_builder = Builder(self)
+
+    def _on_fault(self, code: str | None, reason: str | None) -> None:
+        """The pool's runners fail to start (``code``, ``reason``), or start again (None): said
+        in Redis for /readyz and /metrics, since a node none of whose runners is ready sends no
+        heartbeat."""
+        if code is None:
+            registry.clear_fault(self.redis, self.name, settings.KIND)
+        else:
+            registry.report_fault(self.redis, self.name, settings.KIND, code, reason or "")
 
     # Lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.compile_cache = compilecache.for_node(self.launcher)
+        # A compile job's runner would open a chip (or compile for the CPU, beside one): none on
+        # exclusive chips.
+        self.compile_cache = compilecache.for_node(self.launcher) if self.chips is None else None
         self.launcher.prepare()  # what all runners share, before the first one starts
         self.pool.start()
+        if self.chips is not None:
+            self.chips.start()
         self.sessions.start()
         if self.compile_cache is not None:
             threading.Thread(target=self._compile_loop, name="compile-cache", daemon=True).start()
-        if not self.pool.size:
+        if not self.pool.size and self.chips is None:
             # Learn what this node runs (platform, devices) from one runner, once.
             runner = self.pool.acquire()
             self._info = dict(runner.info)
@@ -223,17 +269,25 @@ class Executor:
         """What this node's runners find (platform, device kind and count, memory, versions),
         from its first runner, waiting up to ``timeout``; sets ``specific`` unless configured."""
         deadline = time.monotonic() + timeout
-        while not (self.pool.last_info or self._info):
-            if self.pool.failures >= 3:
-                raise RuntimeError(f"its runners fail to start ({self.pool.failures} in a row): {self.pool.last_error}")
+        starter = self.chips or self.pool
+        while not self.runner_info():
+            if starter.failures >= 3:
+                raise RuntimeError(f"its runners fail to start ({starter.failures} in a row): {starter.last_error}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no runner started within {timeout:.0f} s, so this worker cannot say "
                                    "what devices it has; see the log above")
             time.sleep(0.1)
-        info = self.device_info(self.pool.last_info or self._info)
+        info = self.device_info(self.runner_info())
         if not self.specific:
             self.specific = registry.specific_name(info.get("device_kind"))
         return info
+
+    def runner_info(self) -> dict:
+        """What the node's runners said of its devices when ready (a chip's runner, on a node of
+        chips), or nothing yet."""
+        if self.chips is not None:
+            return self.chips.last_info
+        return self.pool.last_info or self._info
 
     @staticmethod
     def device_info(info: dict) -> dict:
@@ -266,6 +320,8 @@ class Executor:
             self._heartbeat.join(timeout=5)
         registry.leave(self.redis, self.name, settings.KIND, self.specific)
         self.sessions.stop_all("its node stopped")
+        if self.chips is not None:
+            self.chips.stop()
         self.pool.stop()
         self.launcher.close()  # the runner template, if the launcher keeps one
 
@@ -273,7 +329,7 @@ class Executor:
         # The first beat waits for a warm runner so /api/devices can say what the node runs;
         # a worker is not "online" before it could take a run.
         while not self._stop.is_set():
-            info = self.pool.last_info or self._info
+            info = self.runner_info()
             if info:
                 try:
                     if not self.specific:
@@ -284,12 +340,13 @@ class Executor:
                         "slots": self.busy if self.draining else settings.CONCURRENCY,
                         "draining": self.draining,
                         "busy": self.busy,
-                        "warm": self.pool.idle_count(),
+                        "warm": self.chips.idle_count() if self.chips is not None else self.pool.idle_count(),
                         "sandboxed": self.launcher.sandboxed,
                         "pool_size": self.pool.size,
                         "runtime": settings.RUNTIME.id,
                         "sessions": self.sessions.count(),
                         "session_slots": 0 if self.draining else settings.MAX_SESSIONS,
+                        **(self.chips.describe() if self.chips is not None else {}),
                     }, self.specific)
                 except Exception:  # Redis may be restarting; beat again later
                     log.exception("heartbeat failed")
@@ -297,8 +354,9 @@ class Executor:
                 # says how many runners are warm right now: at most every BEAT_GAP_S (a burst
                 # changes the pool with every run, and a beat is a pipeline and a JSON document).
                 self._stop.wait(BEAT_GAP_S)
-                self.pool.changed.wait(settings.HEARTBEAT_S)
-                self.pool.changed.clear()
+                changed = self.chips.changed if self.chips is not None else self.pool.changed
+                changed.wait(settings.HEARTBEAT_S)
+                changed.clear()
             else:
                 self._stop.wait(0.2)
 
@@ -309,6 +367,8 @@ class Executor:
         """``session``: the run is a notebook session's cell ({"id", "idle_s", "cell"}).
         ``stdin``: the snippet's standard input (a cell has none)."""
         # Every line logged meanwhile, by this thread, names the run (executor/logs.py).
+        if settings.STAGE_TIMES:
+            stages.record(self.redis, run_id, "received")
         with logs.run_context(run_id):
             self._claim_and_execute(run_id, code, options, requested_limits, grade, session, stdin)
 
@@ -316,9 +376,12 @@ class Executor:
                            grade: dict | None, session: dict | None = None, stdin: str = "") -> None:
         # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
         alive = ev.alive_key(run_id)
-        self.redis.set(alive, self.name, ex=ev.ALIVE_TTL_S)
-        # Compare-and-set: a cancel of the queued run may have claimed it first.
-        if not self.redis.set(ev.claim_key(run_id), self.name, nx=True, ex=CLAIM_TTL_S):
+        # Compare-and-set: a cancel of the queued run may have claimed it first. One round trip
+        # for both, in this order (a transaction: nothing comes between them).
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.set(alive, self.name, ex=ev.ALIVE_TTL_S)
+        pipe.set(ev.claim_key(run_id), self.name, nx=True, ex=CLAIM_TTL_S)
+        if not pipe.execute()[1]:
             log.info("run %s was claimed before it started (cancelled); skipping", run_id)
             self.redis.delete(alive)
             return
@@ -334,6 +397,7 @@ class Executor:
                 self._execute(run_id, code, options, requested_limits, relay, alive, grade, stdin)
         finally:
             relay.flush()
+            relay.profile.build()  # after "finished": the trace is built outside the run's time
             self.redis.delete(alive)
             with self._busy_lock:
                 self.busy -= 1
@@ -364,8 +428,13 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         try:
-            runner = self.pool.acquire(**runner_for(code, graded=grading is not None,
-                                                     profile=(options or {}).get("profile") is True))
+            runner, held, as_cell = self._runner_for_run(run_id, code, options, relay, grading, stdin)
+        except Cancelled:  # while it waited for a chip
+            finished = protocol.finished_fields(ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0)
+            if grading is not None:
+                self._send_grade(run_id, grading.finish(finished))
+            relay.emit(ev.FINISHED, **finished)
+            return
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("no_runner", error=str(exc)), wall_ms=0)
@@ -373,7 +442,16 @@ class Executor:
                 self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
             return
+        keep = [False]  # the runner lives on after a cell: kept for its person's next run
+
+        def release(runner) -> None:
+            if self.chips is not None:
+                self.chips.release(runner, keep=keep[0])
+            else:
+                self.pool.release(runner)
+
         tick = self._ticker(run_id, relay, alive)
+        relay.stamp("runner")
 
         # From here the runner goes back to the pool whatever happens (even a "started" that
         # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
@@ -386,32 +464,103 @@ class Executor:
                 runtime=settings.RUNTIME.id,
                 sandboxed=self.launcher.sandboxed,
                 **self.device_info(runner.info),
+                **held,
             )
-            finished = supervise(
-                runner, self.launcher, run_request(code, options, stdin), limits, relay.emit,
-                should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
-                tick=tick,
-                grading=grading,
-                on_message=on_message,
-                lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                keep_profile=lambda trace: self.keep_profile(run_id, trace),
-            )
+            relay.stamp("handed")
+            if as_cell:
+                finished, ended = self._run_as_cell(run_id, runner, code, options, limits, relay, tick, on_message)
+                keep[0] = ended is None
+            else:
+                finished = supervise(
+                    runner, self.launcher, run_request(code, options, stdin), limits, relay.emit,
+                    should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
+                    tick=tick,
+                    grading=grading,
+                    on_message=on_message,
+                    lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
+                    keep_profile=relay.profile,
+                )
         except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
         except BaseException:
-            self.pool.release(runner)
+            release(runner)
             raise
-        # The result first, then the runner's cgroup is removed (which can wait on the kernel).
+        # The result first, then the runner's cgroup is removed (which can wait on the kernel);
+        # on a chip, then the runner's exit, which frees the chip for the next in line.
         try:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
             relay.emit(ev.FINISHED, **finished)
             client = self._give_share_back(run_id, finished)
         finally:
-            self.pool.release(runner)
+            release(runner)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
+
+    def person_of(self, run_id: str) -> str:
+        """Whose run it is, as the web side admitted it (its share's client: a person, or a guest's
+        browser); a run sent without the web side is its own."""
+        try:
+            client = self.redis.get(shares.client_key(run_id))
+        except redis.exceptions.RedisError:
+            client = None
+        return client.decode() if isinstance(client, bytes) else client or f"run:{run_id}"
+
+    def chip_waiter(self, run_id: str, relay: RunRelay):
+        """What a run or a cell is told while it waits for a chip: a ``waiting`` event (where it
+        stands) when that changes; and how its wait ends early (a cancel, an end elsewhere)."""
+        def on_wait(where: dict) -> None:
+            relay.emit(ev.WAITING, worker=self.name, device=self.device,
+                       **{k: v for k, v in where.items() if k != "device"})
+
+        return on_wait, (lambda: relay.ended_elsewhere or self._cancelled(run_id))
+
+    def _runner_for_run(self, run_id, code, options, relay, grading, stdin) -> tuple:
+        """The run's runner, what its ``started`` says of it, and whether it runs as a cell: on a
+        chip, a plain run may reuse the runner its person's last run left there (chips.py)."""
+        if self.chips is None:
+            runner = self.pool.acquire(**runner_for(code, graded=grading is not None,
+                                                     profile=(options or {}).get("profile") is True))
+            return runner, {}, False
+        reusable = grading is None and not stdin and self.chips.keep_s > 0
+        runner, held = self._take_chips(run_id, options, relay, reusable)
+        return runner, held, reusable and "," not in held["chips"]
+
+    def _run_as_cell(self, run_id, runner, code, options, limits, relay, tick, on_message) -> tuple[dict, str | None]:
+        """A plain run on a chip's runner that lives on: a cell in a namespace of its own
+        (runner/session.py), so that the runner can be kept for its person's next run. The
+        ``finished`` fields, and why the runner cannot be kept (None: it can)."""
+        from .sessions import CellSupervision
+
+        self.launcher.restrict(runner.proc, limits, cpu=False)
+        if not self.chips.runs_cells(runner):
+            # The runner's CPU for all the runs it may serve; each cell's own is its soft limit.
+            self.launcher.allow_session_cpu(runner.proc, settings.SESSION_CPU_S)
+            runner.proc.stdin.write(protocol.request("session"))
+            runner.proc.stdin.flush()
+            self.chips.set_runs_cells(runner)
+        supervision = CellSupervision(
+            runner, self.launcher, limits, relay.emit,
+            should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id), tick=tick, tick_every_s=0.2,
+            on_message=on_message, lookup=None, keep_profile=relay.profile,
+            cpu_s=limits.cpu_s, should_end=lambda: False)
+        return supervision.run_cell({"code": code, "options": options, "fresh": True})
+
+    def _take_chips(self, run_id: str, options: dict, relay: RunRelay, reusable: bool = False) -> tuple:
+        """A chip's runner for the run (``options["chips"]``: 1, or all the node's), in its turn;
+        and what its ``started`` says of it (the chips, the wait, whether its runner is reused)."""
+        wanted = (options or {}).get("chips", 1)
+        if wanted == "all":
+            wanted = self.chips.count
+        if isinstance(wanted, bool) or not isinstance(wanted, int):
+            raise ValueError(f"chips is a number of chips (1 or {self.chips.count}), not {str(wanted)[:40]!r}")
+        on_wait, cancelled = self.chip_waiter(run_id, relay)
+        runner = self.chips.take(self.person_of(run_id), wanted, reusable=reusable, on_wait=on_wait,
+                                 cancelled=cancelled)
+        held = self.chips.held(runner)
+        return runner, {"chips": ",".join(str(c.index) for c in held.chips), "waited_ms": round(held.waited_ms, 1),
+                        **({"reused": True} if held.reused else {})}
 
     def keep_profile(self, run_id: str, trace: bytes) -> str:
         """A profiled run's trace (gzipped, checked by the supervisor), kept in Redis beside its
@@ -455,10 +604,14 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         started_now = session_id not in self.sessions.sessions
+        on_wait, cancelled = self.chip_waiter(run_id, relay)
         session, why_not = (None, "its node is stopping") if self.draining else \
-            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits)
+            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits, person=self.person_of(run_id),
+                                      on_wait=on_wait, cancelled=cancelled)
+        relay.stamp("runner")
         try:
             if session is None:
+                log.warning("session %s: cell %s not run: %s", session_id, run_id, why_not)
                 sessionstate.stop(self.redis, session_id, why_not)
                 finished = protocol.finished_fields(ev.LOST, f"the session could not run this cell: {why_not}",
                                                     wall_ms=0)
@@ -466,13 +619,16 @@ class Executor:
                 relay.emit(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
                            runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session_id,
                            cell=session.cells + 1, session_started=started_now,
-                           **self.device_info(session.runner.info))
+                           **self.device_info(session.runner.info), **self.sessions.lease_fields(session),
+                           **({"waited_ms": session.waited_ms}
+                              if started_now and session.waited_ms is not None else {}))
+                relay.stamp("handed")
                 finished = self.sessions.run_cell(
                     session, code, options, limits, relay.emit,
                     should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                     tick=self._ticker(run_id, relay, alive), on_message=on_message,
                     lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                    keep_profile=lambda trace: self.keep_profile(run_id, trace))
+                    keep_profile=relay.profile)
         except Exception as exc:  # an executor fault is not the cell's
             log.exception("session %s: cell %s failed", session_id, run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))

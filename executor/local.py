@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from . import events as ev
 from . import runtimes
-from .sandbox import Limits, get_launcher
+from .sandbox import Limits, devices, get_launcher
 from .graded_run import GradedRun
 from .pool import runner_for
 from .runner import grades
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", metavar="TRACE", help="run under jax's profiler and write its trace here "
                         "(Chrome Trace Event Format, gzipped: chrome://tracing and Perfetto open it)")
     args = parser.parse_args(argv)
-    venv = None
+    venv, pythonpath = None, ""
     if args.runtime:
         try:
             runtime = runtimes.catalog().resolve(args.runtime)[0]
@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         if not runtimes.is_built(runtime, args.runtimes_dir):
             parser.error(f"runtime {runtime.id} is not built here: python -m executor.runtimes build {runtime.id}")
         venv = str(runtimes.environment(runtime, args.runtimes_dir))
+        pythonpath = runtimes.host_pythonpath(runtime)
     if args.file == "-" and args.stdin == "-":
         parser.error("the snippet and its --stdin cannot both be this command's standard input")
     code = sys.stdin.read() if args.file == "-" else open(args.file).read()
@@ -187,8 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         except UnicodeDecodeError as exc:
             parser.error(f"--stdin is not UTF-8 text: {exc}")
     limits = Limits(wall_s=args.wall)
+    # The accelerator's variables and device nodes, as a worker passes them (sandbox/devices.py).
+    found = sorted({node for kind in devices.DEVICE_GLOBS for node in devices.device_nodes(kind)})
     launcher = get_launcher(args.sandbox, limits=limits, cpu_devices=args.cpu_devices,
-                            devices=tuple(args.device), venv=venv)
+                            devices=tuple(args.device or found), venv=venv,
+                            device_env=devices.accelerator_env(), pythonpath=pythonpath)
     show = lambda e: print(json.dumps(e), flush=True)
     try:
         if args.checks:

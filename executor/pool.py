@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from .runner import protocol
 from .sandbox import Launcher
-from .supervisor import Runner, discard, wait_ready
+from .supervisor import Runner, RunnerStartError, discard, wait_ready
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,20 @@ WARM_NICE = 19
 class RunnerPool:
     def __init__(self, launcher: Launcher, *, size: int, concurrency: int, lean_size: int = 0,
                  idle: Callable[[], bool] | None = None, busy: Callable[[], bool] | None = None,
-                 sessions: int = 0, session_cpu_s: int | None = None):
+                 sessions: int = 0, session_cpu_s: int | None = None, env: dict[str, str] | None = None,
+                 ready_timeout_s: float = WARMUP_TIMEOUT_S,
+                 on_fault: Callable[[str | None, str | None], None] | None = None):
+        """``env``: every runner's own variables (Launcher.start); on a node of exclusive chips
+        (executor/chips.py), the runners beside the chips' (a graded run's checker and analyst)
+        are told JAX_PLATFORMS=cpu, so that none of them tries to open a chip.
+        ``ready_timeout_s``: how long a runner may take to open its device and say "ready"
+        before it is discarded with its cause. ``on_fault(code, reason)``: told when runners
+        start failing, with why, and ``(None, None)`` when one starts again (the worker says it
+        in Redis for /readyz and /metrics)."""
         self.launcher = launcher
+        self.env = dict(env or {})
+        self.ready_timeout_s = ready_timeout_s
+        self.on_fault = on_fault
         self.size = size
         # Lean runners kept ready besides (numpy, no jax), where the launcher has them.
         self.lean_size = lean_size if launcher is not None and launcher.lean_runners else 0
@@ -72,7 +84,8 @@ class RunnerPool:
         # One slot (and sandbox uid) per runner that can exist at once: the warm ones plus three
         # per task thread (a graded run's student, its checker and its analyst), out of the pool
         # while they run; and one per notebook session the node may hold (executor/sessions.py).
-        self._free_slots = deque(range(size + self.lean_size + 3 * concurrency + 1 + sessions))
+        self.slot_count = size + self.lean_size + 3 * concurrency + 1 + sessions
+        self._free_slots = deque(range(self.slot_count))
         self.session_cpu_s = session_cpu_s
         self._ready: deque[Runner] = deque()
         self._lock = threading.Lock()
@@ -281,20 +294,28 @@ class RunnerPool:
     def _spawn(self, lean: bool = False, session_cpu_s: int | None = None) -> Runner:
         slot = self._take_slot()
         try:
-            proc = self.launcher.start(slot, lean=lean, **({"session_cpu_s": session_cpu_s} if session_cpu_s else {}))
+            proc = self.launcher.start(slot, lean=lean, **({"session_cpu_s": session_cpu_s} if session_cpu_s else {}),
+                                       **({"env": self.env} if self.env else {}))
         except BaseException:
             with self._lock:
                 self._free_slots.append(slot)
             raise
         runner = Runner(proc=proc, slot=slot)
         try:
-            info = wait_ready(runner, WARMUP_TIMEOUT_S)
+            info = wait_ready(runner, self.ready_timeout_s)
             if not runner.lean:
                 self.last_info = info
         except BaseException:
             self._discard(runner)
             raise
         return runner
+
+    def _tell_fault(self, code: str | None, reason: str | None) -> None:
+        if self.on_fault is not None:
+            try:
+                self.on_fault(code, reason)
+            except Exception:  # Redis away: the log has said it
+                log.debug("could not report the runners' fault", exc_info=True)
 
     def _discard(self, runner: Runner) -> None:
         try:
@@ -328,11 +349,17 @@ class RunnerPool:
                 try:
                     runner = self._spawn(lean)
                 except Exception as exc:  # keep the worker up; try again shortly
-                    log.exception("could not start a runner")
+                    if isinstance(exc, RunnerStartError):  # its cause is said; no traceback of ours
+                        log.error("could not start a runner (%s): %s", exc.code, exc)
+                    else:
+                        log.exception("could not start a runner")
                     self.failures += 1
                     self.last_error = f"{type(exc).__name__}: {exc}"
+                    self._tell_fault(getattr(exc, "code", "error"), str(exc))
                     self._stop.wait(2.0)
                     continue
+                if self.failures:
+                    self._tell_fault(None, None)
                 self.failures = 0
                 self.refill_times_ms.append((time.monotonic() - t0) * 1000)
                 with self._lock:

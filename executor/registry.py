@@ -132,6 +132,40 @@ def online_workers(redis, device: str, window: float | None = None) -> list[dict
     return workers
 
 
+# How long a worker's report that its runners fail to start stays said (it says it again while
+# they keep failing, and takes it back when one starts).
+FAULT_TTL_S = 300
+
+
+def report_fault(redis, name: str, kind: str, code: str, reason: str) -> None:
+    """Say that this worker's runners do not start, and why (``code``: sandbox/devices.py's
+    device_busy, no_metadata, no_device_node, or timeout/exited): for /readyz, /metrics and an
+    operator, while its heartbeat may be silent (a node is online only once a runner is ready)."""
+    now = time.time()
+    pipe = redis.pipeline()
+    pipe.zadd(f"executor-faults:{kind}", {name: now})
+    pipe.set(f"executor-fault:{name}", json.dumps({"name": name, "kind": kind, "code": code,
+                                                    "reason": reason[:300], "seen": now}), ex=FAULT_TTL_S)
+    pipe.zremrangebyscore(f"executor-faults:{kind}", 0, now - FAULT_TTL_S)
+    pipe.execute()
+
+
+def clear_fault(redis, name: str, kind: str) -> None:
+    pipe = redis.pipeline()
+    pipe.zrem(f"executor-faults:{kind}", name)
+    pipe.delete(f"executor-fault:{name}")
+    pipe.execute()
+
+
+def faults(redis, kind: str) -> list[dict]:
+    """The workers of a kind whose runners failed to start lately, each with its cause."""
+    names = redis.zrangebyscore(f"executor-faults:{kind}", time.time() - FAULT_TTL_S, "+inf")
+    if not names:
+        return []
+    found = redis.mget([f"executor-fault:{n.decode() if isinstance(n, bytes) else n}" for n in names])
+    return [json.loads(f) for f in found if f]
+
+
 def runtimes_online(workers: list[dict]) -> dict[str, list[str]]:
     """{runtime id: the kinds that serve it}, from online workers' beats."""
     found: dict[str, set[str]] = {}
@@ -144,6 +178,18 @@ def _totals(workers: list[dict]) -> dict:
     slots = sum(w.get("slots", 0) for w in workers)
     busy = sum(w.get("busy", 0) for w in workers)
     return {"workers": len(workers), "slots": slots, "busy": busy, "free_runners": max(0, slots - busy)}
+
+
+def _chips(workers: list[dict]) -> dict:
+    with_chips = [w for w in workers if w.get("chips")]
+    if not with_chips:
+        return {}
+    turnarounds = [w["chip_turnaround_s"] for w in with_chips if isinstance(w.get("chip_turnaround_s"), (int, float))]
+    return {"chips": sum(w["chips"] for w in with_chips),
+            "chips_ready": sum(w.get("chips_ready", 0) for w in with_chips),
+            "chip_waiting": sum(w.get("chip_waiting", 0) for w in with_chips),
+            "chip_turnaround_s": max(turnarounds) if turnarounds else None,
+            "chip_open_ms": max((w["chip_open_ms"] for w in with_chips if w.get("chip_open_ms")), default=None)}
 
 
 def describe_kind(redis, kind: str, window: float | None = None) -> dict:
@@ -163,6 +209,9 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
         "online": bool(workers),
         **_totals(workers),
         "warm_runners": sum(w.get("warm", 0) for w in workers),
+        # Exclusive chips (executor/chips.py): how many, how many wait for one on the nodes, and
+        # the turnaround of a chip between two holders (the longest of the nodes' medians).
+        **_chips(workers),
         "pool_size": sum(w.get("pool_size", 0) for w in workers),
         "platform": first.get("platform"),
         "device_kind": first.get("device_kind"),
@@ -186,6 +235,7 @@ def describe_kind(redis, kind: str, window: float | None = None) -> dict:
                 "jax_version": group[0].get("jax_version"),
                 "jaxlib_version": group[0].get("jaxlib_version"),
                 "queue_depth": queue_depth(redis, device),
+                **_chips(group),
             }
             for device, group in sorted(specifics.items())
         ],

@@ -110,6 +110,11 @@ class Catalog:
     def ids(self) -> list[str]:
         return list(self.runtimes)
 
+    @property
+    def own_ids(self) -> list[str]:
+        """The runtimes the project installs itself (all but a host's own interpreter and JAX)."""
+        return [rid for rid, rt in self.runtimes.items() if rt.environment != "host"]
+
     def resolve(self, name: str | None) -> tuple[Runtime, str | None]:
         """The runtime a run naming ``name`` runs on (None: the default), and, for a retired id,
         what to tell the person. Raises UnknownRuntime."""
@@ -139,10 +144,12 @@ def load(path: Path = CATALOG) -> Catalog:
         lock = path.parent / entry["lock"] if "lock" in entry else None
         if environment == "executor":
             packages = pinned(EXECUTOR_REQUIREMENTS)
+        elif environment == "host":
+            packages = {}  # whatever the node's interpreter has: read when its worker starts
         elif lock is not None:
             packages = pinned(lock) if lock.exists() else {}
         else:
-            raise ValueError(f"{path}: runtime {rid} has neither a lock nor environment = \"executor\"")
+            raise ValueError(f"{path}: runtime {rid} has neither a lock nor environment = \"executor\" or \"host\"")
         runtimes[rid] = Runtime(id=rid, title=entry.get("title", rid), python=str(entry.get("python", "")),
                                 default=rid == default, environment=environment, lock=lock,
                                 as_of=entry.get("as_of"), packages=packages)
@@ -160,9 +167,23 @@ def catalog() -> Catalog:
     return load()
 
 
+# Runtimes with no environment of their own to build: the executor's, and a host's ("host": the
+# interpreter the worker itself runs on, with the libraries its PYTHONPATH names, e.g. an
+# accelerator host's preinstalled JAX and libtpu; no lock, no build, its versions read when the
+# worker starts).
+UNBUILT = ("executor", "host")
+
+
 def environment(runtime: Runtime, into: Path = DEFAULT_DIR) -> Path:
-    """The environment's prefix on this node: the executor's own, or ``<into>/<id>``."""
-    return Path(sys.prefix) if runtime.environment == "executor" else Path(into) / runtime.id
+    """The environment's prefix on this node: the executor's own (a host runtime's too: the
+    worker runs on that interpreter), or ``<into>/<id>``."""
+    return Path(sys.prefix) if runtime.environment in UNBUILT else Path(into) / runtime.id
+
+
+def host_pythonpath(runtime: Runtime) -> str:
+    """The library folders a host runtime's runners import from: the worker's own PYTHONPATH
+    (where the host keeps its JAX), in order; nothing for any other runtime."""
+    return os.environ.get("PYTHONPATH", "") if runtime.environment == "host" else ""
 
 
 def python_of(runtime: Runtime, into: Path = DEFAULT_DIR) -> Path:
@@ -176,7 +197,7 @@ def _stamp(runtime: Runtime) -> str:
 
 
 def is_built(runtime: Runtime, into: Path = DEFAULT_DIR) -> bool:
-    if runtime.environment == "executor":
+    if runtime.environment in UNBUILT:
         return True
     stamp = environment(runtime, into) / STAMP
     return stamp.exists() and stamp.read_text().strip() == _stamp(runtime)
@@ -202,7 +223,7 @@ def base_python() -> str:
 def build(runtime: Runtime, into: Path = DEFAULT_DIR, *, say=print) -> float:
     """Make ``<into>/<id>`` hold exactly the lock's packages (hashes checked). Returns the
     seconds it took; 0 when it was already up to date."""
-    if runtime.environment == "executor" or is_built(runtime, into):
+    if runtime.environment in UNBUILT or is_built(runtime, into):
         return 0.0
     assert runtime.lock is not None
     here = f"{sys.version_info[0]}.{sys.version_info[1]}"
@@ -260,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     cat = catalog()
     if args.command == "ids":
         for rt in cat.runtimes.values():
-            if not (args.others and rt.environment == "executor"):
+            if not (args.others and rt.environment in UNBUILT):
                 print(rt.id)
         return 0
     if args.command == "list":

@@ -1,11 +1,20 @@
 """Notebook sessions on this node: runners that keep their cells' state, one per session.
 
-    web ── POST /api/sessions/<id>/cells ──▶ the run task, on the node's own queue
-           (sessionstate.node_queue) once a node holds the session, else on its kind's
+    web ── a cell (POST /api/sessions/<id>/cells, or the session's socket) ──▶ the node's own
+           stream (sessionstate.node_stream, read by executor/cellstream.py) once a node holds
+           the session, else the run task on its kind's Celery queue
     executor (a task thread) ── SessionHost.run_cell ──▶ the session's runner (runner/session.py)
            "cell" line ──▶ events ──▶ the cell's run log, as a run's ──▶ "cell_done"
     SessionHost's pass, every PASS_S: stops the sessions idle past their time, those the web side
            asked to end, those whose runner died while idle or spent CPU while no cell ran
+
+On a node of exclusive chips (executor/chips.py) a session leases a chip: its first cell waits in
+the chips' line (its run says where it stands, as a run's does), then the session's runner is the
+chip's warm one, which opened the chip before the session came, and holds it while the session
+lives. Its idle limit is ACCELERATOR_SESSION_IDLE_S (shorter than a CPU session's), and its state
+says which chip it holds, until when if it stays idle, and how many wait for one (the page:
+"you hold TPU chip 0 until 14:32 · 3 waiting"). When the lease ends the runner goes, the chip to the
+next in line, and the notebook's restore (its cells replayed) brings the person back.
 
 A session's runner has the walls of a run's (uid, namespaces, seccomp, the cgroup's memory and
 pids, no network): it is one, forked from the template, which stays alive between cells. Its
@@ -32,6 +41,7 @@ import redis
 
 from . import events as ev
 from . import sessionstate, settings
+from .chips import Cancelled, ChipPool
 from .runner import protocol
 from .sandbox import Launcher, Limits
 from .supervisor import Runner, Supervision, _Kill, decide_status
@@ -239,11 +249,17 @@ class CellSupervision(Supervision):
         cpu = self.launcher.cpu_seconds(self.proc)
         if cpu is not None and self.cpu_at_start is not None:
             cpu_ms = round((cpu - self.cpu_at_start) * 1000, 1)
+        elif not self.launcher.sandboxed and self.cell_done:
+            cpu_ms = self.cell_done.get("cpu_ms")  # no counters but the runner's own (a reused chip's run)
         peak = self.launcher.peak_memory_bytes(self.proc)
+        if peak is None and not self.launcher.sandboxed and (self.cell_done or {}).get("host_peak_kb"):
+            # Unsandboxed, the runner's own reading, without a device's mappings (runner/common.py).
+            peak = self.cell_done["host_peak_kb"] * 1024
         return protocol.finished_fields(status, message, wall_ms=round((time.monotonic() - t0) * 1000, 1),
                                         cpu_ms=cpu_ms, peak_memory_kb=peak // 1024 if peak else None,
                                         output_bytes=self.output_bytes, events=self.budget.count + 1,
-                                        truncated=self.truncated)
+                                        truncated=self.truncated,
+                                        device_peak_bytes=(self.cell_done or {}).get("device_peak_bytes"))
 
 
 TICK_S = 0.1
@@ -257,14 +273,16 @@ READ = {"x86_64": "0", "aarch64": "63"}.get(platform.machine())
 
 def waits_for_input(pid: int, within_s: float = IDLE_PROOF_S) -> bool:
     """Whether the process's main thread is blocked reading its stdin (``read`` on fd 0), which
-    is where a session's runner is between cells; True where /proc cannot say (not Linux)."""
+    is where a session's runner is between cells; True where /proc cannot say (not Linux, or a
+    kernel without /proc/<pid>/syscall: gVisor's); False once the process is gone."""
     deadline = time.monotonic() + within_s
     while True:
         try:
             with open(f"/proc/{pid}/syscall") as f:
                 fields = f.read().split()
         except FileNotFoundError:
-            return not os.path.isdir("/proc/self")
+            # No /proc at all, or a /proc that does not offer it for a process that is there.
+            return not os.path.isdir("/proc/self") or os.path.isdir(f"/proc/{pid}")
         except OSError:
             return True  # not ours to read: the other walls hold
         if READ is None:
@@ -290,17 +308,30 @@ class LiveSession:
     cpu_idle_from: float | None = None
     end_requested: bool = False
     names: dict = field(default_factory=dict)
+    # On exclusive chips: the chips its runner holds (its lease) and how long its first cell waited.
+    chips: str | None = None
+    waited_ms: float | None = None
+
+    def lease_until(self) -> float:
+        """When its lease ends if no cell runs before (epoch seconds)."""
+        return time.time() + self.idle_s - (time.monotonic() - self.last_used)
 
 
 class SessionHost:
     """The sessions of one executor node."""
 
-    def __init__(self, *, redis_client, name: str, launcher: Launcher, spawn, release):
+    def __init__(self, *, redis_client, name: str, launcher: Launcher, spawn, release,
+                 chips: ChipPool | None = None):
+        """``spawn``/``release``: a session's runner from the node's pool and back; on exclusive
+        chips (``chips``), a chip's runner leased in the chips' line and given back to it."""
         self.redis = redis_client
         self.name = name
         self.launcher = launcher
-        self.spawn, self.release = spawn, release
+        self.chips = chips
+        self.spawn, self.release = spawn, (chips.release if chips is not None else release)
         self.sessions: dict[str, LiveSession] = {}
+        # Slots reserved for runners being started (session_for).
+        self.starting = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -310,10 +341,12 @@ class SessionHost:
         return sessionstate.node_queue(self.name)
 
     def count(self) -> int:
-        return len(self.sessions)
+        """Sessions held, and those whose runner is starting (their slot is taken)."""
+        return len(self.sessions) + self.starting
 
     def start(self) -> None:
         if self._thread is None:
+            self.forget_held_before()
             self._thread = threading.Thread(target=self._pass_loop, name="sessions", daemon=True)
             self._thread.start()
 
@@ -324,8 +357,11 @@ class SessionHost:
 
     # -- a cell ----------------------------------------------------------------------------------
 
-    def session_for(self, session_id: str, idle_s: float, limits: Limits) -> tuple[LiveSession | None, str | None]:
-        """The session's runner on this node, started now for its first cell; else why not."""
+    def session_for(self, session_id: str, idle_s: float, limits: Limits, *, person: str = "",
+                    on_wait=None, cancelled=None) -> tuple[LiveSession | None, str | None]:
+        """The session's runner on this node, started now for its first cell; else why not. On
+        exclusive chips, ``person``'s lease of a chip, waited for in line (``on_wait``, ``cancelled``:
+        as ChipPool.take's)."""
         with self._lock:
             session = self.sessions.get(session_id)
         if session is not None:
@@ -337,31 +373,97 @@ class SessionHost:
             return None, "the session's runner lives on another node, which no longer answers for it"
         if state["node"] == self.name:  # this node held it, and no longer does (a restart)
             return None, "its node restarted"
+        # A slot of this node's EXECUTOR_MAX_SESSIONS is reserved before the runner is started
+        # (a fork and a sandbox: tens of milliseconds), and given back if it is not: counted
+        # apart, first cells arriving together each saw a free slot and all started.
         with self._lock:
-            if len(self.sessions) >= settings.MAX_SESSIONS:
+            if len(self.sessions) + self.starting >= settings.MAX_SESSIONS:
                 return None, (f"this node holds the most sessions it may ({settings.MAX_SESSIONS}); "
                               "stop one of yours or try again later")
+            self.starting += 1
+        try:
+            return self._start(session_id, idle_s, limits, person=person, on_wait=on_wait, cancelled=cancelled)
+        finally:
+            with self._lock:
+                self.starting -= 1
+
+    def _start(self, session_id: str, idle_s: float, limits: Limits, *, person: str = "", on_wait=None,
+               cancelled=None) -> tuple[LiveSession | None, str | None]:
         if not self.redis.hsetnx(sessionstate.key(session_id), "node", self.name):
             return None, "the session's runner was started on another node"
         try:
-            runner = self.spawn()
+            if self.chips is not None:
+                runner = self.chips.lease(person or f"session:{session_id}", on_wait=on_wait, cancelled=cancelled)
+            else:
+                runner = self.spawn()
+        except Cancelled:
+            return None, "it was cancelled while it waited for a chip"
         except Exception as exc:
             log.exception("could not start session %s's runner", session_id)
+            self._give_up(session_id, f"its runner could not start: {exc}")
             return None, f"its runner could not start: {exc}"
         try:
             self.launcher.restrict(runner.proc, limits, cpu=False)
-            if not getattr(self.launcher, "sets_session_cpu", False):
+            # A chip's runner was started for a run, with a run's CPU: the session's allowance now.
+            if self.chips is not None or not getattr(self.launcher, "sets_session_cpu", False):
                 self.launcher.allow_session_cpu(runner.proc, settings.SESSION_CPU_S)
             runner.proc.stdin.write(protocol.request("session"))
             runner.proc.stdin.flush()
         except (RuntimeError, OSError, ValueError) as exc:  # its limits refused, or it died while starting
             self.release(runner)
+            self._give_up(session_id, f"its runner could not start: {exc}")
             return None, f"its runner could not start: {exc}"
-        session = LiveSession(id=session_id, runner=runner,
-                              idle_s=min(idle_s or settings.SESSION_IDLE_S, settings.SESSION_IDLE_S))
+        most = settings.SESSION_IDLE_S if self.chips is None else settings.ACCELERATOR_SESSION_IDLE_S
+        session = LiveSession(id=session_id, runner=runner, idle_s=min(idle_s or most, most))
+        held = self.chips.held(runner) if self.chips is not None else None
+        if held is not None:
+            session.chips = ",".join(str(c.index) for c in held.chips)
+            session.waited_ms = round(held.waited_ms, 1)
         with self._lock:
             self.sessions[session_id] = session
+        try:
+            self.redis.sadd(self.held_key, session_id)
+        except redis.exceptions.RedisError:
+            log.warning("could not note session %s among this node's", session_id)
         return session, None
+
+    def lease_fields(self, session: LiveSession) -> dict:
+        """What a leased session's state and its cells' ``started`` say of its lease."""
+        if session.chips is None or self.chips is None:
+            return {}
+        return {"chips": session.chips, "lease_until": round(session.lease_until(), 1),
+                "chip_waiting": self.chips.waiting()}
+
+    def _give_up(self, session_id: str, reason: str) -> None:
+        """A session this node took (its name is on it) but could not start: stopped, with why,
+        so that it is not left naming a node that does not hold it."""
+        try:
+            sessionstate.stop(self.redis, session_id, reason)
+        except redis.exceptions.RedisError:
+            log.warning("session %s could not start (%s) and Redis could not be told", session_id, reason)
+
+    @property
+    def held_key(self) -> str:
+        """The set of the sessions this node holds, by its name: what a restart of it stops."""
+        return f"sessions:node:{self.name}"
+
+    def forget_held_before(self) -> int:
+        """At start: the sessions this node held before it restarted are gone with their runners;
+        each is stopped, with why, so that the table and the node's count agree again (the web
+        side counts live sessions against the nodes' slots). Returns how many."""
+        try:
+            held = [sid.decode() if isinstance(sid, bytes) else sid for sid in self.redis.smembers(self.held_key)]
+            for session_id in held:
+                state = sessionstate.read(self.redis, session_id)
+                if state is not None and state["node"] == self.name:
+                    sessionstate.stop(self.redis, session_id, "its node restarted")
+            self.redis.delete(self.held_key)
+        except redis.exceptions.RedisError:
+            log.warning("could not stop the sessions this node held before it restarted")
+            return 0
+        if held:
+            log.info("stopped %d sessions this node held before it restarted", len(held))
+        return len(held)
 
     def run_cell(self, session: LiveSession, code: str, options: dict, limits: Limits, emit, *,
                  should_cancel, tick, on_message, lookup, keep_profile=None) -> dict:
@@ -387,7 +489,7 @@ class SessionHost:
             self.end(session, f"{ended}: {finished['message']}" if finished.get("message") else ended)
         else:
             self._tell(session, state=sessionstate.IDLE, cells_run=session.cells, names=session.names,
-                       memory_bytes=done.get("memory_bytes"), last_used=time.time())
+                       memory_bytes=done.get("memory_bytes"), last_used=time.time(), **self.lease_fields(session))
         return finished
 
     def _shapes_to(self, session: LiveSession, supervision: CellSupervision):
@@ -417,6 +519,7 @@ class SessionHost:
                 log.exception("ending session %s", session.id)
         try:
             sessionstate.stop(self.redis, session.id, reason)
+            self.redis.srem(self.held_key, session.id)
         except redis.exceptions.RedisError:
             log.warning("session %s ended (%s) but Redis could not be told", session.id, reason)
         log.info("session %s ended: %s", session.id, reason)
@@ -453,6 +556,9 @@ class SessionHost:
         elif self._idle_cpu(session) > settings.SESSION_IDLE_CPU_S:
             self.end(session, f"it used over {settings.SESSION_IDLE_CPU_S} s of CPU while no cell ran "
                               "(a thread left running)")
+        elif session.chips is not None and self.chips is not None and \
+                self.chips.waiting() != state.get("chip_waiting"):
+            self._tell(session, **self.lease_fields(session))  # how many wait for a chip, on its page
         else:
             self.redis.expire(sessionstate.key(session.id), sessionstate.TTL_S)
 

@@ -4,8 +4,12 @@ and routes its cells, ends it) and the one executor node that holds its runner.
     session:<id>        a hash: state (idle, live, stopped), node (the worker holding its runner,
                         once its first cell started it), busy (the run id of the cell in flight),
                         cells_run, names (JSON: what its namespace holds), memory_bytes,
-                        last_used, idle_s, stopped_reason, stop (the web side's request to end it)
+                        last_used, idle_s, stopped_reason, stop (the web side's request to end it);
+                        on an exclusive chip its lease: chips, lease_until, chip_waiting
     session:<id>:log    a stream of the hash as it changes, for the session's websocket
+    cells:node:<name>   a stream of the cells sent to the node that holds their sessions' runners
+                        (``node_stream``): each entry a run's message (``submit.run_message``),
+                        read by the node's consumer group (executor/cellstream.py)
 
 Standard library and redis only: the web side imports it (executor/__init__.py's shared modules).
 A cell is a run (``playground.Run`` with its session): its events are a run's, in the run's log.
@@ -37,6 +41,27 @@ def log_key(session_id: str) -> str:
 def node_queue(node: str) -> str:
     """The Celery queue of the sessions a node holds (``sessions.<worker name>``)."""
     return QUEUE_PREFIX + node
+
+
+# The node's cells: one entry a cell, read at once by the node that holds the sessions, which
+# deletes it as it takes it (executor/cellstream.py). What stays is what no node has read (a node
+# away): at most this many, gone with the stream's TTL (an entry no node reads is ended as any
+# queued run no one takes); far more than a node's sessions, so that none of theirs is dropped.
+NODE_STREAM_MAXLEN = 1024
+NODE_STREAM_GROUP = "node"
+
+
+def node_stream(node: str) -> str:
+    """The Redis stream of the cells sent to the node ``node`` (``cells:node:<worker name>``)."""
+    return f"cells:node:{node}"
+
+
+def send_cell(redis, node: str, message: dict) -> str:
+    """Append a cell's run message to its node's stream (one round trip); the entry's id."""
+    pipe = redis.pipeline(transaction=False)
+    pipe.xadd(node_stream(node), {"m": json.dumps(message)}, maxlen=NODE_STREAM_MAXLEN, approximate=True)
+    pipe.expire(node_stream(node), TTL_S)
+    return _text(pipe.execute()[0])
 
 
 def _text(value) -> str:
@@ -75,11 +100,21 @@ def decode(fields: dict[str, str]) -> dict:
         "idle_s": number("idle_s"),
         "stopped_reason": fields.get("stopped_reason") or None,
         "stop": bool(fields.get("stop")),
+        # A session on an exclusive chip (executor/chips.py): the chips it leases, until when
+        # if it stays idle (epoch seconds), and how many wait for a chip.
+        "chips": fields.get("chips") or None,
+        "lease_until": number("lease_until", float),
+        "chip_waiting": number("chip_waiting"),
     }
 
 
 def create(redis, session_id: str, *, idle_s: int) -> None:
     update(redis, session_id, state=IDLE, idle_s=idle_s, cells_run=0, last_used=time.time())
+
+
+def forget(redis, session_id: str) -> None:
+    """A session whose row was never made: nothing of it is kept."""
+    redis.delete(key(session_id), log_key(session_id))
 
 
 def update(redis, session_id: str, **fields) -> None:
@@ -111,14 +146,14 @@ local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 'missing' end
 if state == 'stopped' then return 'stopped' end
 local busy = redis.call('HGET', KEYS[1], 'busy')
-if busy and busy ~= ARGV[1] then return 'busy:' .. busy end
-redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'state', 'live')
+if busy and busy ~= ARGV[1] then return 'busy:' .. busy .. ':' .. (redis.call('HGET', KEYS[1], 'busy_at') or '0') end
+redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'busy_at', ARGV[2], 'state', 'live')
 return 'ok'
 """
 
 _GIVE_BACK_LUA = """
 if redis.call('HGET', KEYS[1], 'busy') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'busy')
+  redis.call('HDEL', KEYS[1], 'busy', 'busy_at')
   if redis.call('HGET', KEYS[1], 'state') == 'live' then redis.call('HSET', KEYS[1], 'state', 'idle') end
   return 1
 end
@@ -127,8 +162,9 @@ return 0
 
 
 def take(redis, session_id: str, run_id: str) -> str:
-    """"ok", "missing", "stopped" or "busy:<run id>" (the cell in flight)."""
-    answer = _text(redis.eval(_TAKE_LUA, 1, key(session_id), run_id))
+    """"ok", "missing", "stopped" or "busy:<run id>:<since>" (the cell in flight, taken at that
+    time.time())."""
+    answer = _text(redis.eval(_TAKE_LUA, 1, key(session_id), run_id, f"{time.time():.3f}"))
     if answer == "ok":
         announce(redis, session_id)
     return answer

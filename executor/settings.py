@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import celeryconf, registry, runtimes
 from .envvars import ImproperlyConfigured, env_bool, env_choice, env_int, env_list, env_str
-from .sandbox import Limits, cpu_seconds_for
+from .sandbox import Limits, cpu_seconds_for, devices
 
 # A device string: a kind, or a kind and a specific device kind ("gpu:h200", "tpu:v5-lite").
 DEVICE_PATTERN = registry.DEVICE_PATTERN
@@ -49,6 +49,8 @@ if not runtimes.is_built(RUNTIME, RUNTIMES_DIR):
         f"runtime {RUNTIME.id} is not built under {RUNTIMES_DIR}: python -m executor.runtimes build {RUNTIME.id} "
         "(or set EXECUTOR_RUNTIMES_DIR to where it is)")
 RUNTIME_ENV = str(runtimes.environment(RUNTIME, RUNTIMES_DIR))
+# A host runtime's library folders (the worker's PYTHONPATH), given to its runners.
+RUNTIME_PYTHONPATH = runtimes.host_pythonpath(RUNTIME)
 QUEUE = registry.queue_name(registry.route(KIND, RUNTIME.id))
 RECORD_QUEUE = env_str("RECORD_QUEUE", celeryconf.RECORD_QUEUE)
 # Log lines as JSON objects (one a line, with the run they concern) or as text for people.
@@ -65,8 +67,9 @@ if SANDBOX == "none" and not ALLOW_UNSANDBOXED:
         "EXECUTOR_ALLOW_UNSANDBOXED=1 to allow it on a development machine, or install bubblewrap"
     )
 
-# Task threads: runs at once on this node. A GPU node runs one snippet per GPU by default.
-CONCURRENCY = env_int("EXECUTOR_CONCURRENCY", 2 if KIND == "cpu" else 1, minimum=1)
+# Task threads: runs at once on this node. A GPU node runs one snippet per GPU by default. A TPU
+# node's take runs that wait there in its chips' line, each told where it stands (executor/chips.py).
+CONCURRENCY = env_int("EXECUTOR_CONCURRENCY", {"cpu": 2, "tpu": 4}.get(KIND, 1), minimum=1)
 # Warm runners kept ready: forked from the template, each costs about 2.5 MiB of its own (one-shot
 # bwrap runners about 90 MiB). 0 disables the pool (every run starts cold).
 POOL_SIZE = env_int("EXECUTOR_POOL_SIZE", 4, minimum=0)
@@ -95,8 +98,17 @@ COMPILE_CACHE_MAX_MB = env_int("EXECUTOR_COMPILE_CACHE_MAX_MB", 128, minimum=1)
 CHECK_PROTOCOL = env_bool("EXECUTOR_CHECK_PROTOCOL", False)
 # Simulated CPU devices so pmap/shard_map examples run on a CPU node.
 CPU_DEVICES = env_int("EXECUTOR_CPU_DEVICES", 8 if KIND == "cpu" else 0)
-# Device nodes bound into the sandbox on accelerator nodes, e.g. /dev/nvidia0,/dev/nvidiactl.
-DEVICES = tuple(env_list("EXECUTOR_DEVICES", ""))
+# Device nodes bound into the sandbox on accelerator nodes: those the node has, found when the
+# worker starts (/dev/accel*, /dev/vfio/* on a TPU node; /dev/nvidia* on a GPU node:
+# sandbox/devices.py), or exactly these (EXECUTOR_DEVICES=/dev/nvidia0,/dev/nvidiactl).
+DEVICES = tuple(env_list("EXECUTOR_DEVICES", ",".join(devices.device_nodes(KIND))))
+# The accelerator's environment variables every runner is given (TPU_*, CUDA_VISIBLE_DEVICES,
+# NVIDIA_*, XLA_PYTHON_CLIENT_*: devices.ACCELERATOR_ENV), read from the worker's own.
+DEVICE_ENV = devices.accelerator_env()
+# How long a runner may take to open its device and say "ready" before it is discarded with the
+# reason (a TPU chip opens in 6 to 10 s; a CPU runner that imports jax cold on a loaded node may
+# take far longer, and has no device to wait for).
+READY_TIMEOUT_S = env_int("EXECUTOR_READY_TIMEOUT_S", 120 if KIND == "cpu" else 30, minimum=5)
 # Further host paths the sandbox binds read-only, e.g. a GPU driver's libraries when they live
 # outside the system's library folders (/usr/local/nvidia/lib64 in some containers).
 RO_BINDS = tuple(env_list("EXECUTOR_RO_BINDS", ""))
@@ -139,3 +151,26 @@ SESSION_CPU_S = env_int("EXECUTOR_SESSION_CPU_S", 3600, minimum=1)
 # CPU seconds a session may use while no cell runs (a thread a cell left running) before it is
 # stopped: the node counts CPU against a person's share only while their cell runs.
 SESSION_IDLE_CPU_S = env_int("EXECUTOR_SESSION_IDLE_CPU_S", 5, minimum=1)
+
+# Exclusive devices (executor/chips.py): a TPU chip is held by one process at a time (libtpu's
+# lockfile), so a node of them has one slot per chip, one runner per chip that opens it while it
+# waits. The number of chips this node splits its runs over; unset: counted for a TPU node
+# (chips.count_chips), 0 elsewhere (a GPU is shared: its runners take their share of its memory).
+EXCLUSIVE_DEVICES = env_int("EXECUTOR_EXCLUSIVE_DEVICES", -1, minimum=-1)
+# libtpu's own word for this host's chips (2,2,1 on a v5litepod-4): counted, and given whole to a
+# run that asks for every chip.
+TPU_HOST_BOUNDS = env_str("TPU_CHIPS_PER_HOST_BOUNDS", "")
+# A notebook session on an exclusive device leases its chip while it lives; it is stopped after
+# this long idle (the CPU's is EXECUTOR_SESSION_IDLE_S, 20 minutes), so that a chip left open in a
+# tab goes back to the line. The notebook's replay restores the person's session at their next cell.
+ACCELERATOR_SESSION_IDLE_S = env_int("ACCELERATOR_SESSION_IDLE_S", 300, minimum=5)
+# How long a chip's runner is kept for the same person's next run after theirs ended (their plain
+# runs then wait for no open), unless someone else is next in line; 0: every run a fresh process.
+CHIP_KEEP_S = env_int("EXECUTOR_CHIP_KEEP_S", 20, minimum=0)
+# The tests' stand-in for an exclusive device (runner/exclusive.py): a folder of lock files, one a
+# chip, each held with flock by the runner that opened it, as libtpu holds its lockfile; and the
+# milliseconds a stand-in chip takes to open (a v5e's takes 7 to 10 s). Unset on a real node.
+STANDIN_DEVICE = env_str("EXECUTOR_STANDIN_DEVICE", "")
+STANDIN_OPEN_MS = env_int("EXECUTOR_STANDIN_OPEN_MS", 0, minimum=0)
+# Stamp each stage of a run's path in Redis (executor/stages.py), for bench.stages; off in production.
+STAGE_TIMES = env_bool("RUN_STAGE_TIMES", False)

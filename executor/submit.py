@@ -22,7 +22,7 @@ import time
 import uuid
 
 from . import events as ev
-from . import registry
+from . import registry, sessionstate
 from .envvars import env_str
 
 # The executor's task (queues exec.<kind>[.<specific>]) and the recorder's that the executor sends
@@ -31,6 +31,24 @@ from .envvars import env_str
 RUN_TASK = "executor.run"
 RECORD_TASK = "recorder.record_events"
 GRADE_TASK = "recorder.record_grade"
+# A profiled run's trace, built after its end (executor/profiles.py), to store from Redis.
+PROFILE_TASK = "recorder.store_profile"
+# A run's events reach the recorder as entries of a Redis stream beside its queue
+# (``record_stream``), read by its group of recorders (playground/batches.py), rather than as
+# RECORD_TASK messages: one XADD where a task's publish, delivery, trace and ack cost each batch
+# some milliseconds of CPU in two processes, and the recorder writes what it read in one
+# transaction. RECORD_TASK stays for batches still queued when a recorder is upgraded.
+RECORD_GROUP = "recorders"
+
+
+def record_stream(queue: str) -> str:
+    """The stream of event batches beside the recorder's queue (``record`` → ``record:batches``)."""
+    return f"{queue}:batches"
+
+
+def send_batch(redis, queue: str, run_id: str, events: list[dict]) -> None:
+    """One batch of a run's events to the recorders (entry fields ``run`` and ``events``, JSON)."""
+    redis.xadd(record_stream(queue), {"run": run_id, "events": json.dumps(events, separators=(",", ":"))})
 
 
 def run_message(run_id: str, code: str, options: dict | None, limits: dict,
@@ -78,21 +96,37 @@ def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
     raise TimeoutError(f"run {run_id} did not finish within {timeout_s:.0f} s ({len(out)} events so far)")
 
 
-def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float) -> dict:
-    """One run, start to finish: ``{"id", "events", "queued_to_started_ms", "queued_to_finished_ms"}``."""
-    run_id = str(uuid.uuid4())
+def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float, *, options: dict | None = None,
+           session: dict | None = None, queue: str | None = None, extra: dict | None = None,
+           run_id: str | None = None) -> dict:
+    """One run, start to finish: ``{"id", "events", "queued_to_started_ms", "queued_to_finished_ms",
+    "first_output_ms"}``. ``session``: a notebook session's cell ({"id", "idle_s"}: the caller has
+    taken the session for it, executor.sessionstate), sent to ``queue`` (the node holding the
+    session) when given. ``extra``: further fields of the run's message."""
+    run_id = run_id or str(uuid.uuid4())
     position = registry.queue_depth(redis, device) + 1
     queued = ev.EventLog(redis).append(run_id, ev.make_event(ev.QUEUED, position=position))
     assert queued is not None and queued["seq"] == 1, queued
+    if session is not None:
+        taken = sessionstate.take(redis, session["id"], run_id)
+        if taken != "ok":
+            raise RuntimeError(f"session {session['id']} cannot take a cell: {taken}")
     sent = time.time()
-    send_run(app, device, run_message(run_id, code, {}, limits))
+    message = {**run_message(run_id, code, options, limits, session=session), **(extra or {})}
+    if queue:
+        send_to_queue(app, queue, message)
+    else:
+        send_run(app, device, message)
     events = follow(redis, run_id, timeout_s)
     started = next((e for e in events if e["type"] == ev.STARTED), None)
+    output = next((e for e in events if e["type"] in (ev.STDOUT, ev.STDERR)), None)
     return {
         "id": run_id,
         "events": events,
+        "sent": sent,
         "queued_to_started_ms": round((started["ts"] - sent) * 1000, 1) if started else None,
         "queued_to_finished_ms": round((events[-1]["ts"] - sent) * 1000, 1),
+        "first_output_ms": round((output["ts"] - sent) * 1000, 1) if output else None,
     }
 
 
@@ -137,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     import redis as redis_py
     from celery import Celery
 
-    from .celeryconf import COMMON
+    from .celeryconf import COMMON, broker_url
 
     if args.redis is None:
         # As the worker reads it (executor/settings.py), without importing the worker's settings:
@@ -147,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     if not registry.online_workers(client, args.device):
         print(f"no {args.device} executor is online on {args.redis}", file=sys.stderr)
         return 2
-    app = Celery("submit", broker=args.redis)
+    app = Celery("submit", broker=broker_url(args.redis))
     app.conf.update(COMMON)
     limits = {"wall_s": args.wall, **({"memory_bytes": args.memory_mb * 1024**2} if args.memory_mb else {})}
     failed = 0

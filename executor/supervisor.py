@@ -36,7 +36,7 @@ from .compilecache import RunLookups
 from .graded_run import GradedRun, write_all
 from .runner import explain, notebook, profile, protocol, recompile
 from .runner.compilecache import MAX_REPORTED
-from .sandbox import Launcher, Limits, human_bytes
+from .sandbox import Launcher, Limits, devices, human_bytes
 
 READ_CHUNK = 64 * 1024
 # Structured events (jaxpr and HLO dumps) are bounded apart from the user's output.
@@ -117,26 +117,54 @@ def discard(runner: Runner, launcher) -> None:
         runner.close()
 
 
+class RunnerStartError(RuntimeError):
+    """A runner did not become ready: ``code`` names the cause where its output shows one
+    (sandbox/devices.py's START_FAILURES: the device is held, no metadata server, no device node),
+    else "timeout" or "exited"; the message says it for an operator, with what the runner said."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _stderr_so_far(runner: Runner, wait_s: float = 0.0) -> str:
+    """What the runner wrote on stderr so far, without blocking for more than ``wait_s``."""
+    out = b""
+    try:
+        while len(out) < 65536 and select.select([runner.proc.stderr], [], [], wait_s)[0]:
+            chunk = os.read(runner.proc.stderr.fileno(), READ_CHUNK)
+            if not chunk:
+                break
+            out += chunk
+            wait_s = 0.0
+    except (OSError, ValueError):
+        pass
+    return out.decode(errors="replace")
+
+
+def start_error(runner: Runner, what: str, said: str) -> RunnerStartError:
+    """The error for a runner that did not start, named by its cause where its output shows one."""
+    known = devices.start_failure(said)
+    tail = said.strip()[-500:]
+    if known is not None:
+        return RunnerStartError(known[0], f"{what}: {known[1]}" + (f" [{tail[-300:]}]" if tail else ""))
+    return RunnerStartError("timeout" if "not ready" in what else "exited", f"{what}: {tail}" if tail else what)
+
+
 def wait_ready(runner: Runner, timeout: float) -> dict:
-    """Read the runner's first event, "ready", and keep whatever followed it."""
+    """Read the runner's first event, "ready", and keep whatever followed it. Raises
+    RunnerStartError, with the cause, when it exits first or is not ready within ``timeout``."""
     deadline = time.monotonic() + timeout
     buf = runner.event_buffer
     while b"\n" not in buf:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            raise TimeoutError(f"runner not ready after {timeout:g} s")
+            raise start_error(runner, f"runner not ready after {timeout:g} s", _stderr_so_far(runner))
         r, _, _ = select.select([runner.event_fd], [], [], remaining)
         if r:
             chunk = os.read(runner.event_fd, READ_CHUNK)
             if not chunk:
-                err = b""
-                try:
-                    err = runner.proc.stderr.read1(4096)
-                except (OSError, ValueError):
-                    pass
-                raise RuntimeError(
-                    f"runner exited during warm-up: {err.decode(errors='replace').strip()[-500:]}"
-                )
+                raise start_error(runner, "runner exited during warm-up", _stderr_so_far(runner, 1.0))
             buf += chunk
     line, _, rest = buf.partition(b"\n")
     message = json.loads(line)
@@ -165,7 +193,7 @@ MAX_LINES_WHILE_CHECKING = 10_000
 
 
 # A profile_trace message: its trace in base64, and the rest of it.
-PROFILE_MESSAGE_BYTES = protocol.PROFILE_MAX_BYTES * 4 // 3 + 1024**2
+PROFILE_MESSAGE_BYTES = max(protocol.PROFILE_MAX_BYTES, protocol.PROFILE_MAX_BUNDLE_BYTES) * 4 // 3 + 1024**2
 
 
 # A trace's JSON compresses 8 to 15 times; past this, what inflates is padding, and whoever
@@ -213,6 +241,18 @@ def _summary_row(row: dict) -> dict:
         "ops": [[str(op[0])[:PROFILE_MAX_NAME], str(op[1])[:PROFILE_MAX_NAME], number(op[2]), number(op[3])]
                 for op in ops[:PROFILE_MAX_OPS] if isinstance(op, list) and len(op) == 4],
     }
+
+
+def check_bundle(data: str) -> tuple[bytes | None, str | None]:
+    """(a raw profile's bytes, None) or (None, why it is refused): base64 of at most
+    PROFILE_MAX_BUNDLE_BYTES. What is inside is read only by executor/tracebuild.py's process."""
+    try:
+        bundle = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None, "the raw profile was not base64"
+    if len(bundle) > protocol.PROFILE_MAX_BUNDLE_BYTES:
+        return None, f"the raw profile was over {human_bytes(protocol.PROFILE_MAX_BUNDLE_BYTES)} compressed"
+    return bundle, None
 
 
 def check_trace(data: str) -> tuple[bytes | None, str | None]:
@@ -447,6 +487,8 @@ class Supervision:
         self.event_bytes = 0
         self.logged_bytes = 0  # of the lines that became the run's events
         self.runner_exit: str | None = None
+        # What the runner said it used, with its "exit" (cpu_ms, host_peak_kb, device_peak_bytes).
+        self.runner_usage: dict = {}
         self.truncated = False
         self.budget = _Budget(limits.events_per_s, limits.events)
         self.problems = protocol.Problems()
@@ -609,6 +651,7 @@ class Supervision:
         exit_ = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
         if exit_ and exit_["status"] in (ev.SUCCEEDED, ev.FAILED):
             self.runner_exit = exit_["status"]
+            self.runner_usage = {k: v for k, v in exit_.items() if k != "status" and v is not None}
 
     def on_lookup(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
         """A runner about to compile asks for the compile cache's entry of a key: answered on its
@@ -652,7 +695,31 @@ class Supervision:
         if self.budget.count >= self.limits.events - 1:
             return  # no room left to say where it is: not kept either
         data = fields.pop("data", None)
+        raw = fields.pop("raw", None)
         event = bounded_profile(fields)
+        if raw is not None and data is None and not event.get("error"):
+            # The raw profile: built into its trace after the run's end by a keeper that can
+            # (``keep_profile.later``: the executor's), else here and now (executor.local).
+            bundle, problem = check_bundle(raw)
+            later = getattr(self.keep_profile, "later", None)
+            if bundle is not None and later is not None:
+                try:
+                    event.update(url=later(bundle), building=True)
+                except Exception as exc:  # noqa: BLE001 - as below: the run stands without it
+                    problem = f"the trace could not be kept: {exc}"
+            elif bundle is not None:
+                from . import tracebuild
+
+                trace, info = tracebuild.build(bundle)
+                if trace is None:
+                    event, problem = bounded_profile({"error": info.get("error"),
+                                                      "error_parts": info.get("error_parts")}), None
+                else:
+                    event.update(bounded_profile({k: v for k, v in info.items() if k in protocol.EVENTS[
+                        ev.PROFILE].fields}))
+                    data = base64.b64encode(trace).decode("ascii")
+            if problem:
+                event = {"error": problem}
         if data is not None and not event.get("error"):
             trace, problem = check_trace(data)
             url = None
@@ -772,9 +839,15 @@ class Supervision:
 
     def done(self) -> bool:
         """The runner has exited, or it said how the run ended and closed its pipes (it is
-        exiting: its sandbox's report says the rest, and stop() ends what is left)."""
-        return self.exited() or (self.runner_exit is not None and not self.fds
-                                 and self.launcher.cpu_seconds(self.proc) is not None)
+        exiting: its sandbox's report says the rest, and stop() ends what is left). Unsandboxed,
+        its own word on what it used stands for the sandbox's counters, so the run ends with
+        the person's code rather than after the runtime's teardown (a TPU's takes 1.5 s)."""
+        if self.exited():
+            return True
+        if self.runner_exit is None or self.fds:
+            return False
+        return self.launcher.cpu_seconds(self.proc) is not None or (
+            not self.launcher.sandboxed and "cpu_ms" in self.runner_usage)
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -868,6 +941,12 @@ class Supervision:
             returncode, cpu_s, peak_kb = self.exit_info
         else:  # ended by its own "exit": the code it exits with, the sandbox's counters below
             returncode, cpu_s, peak_kb = (0 if self.runner_exit == ev.SUCCEEDED else 1), 0.0, 0
+            if not launcher.sandboxed:  # no counters but the runner's own (done() waited for them)
+                cpu_s = (self.runner_usage.get("cpu_ms") or 0.0) / 1000 - (cpu_at_start or 0.0)
+        if not launcher.sandboxed and "host_peak_kb" in self.runner_usage:
+            # wait4's peak counts a runtime's device mappings (a TPU's 14 GB of libtpu): the runner's
+            # reading leaves them out (runner/common.py host_peak_kb).
+            peak_kb = self.runner_usage["host_peak_kb"]
         cpu_ms = round(cpu_s * 1000, 1)
         # Under a sandbox, wait4 sees only its launcher process: ask the sandbox instead.
         if (cpu_now := launcher.cpu_seconds(proc)) is not None and cpu_at_start is not None:
@@ -884,7 +963,8 @@ class Supervision:
         self.runner.close()
         return protocol.finished_fields(status, message, wall_ms=wall_ms, cpu_ms=cpu_ms, peak_memory_kb=peak_kb,
                                         output_bytes=self.output_bytes, events=self.budget.count + 1,
-                                        truncated=self.truncated)
+                                        truncated=self.truncated,
+                                        device_peak_bytes=self.runner_usage.get("device_peak_bytes"))
 
     def drain(self) -> None:
         """What was written before the end is still in the pipes: keep it, as far as the limits go."""

@@ -5,7 +5,9 @@
       ├─ at start              learn the devices from a first runner; refuse a kind they do not match
       ├─ heartbeat thread      executors:<kind> in Redis, every HEARTBEAT_S
       ├─ runner pool thread    keeps POOL_SIZE warm runners
-      └─ task threads          executor.run: take a runner, supervise it, relay events
+      ├─ task threads          executor.run: take a runner, supervise it, relay events
+      └─ cells thread          the cells of the sessions it holds, from its Redis stream
+                               (executor/cellstream.py), each in a thread of its own
 
 The threads pool, not prefork: a task mostly waits on its runner's pipes, and all task threads
 share one warm pool (a prefork child would each need its own, 200 MiB a runner).
@@ -22,7 +24,8 @@ import redis
 from celery import Celery, signals
 
 from . import logs, registry, runtimes, settings, submit
-from .celeryconf import COMMON, share_redis_clients
+from .cellstream import CellReader
+from .celeryconf import COMMON, broker_url, share_redis_clients
 from .execution import Executor, build_launcher
 from .sandbox import human_bytes
 
@@ -39,7 +42,7 @@ LAUNCHER = build_launcher()
 sys.setswitchinterval(0.001)
 
 share_redis_clients()
-app = Celery("executor", broker=settings.REDIS_URL)
+app = Celery("executor", broker=broker_url(settings.REDIS_URL))
 app.conf.update(COMMON, task_default_queue=settings.QUEUE)
 
 _executor: Executor | None = None
@@ -115,6 +118,7 @@ def _on_after_setup(sender=None, instance=None, **_):
         executor.stop()
         raise SystemExit(1)
     executor.start_heartbeat()
+    _start_cells(executor)
     _start_analysers()
     if queues is not None:
         # and the queue of the notebook sessions it holds (executor/sessions.py)
@@ -171,6 +175,14 @@ def _on_task_postrun(**_):
 
 
 _analysers = None
+_cells: CellReader | None = None
+
+
+def _start_cells(executor: Executor) -> None:
+    """The cells of the sessions this node holds, read from its stream once it can run them."""
+    global _cells
+    if _cells is None:
+        _cells = CellReader(executor, redis.Redis.from_url(settings.REDIS_URL), executor.name).start()
 
 
 def _start_analysers() -> None:
@@ -198,6 +210,8 @@ def _on_shutting_down(**_):
 
 @signals.worker_shutdown.connect
 def _on_shutdown(**_):
+    if _cells is not None:  # the cells in progress end as the tasks did, before the runners go
+        _cells.stop(wait_s=settings.LIMITS.wall_s + 30)
     if _analysers is not None:
         _analysers.stop()
     if _executor is not None:

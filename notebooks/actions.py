@@ -24,6 +24,7 @@ from web.api import plain_text, text
 from web.clients import Client
 from web.errors import ActionError
 from web.ratelimit import check_rate
+from web.redis import exclusive
 
 from .models import Notebook, SharedNotebook, SharedNotebookRun
 from .serializers import notebook_detail
@@ -141,8 +142,9 @@ def check_create_notebook(payload, *, user) -> Notebook:
     title = _check_title(payload) or ""
     cells = check_cells(payload.get("cells", []))
     where = _check_where(payload, partial=False)
-    check_room(user)
-    return do_create_notebook(owner=user, title=title, cells=cells, **where)
+    with exclusive(f"notebooks:{user.pk}"):  # counted and made together: a burst must not pass the cap
+        check_room(user)
+        return do_create_notebook(owner=user, title=title, cells=cells, **where)
 
 
 def check_room(user) -> None:
@@ -279,9 +281,10 @@ def check_fork(*, title: str, cells: list[dict], runtime: str, device: str, user
     copied = [{**cell, "id": cell.get("id") or new_cell_id()} for cell in cells]
     if user is None or not user.is_authenticated:
         return {"title": title, "cells": copied, "runtime": runtime, "device": device}
-    check_room(user)
-    return do_create_notebook(owner=user, title=title, cells=copied, runtime=runtime, device=device,
-                              forked_from=forked_from)
+    with exclusive(f"notebooks:{user.pk}"):
+        check_room(user)
+        return do_create_notebook(owner=user, title=title, cells=copied, runtime=runtime, device=device,
+                                  forked_from=forked_from)
 
 
 # Cells' names -----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def shared_detail(shared: SharedNotebook) -> dict:
 
 def page_data(*, title: str = "", cells: list | None = None, runtime: str, device: str, signed_in: bool,
               notebook: Notebook | None = None, shared: SharedNotebook | None = None,
-              import_error: str | None = None) -> dict:
+              import_error: str | None = None, draft: str | None = None) -> dict:
     """What every notebook page's script reads (``notebook-data``): an own notebook is editable
     and saved to its API URL; a shared one is read-only; a new one (``notebook`` and ``shared``
     None) is editable and saved once created (signed in) or kept as a draft (signed out). Cells
@@ -52,4 +52,5 @@ def page_data(*, title: str = "", cells: list | None = None, runtime: str, devic
         "shared": shared_links(shared) if shared else None,
         "signed_in": signed_in,
         "import_error": import_error,
+        "draft": draft,
     }

@@ -13,6 +13,8 @@ urlpatterns = [
     path("api/cells/names", views.api_cell_names, name="api-cells-names"),
     path("notebooks/", views.notebooks_page, name="notebooks"),
     path("notebooks/new", views.new_notebook_page, name="notebook-new"),
+    # A signed-out person's notebook, kept in their browser only, under an address of its own.
+    re_path(r"^notebooks/draft/(?P<draft_id>[0-9a-z]{12})$", views.new_notebook_page, name="notebook-draft"),
     re_path(r"^notebooks/(?P<notebook_id>[0-9a-f-]{36})\.ipynb$", views.notebook_ipynb, name="notebook-ipynb"),
     path("notebooks/<uuid:notebook_id>", views.notebook_page, name="notebook"),
     path("notebooks/<uuid:notebook_id>/delete", views.notebook_delete, name="notebook-delete"),

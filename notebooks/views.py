@@ -141,9 +141,11 @@ def notebooks_page(request):
 @require_GET
 @never_cache
 @ensure_csrf_cookie
-def new_notebook_page(request):
+def new_notebook_page(request, draft_id=None):
     """A new notebook: empty, a shared snippet's (``?snippet=<slug>``) or a shared notebook's or
-    snippet's export link (``?import=<url>``). What cannot be opened says why, on an empty one."""
+    snippet's export link (``?import=<url>``). What cannot be opened says why, on an empty one.
+    At ``/notebooks/draft/<id>`` it is a signed-out person's draft, which only their browser
+    holds: the page opens the browser's copy kept under that id (frontend notebook/model.ts)."""
     start = {"title": "", "cells": [{"id": new_cell_id(), "type": "code", "source": ""}], "runtime": default_runtime(),
              "device": settings.RUN_DEFAULT_DEVICE}
     error = None
@@ -154,7 +156,7 @@ def new_notebook_page(request):
             start = imports.check_import_url(request.GET["import"], host=request.get_host(), user=request.user)
     except ActionError as exc:
         error = exc.message
-    return _page(request, page_data(**start, signed_in=_signed_in(request), import_error=error))
+    return _page(request, page_data(**start, signed_in=_signed_in(request), import_error=error, draft=draft_id))
 
 
 @require_GET

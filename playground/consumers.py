@@ -75,6 +75,8 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
     # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
     channel_layer_alias = None
     socket_ids: tuple[str, ...] = ()
+    # The consumer's own tasks, cancelled however it ends.
+    TASKS: tuple[str, ...] = ("streamer", "idle")
 
     async def __call__(self, scope, receive, send):
         # A consumer that raises ends without disconnect(): its socket's slots are given back
@@ -82,7 +84,7 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
         try:
             return await super().__call__(scope, receive, send)
         finally:
-            for task in (getattr(self, "streamer", None), getattr(self, "idle", None)):
+            for task in (getattr(self, name, None) for name in self.TASKS):
                 if task is not None:
                     task.cancel()
             hub = getattr(self, "hub", None)
@@ -123,6 +125,18 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             return
         self.streamer = asyncio.create_task(self.stream(str(run.id), after))
 
+    async def token_revoked(self) -> bool:
+        """A socket opened with an API token acts and tells only while the token stands, asked
+        again each time (``accounts.auth.SocketTokenMiddleware``): once it is revoked, expired or
+        its owner disabled, the socket is closed 4401, as the API answers 401."""
+        alive = self.scope.get("token_alive")
+        if alive is None or await alive():
+            return False
+        self.closed = True
+        await self.close(code=protocol.CLOSE_CODES["unauthorized"],
+                         reason=_("the API token is no longer valid (revoked or expired)"))
+        return True
+
     async def disconnect(self, code):
         if self.streamer:
             self.streamer.cancel()
@@ -134,6 +148,33 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
     async def send_event(self, body: str) -> None:
         for message in encode_messages(body):
             await self.send(text_data=message)
+
+    async def admit(self, start, *, wait: bool, undo=None) -> tuple[str, dict, object] | None:
+        """A run started on this socket: ``start(new_id)`` admits and stores it under that id.
+        With ``wait``, its stream is waited for before it exists (the hub's read takes it in
+        while the run is admitted, so the executor's first events reach the socket at once; not
+        after a refusal, since each wait wakes the process's one read). (its id, its summary,
+        the waiter), or None when it was refused, said to the client (``refuse``) after ``undo()``."""
+        new_id = uuid.uuid4()
+        waiter = None
+        if wait:
+            waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
+        try:
+            run_id, summary = await start(new_id)
+        except BaseException as exc:
+            if waiter is not None:
+                self.hub.leave(waiter)
+                self.waiter = None
+            if undo is not None:
+                await undo()
+            if isinstance(exc, ActionError):
+                await self.refuse(exc.status, exc.message, **exc.data)
+            elif isinstance(exc, REDIS_DOWN):
+                await self.refuse(503, str(QUEUE_UNREACHABLE))
+            else:
+                raise
+            return None
+        return run_id, summary, waiter
 
     async def stream(self, run_id: str, after: int, waiter=None) -> None:
         """Catch up from ``after``, then follow; with ``waiter`` (a new run's, registered with
@@ -151,7 +192,7 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
 
     async def deliver(self, run_id: str, entries: list[tuple[int, str]]) -> bool:
         """Send entries after ``last`` in order (a hole is filled from the database); True once
-        ``finished`` has been sent and the socket closed."""
+        ``finished`` has been sent (and ``after_finished`` done)."""
         for seq, body in entries:
             if seq <= self.last:
                 continue
@@ -162,9 +203,13 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
             await self.send_event(body)
             self.last = seq
             if json.loads(body)["type"] == ev.FINISHED:
-                await self.close()
+                await self.after_finished()
                 return True
         return False
+
+    async def after_finished(self) -> None:
+        """The run's ``finished`` was sent: a run's socket closes (it carries one run)."""
+        await self.close()
 
     async def fill(self, run_id: str, before: int) -> list[tuple[int, str]]:
         """The events between ``last`` and ``before``: from the run's log where it has them, else
@@ -213,7 +258,7 @@ class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
                 delay = min(delay * 2, RETRY_MAX_S)
                 continue
             if done is not None and int(done) <= self.last:
-                await self.close()  # the client has seen everything, "finished" included
+                await self.after_finished()  # the client has seen everything, "finished" included
                 return True
             if not exists:
                 # Expired, or lost with a Redis that restarted: the database has what was recorded.
@@ -331,6 +376,8 @@ class NewRunConsumer(RunConsumer):
             await self.refuse(500, _("the run could not be started; try again"))
 
     async def start(self, text) -> None:
+        if await self.token_revoked():
+            return
         try:
             message = json.loads(text)
         except (TypeError, ValueError, RecursionError):
@@ -348,24 +395,11 @@ class NewRunConsumer(RunConsumer):
         # (waiting after the start cost a wake of the hub's read and a catch-up, 3-4 ms). Not on
         # a socket whose start was refused before: each wait wakes the process's one read, and
         # a client sending refused starts in a loop must not make it read for every one.
-        new_id = uuid.uuid4()
-        waiter = None
-        if not self.refusals:
-            waiter = self.waiter = self.hub.wait(ev.log_key(str(new_id)), 0)  # left in disconnect()
-        try:
-            run_id, summary = await _start_run(payload, self.client, self.scope.get("user"), new_id)
-        except BaseException as exc:
-            if waiter is not None:
-                self.hub.leave(waiter)
-                self.waiter = None
-            await self.hub.free_slot(self.socket_id)
-            if isinstance(exc, ActionError):
-                await self.refuse(exc.status, exc.message, **exc.data)
-            elif isinstance(exc, REDIS_DOWN):
-                await self.refuse(503, str(QUEUE_UNREACHABLE))
-            else:
-                raise
+        admitted = await self.admit(lambda new_id: _start_run(payload, self.client, self.scope.get("user"), new_id),
+                                    wait=not self.refusals, undo=lambda: self.hub.free_slot(self.socket_id))
+        if admitted is None:
             return
+        run_id, summary, waiter = admitted
         self.run_id = run_id
         await self.hub.free_slot(self.waiting_id)  # a socket that carries a run now
         logs.set_run(run_id)

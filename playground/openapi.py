@@ -198,7 +198,23 @@ RUN_OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
     "profile": {"type": "boolean", "default": False,
                 "description": "true: run under jax.profiler; a \"profile\" event then names the trace's URL "
                                "(GET /api/runs/{run_id}/profile) with a summary per device. The profiler's cost "
-                               "is the run's: its CPU and wall clock"}}}
+                               "is the run's: its CPU and wall clock"},
+    "chips": {"type": "integer", "minimum": 1, "maximum": 64, "default": 1,
+              "description": "On a node of exclusive chips (a TPU host): 1, or all the host's chips, held by one "
+                             "runner for pmap or shard_map across them; the run waits in line for them (its "
+                             "\"waiting\" events). Another number is refused by the node"}}}
+
+
+# What a kind of exclusive chips (a TPU: executor/chips.py) says of them (absent on other kinds).
+CHIPS = {
+    "chips": {"type": "integer", "description": "Exclusive chips of its nodes, each held by one run or session"},
+    "chips_ready": {"type": "integer", "description": "Chips whose runner has opened them and waits for a run"},
+    "chip_waiting": {"type": "integer", "description": "Runs and sessions waiting on the nodes for a chip"},
+    "chip_turnaround_s": {"type": ["number", "null"],
+                          "description": "A chip's time between two holders lately (the run, its runner's exit, "
+                                         "the next one's open): what a wait is reckoned from"},
+    "chip_open_ms": {"type": ["number", "null"], "description": "How long a chip's runner took to open it lately"},
+}
 
 
 # A run's standard input (playground.actions.runs.check_stdin).
@@ -241,6 +257,11 @@ def schemas() -> dict:
             "names": {"type": "object", "additionalProperties": {"type": "string"},
                       "description": "What its namespace holds: each name and its type or shape"},
             "memory_bytes": {"type": ["integer", "null"], "description": "Its runner's resident memory"},
+            "lease": {"type": ["object", "null"], "description": "On an exclusive chip (a TPU's): the chips its runner "
+                      "holds (\"0\"), until when if no cell runs (the node's ACCELERATOR_SESSION_IDLE_S), and how "
+                      "many runs and sessions wait for a chip", "properties": {
+                          "chips": {"type": "string"}, "until": {"type": ["string", "null"], "format": "date-time"},
+                          "waiting": {"type": "integer"}}},
             "last_used_at": {"type": ["string", "null"], "format": "date-time"},
             "created_at": {"type": "string", "format": "date-time"},
         }},
@@ -304,6 +325,7 @@ def schemas() -> dict:
             "memory_bytes": {"type": ["integer", "null"],
                              "description": "Memory of one device (a GPU's or TPU's; on CPU the host's)"},
             "jaxlib_version": {"type": ["string", "null"]},
+            **CHIPS,
             "specific": {"type": "array", "description": "The specific device kinds online (gpu:h200)",
                          "items": {"type": "object", "required": ["device", "workers", "queue_depth"],
                                    "properties": {
@@ -313,6 +335,7 @@ def schemas() -> dict:
                 "platform": {"type": ["string", "null"]}, "device_kind": {"type": ["string", "null"]},
                 "device_count": {"type": ["integer", "null"]}, "memory_bytes": {"type": ["integer", "null"]},
                 "jax_version": {"type": ["string", "null"]}, "jaxlib_version": {"type": ["string", "null"]},
+                **CHIPS,
             }}},
         }},
         "RuntimeList": {"type": "object", "required": ["runtimes", "default", "retired"], "properties": {

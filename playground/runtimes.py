@@ -44,11 +44,29 @@ def default() -> str:
     return runtimes.catalog().default
 
 
+def _online() -> list[dict]:
+    return [w for kind in settings.RUN_DEVICE_KINDS for w in devices.online_workers(kind)]
+
+
+def _host_versions(rt, workers: list[dict]) -> dict:
+    """A host runtime's versions are its workers' (read when each started); none while none serves it."""
+    serving = [w for w in workers if w.get("runtime") == rt.id]
+    if not serving:
+        return {}
+    return {"jax": serving[0].get("jax_version"), "jaxlib": serving[0].get("jaxlib_version")}
+
+
+def _listed(rt, serving: dict) -> bool:
+    """Whether the picker and the API list a runtime: a host runtime only while a worker serves it."""
+    return rt.environment != "host" or bool(serving.get(rt.id))
+
+
 def describe_all() -> list[dict]:
     """What ``GET /api/runtimes`` says: each runtime with the kinds online that serve it."""
-    workers = [w for kind in settings.RUN_DEVICE_KINDS for w in devices.online_workers(kind)]
+    workers = _online()
     serving = registry.runtimes_online(workers)
-    return [{**rt.describe(), "kinds": serving.get(rt.id, [])} for rt in runtimes.catalog().runtimes.values()]
+    return [{**rt.describe(), **_host_versions(rt, workers), "kinds": serving.get(rt.id, [])}
+            for rt in runtimes.catalog().runtimes.values() if _listed(rt, serving)]
 
 
 def retired() -> dict[str, str]:
@@ -57,8 +75,12 @@ def retired() -> dict[str, str]:
 
 def choices() -> list[dict]:
     """The runtime picker's options, the default first: {id, label, default}."""
-    listed = sorted(runtimes.catalog().runtimes.values(), key=lambda rt: not rt.default)
-    return [{"id": rt.id, "label": f"JAX {rt.jax or rt.id}", "default": rt.default} for rt in listed]
+    catalog = runtimes.catalog().runtimes.values()
+    workers = _online() if any(rt.environment == "host" for rt in catalog) else []
+    serving = registry.runtimes_online(workers)
+    listed = sorted((rt for rt in catalog if _listed(rt, serving)), key=lambda rt: not rt.default)
+    return [{"id": rt.id, "label": f"JAX {_host_versions(rt, workers).get('jax') or rt.jax or rt.id}",
+             "default": rt.default} for rt in listed]
 
 
 def jax_of(runtime_id: str) -> str:

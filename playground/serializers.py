@@ -66,6 +66,11 @@ def session_detail(session, state: dict) -> dict:
         "cells_run": state.get("cells_run") or 0,
         "names": state.get("names") or {},
         "memory_bytes": state.get("memory_bytes"),
+        # On an exclusive chip (a TPU's): the chip it holds, until when if it stays idle, and how
+        # many wait for one; null elsewhere, and before its first cell.
+        "lease": {"chips": state["chips"], "until": _epoch_iso(state.get("lease_until")),
+                  "waiting": state.get("chip_waiting") or 0}
+        if state.get("chips") and state["state"] != "stopped" else None,
         "last_used_at": _epoch_iso(state.get("last_used")),
         "created_at": _iso(session.created_at),
     }

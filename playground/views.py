@@ -26,7 +26,7 @@ from .gallery import examples
 from .actions.analyse import check_analyse, do_analyse
 from .actions.format import check_format
 from .actions.lint import check_lint, do_lint
-from .actions.runs import check_cancel_run, check_start_run, profile_of
+from .actions.runs import check_cancel_run, check_start_run, profile_building, profile_of
 from .actions.sessions import check_create_session, check_end_session, check_run_cell, session_state
 from .access import access_session
 from .serializers import run_detail, run_summary, session_detail
@@ -149,6 +149,18 @@ def api_run_profile(request, run_id):
     if run is None:
         raise Http404(_("no such run"))
     data = profile_of(run)
+    if data is None:
+        # Built after the run's end (executor/profiles.py): 202 while it is being built.
+        pending = profile_building(run)
+        if pending is None:
+            data = profile_of(run)  # built and moved to the database between the two reads
+        elif pending.get("building"):
+            response = JsonResponse({"building": True, "message": _("building the timeline…")}, status=202)
+            response["Retry-After"] = "1"
+            response["Cache-Control"] = "no-store"
+            return response
+        else:
+            raise Http404(str(pending.get("error") or _("the trace could not be built")))
     if data is None:
         raise Http404(_('this run has no profile: it was not run with options.profile, its profile failed (its '
                         '"profile" event says why), or it is no longer kept'))

@@ -172,6 +172,11 @@ def stack_env(redis_url: str = TEST_REDIS_URL, **extra) -> dict:
         "EXECUTOR_SANDBOX": sandbox_backend(),
         "EXECUTOR_ALLOW_UNSANDBOXED": "1" if sandbox_backend() == "none" else "0",
         "EXECUTOR_POOL_SIZE": "2",
+        # A shared stack's node keeps the sessions of earlier tests (idle for 20 minutes) while the
+        # database those tests made them in is emptied between tests: the web side then sees room
+        # the node has not, and a new session's first cell found the node full. Room for a
+        # module's worth of notebook tests on top of what the earlier ones left.
+        "EXECUTOR_MAX_SESSIONS": "32",
         "EXECUTOR_COMPILE_CACHE_DIR": compile_cache_root(),
         # Every runner checks what it sends against the protocol's declaration (exit 70 if not).
         "EXECUTOR_CHECK_PROTOCOL": "1",
@@ -248,6 +253,34 @@ def old_runtime_worker(live_stack, redis_client):
             live_stack.kill("old-jax", signal.SIGTERM)
         for worker in registry.online_workers(redis_client, f"cpu@{OLD_RUNTIME}", window=3600):
             registry.leave(redis_client, worker["name"], "cpu")
+
+
+# A second CPU executor posing as a TPU node of one exclusive chip (executor/chips.py), on a
+# stand-in device (executor/runner/exclusive.py): a lock file its chip's runner flocks, as libtpu
+# takes its lockfile, and an open of STANDIN_OPEN_MS.
+STANDIN = "tpu:standin"
+STANDIN_OPEN_MS = 400
+
+
+@pytest.fixture(scope="module")
+def standin_tpu(live_stack, redis_client):
+    """The stand-in TPU worker, beating every second; stopped (and forgotten) after the module."""
+    from executor import registry
+
+    folder = tempfile.mkdtemp(prefix="jaxplay-standin-", dir="/var/tmp")
+    os.chmod(folder, 0o755)
+    live_stack.start_executor("tpu-standin", device=STANDIN, EXECUTOR_HEARTBEAT_S="1", EXECUTOR_CONCURRENCY="3",
+                              EXECUTOR_EXCLUSIVE_DEVICES="1", EXECUTOR_STANDIN_DEVICE=folder,
+                              EXECUTOR_STANDIN_OPEN_MS=str(STANDIN_OPEN_MS), EXECUTOR_RO_BINDS=folder,
+                              ACCELERATOR_SESSION_IDLE_S="60")
+    try:
+        yield live_stack.wait_online(STANDIN)
+    finally:
+        if "tpu-standin" in live_stack.procs:
+            live_stack.kill("tpu-standin", signal.SIGTERM)
+        for name in redis_client.zrange("executors:tpu", 0, -1):
+            registry.leave(redis_client, name.decode(), "tpu", "standin")
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def close_async_database_connections() -> None:

@@ -24,7 +24,19 @@ from courses.routing import websocket_urlpatterns as course_sockets  # noqa: E40
 from playground.routing import websocket_urlpatterns  # noqa: E402
 from web.origins import site_or_script  # noqa: E402 - needs Django set up first
 
+def websocket_middleware(inner):
+    """settings.WEBSOCKET_MIDDLEWARE around the sockets' routes, the first outermost, as Django's
+    MIDDLEWARE is for requests: the apps' own (a token's owner) named as strings."""
+    from django.conf import settings
+    from django.utils.module_loading import import_string
+
+    for path in reversed(settings.WEBSOCKET_MIDDLEWARE):
+        inner = import_string(path)(inner)
+    return inner
+
+
 application = ProtocolTypeRouter({
     "http": mount(django_asgi_app),
-    "websocket": site_or_script(AuthMiddlewareStack(URLRouter(websocket_urlpatterns + course_sockets))),
+    "websocket": site_or_script(AuthMiddlewareStack(websocket_middleware(
+        URLRouter(websocket_urlpatterns + course_sockets)))),
 })

@@ -1,5 +1,6 @@
 """The web side's Celery app: sends executor.run to exec.<kind> queues and runs the recorder
-(queue RECORD_QUEUE, "record" by default) and its watchdog (beat)."""
+(queue RECORD_QUEUE, "record" by default, and the executors' event batches on the stream beside
+it: playground/batches.py) and its watchdog (beat)."""
 
 import os
 

@@ -8,9 +8,13 @@ web process, on any host, answers it whole:
         EXECUTOR_ONLINE_WINDOW_S (0 for a kind and runtime with none)
     playground_executor_slots{kind, device, runtime, state}         their slots, busy or free
     playground_executor_warm_runners{kind, device, runtime}         runners forked and waiting
-    playground_recorder_queue_depth                                 batches waiting for the recorder
+    playground_recorder_queue_depth                                 batches (its stream's) and tasks
+                                                                    waiting for the recorder
     playground_recorder_oldest_batch_age_seconds                    how old the oldest event of the
         batches first in line is (0 with none waiting): a recorder that stopped shows here
+    playground_executor_start_faults{kind, code}                    workers whose runners fail to start
+                                                                    lately, by cause (device_busy,
+                                                                    no_metadata, no_device_node...)
     playground_broker_up                                            0 when Redis did not answer
                                                                     (the rest is then left out)
 
@@ -50,7 +54,8 @@ class FleetCollector:
 
 def _read(client: redis.Redis) -> list:
     window = settings.EXECUTOR_ONLINE_WINDOW_S
-    served = runtimes.catalog().ids
+    # A host runtime (runtimes.toml: environment = "host") counts only where a worker serves it.
+    served = runtimes.catalog().own_ids
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for kind in settings.RUN_DEVICE_KINDS:
         for worker in registry.online_workers(client, kind, window):
@@ -60,7 +65,22 @@ def _read(client: redis.Redis) -> list:
     for key in kinds:
         if not any(k == key[0] and r == key[2] for k, _, r in groups):
             groups[key] = []  # a kind and runtime no worker serves now: 0, not nothing
-    return [*_workers(groups), _queues(client, sorted(kinds | set(groups))), *_recorder(client)]
+    return [*_workers(groups), _queues(client, sorted(kinds | set(groups))), *_recorder(client), _faults(client)]
+
+
+def _faults(client: redis.Redis) -> GaugeMetricFamily:
+    """Workers whose runners do not start, by kind and cause (executor.registry.report_fault)."""
+    faults = GaugeMetricFamily("playground_executor_start_faults",
+                               "Executor workers whose runners failed to start lately, by cause",
+                               labels=["kind", "code"])
+    for kind in settings.RUN_DEVICE_KINDS:
+        counts: dict[str, int] = {}
+        for fault in registry.faults(client, kind):
+            code = str(fault.get("code") or "unknown")
+            counts[code] = counts.get(code, 0) + 1
+        for code, n in sorted(counts.items()):
+            faults.add_metric([kind, code], n)
+    return faults
 
 
 def _workers(groups: dict[tuple[str, str, str], list[dict]]) -> list:
@@ -106,17 +126,33 @@ def _recorder(client: redis.Redis) -> list:
         pipe.llen(name)
     # kombu pushes on the left and takes from the right: the right end is first in line.
     pipe.lrange(queue, -OLDEST_BATCHES, -1)
-    *lengths, first_in_line = pipe.execute()
-    depth = GaugeMetricFamily("playground_recorder_queue_depth", "Tasks waiting in the recorder's queue")
-    depth.add_metric([], sum(lengths))
+    # The executors' batches (playground/batches.py): what the stream holds waits, read or not
+    # (an entry goes once recorded), and its first entries are the oldest.
+    stream = submit.record_stream(queue)
+    pipe.xlen(stream)
+    pipe.xrange(stream, count=OLDEST_BATCHES)
+    *lengths, first_in_line, streamed, first_streamed = pipe.execute()
+    depth = GaugeMetricFamily("playground_recorder_queue_depth",
+                              "Batches and tasks waiting for the recorder")
+    depth.add_metric([], sum(lengths) + streamed)
     age = GaugeMetricFamily("playground_recorder_oldest_batch_age_seconds",
                             "Age of the oldest event among the batches first in the recorder's queue (0: none waits)")
     times = [ts for message in first_in_line for ts in _event_times(message)]
+    times += [ts for _, fields in first_streamed for ts in _entry_times(fields)]
     if times:
         age.add_metric([], max(0.0, time.time() - min(times)))
-    elif not sum(lengths):
+    elif not sum(lengths) and not streamed:
         age.add_metric([], 0.0)
     return [depth, age]
+
+
+def _entry_times(fields: dict) -> list[float]:
+    """The events' times of a batch in the recorder's stream (executor/submit.py ``send_batch``)."""
+    try:
+        events = json.loads(fields[b"events"])
+        return [float(e["ts"]) for e in events if isinstance(e, dict) and isinstance(e.get("ts"), (int, float))]
+    except (ValueError, KeyError, TypeError):
+        return []
 
 
 def _event_times(message: bytes) -> list[float]:

@@ -177,10 +177,17 @@ def check_redis() -> dict:
 
 def check_executors() -> dict:
     window = settings.EXECUTOR_ONLINE_WINDOW_S
-    online = {kind: len(registry.online_workers(quick_redis(), kind, window)) for kind in settings.RUN_DEVICE_KINDS}
+    client = quick_redis()
+    online = {kind: len(registry.online_workers(client, kind, window)) for kind in settings.RUN_DEVICE_KINDS}
+    # Workers whose runners do not start, and why (the cause's code and sentence only: what the
+    # runner printed stays in the worker's log, this answer is public).
+    faults = {kind: [{"worker": f.get("name"), "code": f.get("code"), "reason": str(f.get("reason", "")).split(" [")[0]}
+                     for f in registry.faults(client, kind)] for kind in settings.RUN_DEVICE_KINDS}
+    faults = {kind: found for kind, found in faults.items() if found}
     if not any(online.values()):
-        raise Unready("no executor online: none has sent a heartbeat lately", online=online)
-    return {"online": online}
+        raise Unready("no executor online: none has sent a heartbeat lately", online=online,
+                      **({"faults": faults} if faults else {}))
+    return {"online": online, **({"faults": faults} if faults else {})}
 
 
 class Unready(Exception):

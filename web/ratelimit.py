@@ -1,5 +1,6 @@
-"""Fixed-window rate limits in Redis, shared by every web process: runs, snippets, sign-ups,
-sign-ins, drafts, dashboards, the editor's requests. ``who`` is a client or person key
+"""Rate limits in Redis (fixed windows; sliding ones for failures: ``reserve``), shared by every
+web process: runs, snippets, sign-ups, sign-ins, drafts, dashboards, the editor's requests.
+``who`` is a client or person key
 (``web.clients``: which counts for which limit is said there) or, for sign-in failures, an
 account's name; a person signed out is also counted in their room (``check_rate_in_room``).
 Every refusal is the same 429: ``{"error", "limit": "rate", "retry_after"}`` and a Retry-After.
@@ -8,6 +9,7 @@ that it is said in the language of whoever is refused."""
 
 from __future__ import annotations
 
+import secrets
 import time
 
 from django.conf import settings
@@ -22,7 +24,10 @@ def _key(bucket: str, who: str, window_s: int, now: float) -> str:
 
 
 def _refuse(what: str, limit: int, window_s: int, now: float) -> ActionError:
-    retry = max(1, int(window_s - now % window_s))
+    return _refused(what, limit, window_s, max(1, int(window_s - now % window_s)))
+
+
+def _refused(what: str, limit: int, window_s: int, retry: int) -> ActionError:
     values = {"what": what, "limit": limit, "retry": retry, "window": window_s}
     if window_s == 60:
         message = _("too many %(what)s: at most %(limit)s a minute; try again in %(retry)s s") % values
@@ -65,25 +70,59 @@ def from_your_address(what: str) -> str:
     return _("%(what)s from everyone signed out at your address") % {"what": what}
 
 
-def check_count(bucket: str, who: str, limit: int, window_s: int, what: str) -> None:
-    """Refuse (the same 429) when ``who`` already has ``limit`` counted (``count_one``) in the
-    current window, without counting this one: for limits on failures, which are counted only
-    once they happened."""
-    if not limit:
-        return
+# Reserve one more attempt in each of several sliding windows, atomically: all of them, or (one
+# is at its limit) none. Each is a log of its attempts' times (a sorted set), so that no window_s
+# long stretch holds more than the limit: fixed windows let a burst astride their boundary have
+# the limit twice. KEYS: the logs; ARGV: now, the window's seconds, this attempt's member, then
+# each log's limit. Returns {0} or {i, oldest}: the number of the full log and its oldest time.
+_RESERVE = """
+local now, window, member = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+for i, key in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= tonumber(ARGV[3 + i]) then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return {i, oldest[2]}
+  end
+end
+for _, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, member)
+  redis.call('EXPIRE', key, math.ceil(window) + 1)
+end
+return {0}
+"""
+
+
+def _log_key(bucket: str, who: str) -> str:
+    return f"ratelimit:log:{bucket}:{who}"
+
+
+def reserve(counted: list[tuple[str, str, int, str]], window_s: int) -> list[str]:
+    """Count one more attempt, before it is made, in each of ``counted``'s ``(bucket, who, limit,
+    what)`` over the last ``window_s`` seconds, or (one is at its limit) in none and refuse with
+    the same 429: for limits on failures (a wrong password, a join code that names nothing),
+    which a burst of requests in flight together must not multiply, nor one timed astride a
+    window's turn. An attempt that did not fail gives its reservation back (``give_back``, with
+    what this returns). A limit of 0 is none."""
+    counted = [c for c in counted if c[2]]
+    if not counted:
+        return []
     now = time.time()
-    count = int(get_redis().get(_key(bucket, who, window_s, now)) or 0)
-    if count >= limit:
-        raise _refuse(what, limit, window_s, now)
+    keys = [_log_key(bucket, who) for bucket, who, _limit, _what in counted]
+    member = f"{now:.6f}:{secrets.token_hex(6)}"
+    answer = get_redis().eval(_RESERVE, len(keys), *keys, now, window_s, member, *[c[2] for c in counted])
+    full = int(answer[0])
+    if full:
+        _bucket, _who, limit, what = counted[full - 1]
+        retry = max(1, int(float(answer[1]) + window_s - now + 0.999))
+        raise _refused(what, limit, window_s, retry)
+    return [f"{key}\n{member}" for key in keys]
 
 
-def count_one(bucket: str, who: str, window_s: int) -> None:
-    key = _key(bucket, who, window_s, time.time())
-    pipe = get_redis().pipeline()
-    pipe.incr(key)
-    pipe.expire(key, window_s + 1)
-    pipe.execute()
+def give_back(reservation: str) -> None:
+    """An attempt reserved with ``reserve`` did not fail: it no longer counts."""
+    key, _, member = reservation.partition("\n")
+    get_redis().zrem(key, member)
 
 
 def forget(bucket: str, who: str, window_s: int) -> None:
-    get_redis().delete(_key(bucket, who, window_s, time.time()))
+    get_redis().delete(_key(bucket, who, window_s, time.time()), _log_key(bucket, who))

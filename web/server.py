@@ -10,6 +10,11 @@ MAX_REQUEST_BYTES (web/settings.py) is refused with a 413 JSON answer as soon as
 says so, or, without one (chunked), as soon as the bytes read pass the limit; nothing of it is
 kept, and the connection is closed (after a short wait that lets the client read the answer).
 A body within the limit is kept in memory, never on disk. The next request is served as ever.
+
+A websocket is bounded on both sides (``LimitedWebSocketProtocol``): daphne queues what a client
+sends for its consumer without end, and Twisted buffers what is sent to a client that does not
+read without end; past WS_MAX_PENDING_MESSAGES / WS_MAX_PENDING_BYTES the socket is closed
+(4429), past WS_MAX_UNSENT_BYTES it is dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import os
 from daphne.server import Server  # isort: skip
 from daphne.cli import CommandLineInterface as DaphneCommandLine
 from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.ws_protocol import WebSocketProtocol
 from django.utils.translation import gettext_noop
 from twisted.web import http
 
@@ -134,6 +140,66 @@ class LimitedRequest(WebRequest):
         reactor.callLater(LINGER_S, transport.abortConnection)
 
 
+# A websocket closed for sending faster than it is answered: its close code and reason.
+PENDING_CLOSE = 4429
+PENDING_REASON = "too many messages waiting to be answered; send the next after the last is answered"
+
+
+def unsent_bytes(transport) -> int | None:
+    """What Twisted holds for a connection that the peer has not read yet (None: a transport that
+    does not say, such as TLS's own)."""
+    try:
+        return len(transport.dataBuffer) - transport.offset + transport._tempDataLen
+    except AttributeError:
+        return None
+
+
+class LimitedWebSocketProtocol(WebSocketProtocol):
+    """daphne's websocket with bounds on what waits on either side of it (WS_MAX_PENDING_MESSAGES
+    and WS_MAX_PENDING_BYTES of what the client sent and its consumer has not taken: the socket
+    is closed, 4429; WS_MAX_UNSENT_BYTES of what was sent to a client that does not read: the
+    connection is dropped). Either way the consumer hears a disconnect, as for any close."""
+
+    over_limit = False
+
+    def onMessage(self, payload, isBinary):
+        if self.over_limit:
+            return  # closing: nothing more is handed on
+        queue = getattr(self, "application_queue", None)
+        if queue is not None and not self.muted:
+            waiting = list(queue._queue)  # at most WS_MAX_PENDING_MESSAGES: a short look
+            held = sum(len(m.get("text") or m.get("bytes") or "") for m in waiting) + len(payload)
+            limits = self.server.ws_limits
+            if len(waiting) >= limits["messages"] or held > limits["bytes"]:
+                self.over_limit = True
+                log.warning("closed a websocket from %s with %d messages (%d bytes) waiting to be answered",
+                            self.client_addr, len(waiting), held)
+                self.sendClose(code=PENDING_CLOSE, reason=PENDING_REASON)
+                return
+        super().onMessage(payload, isBinary)
+
+    def handle_reply(self, message):
+        # daphne closes with the code alone: a consumer's reason ("no such run", why a token or a
+        # start was refused) reaches a script's client with it here, cut to the 123 bytes a close
+        # frame holds.
+        if (message.get("type") == "websocket.close" and message.get("reason")
+                and self.state != self.STATE_CONNECTING):
+            reason = str(message["reason"]).encode("utf-8")[:123].decode("utf-8", errors="ignore")
+            self.sendClose(code=message.get("code") or 1000, reason=reason)
+            return
+        super().handle_reply(message)
+
+    def serverSend(self, content, binary=False):
+        unsent = unsent_bytes(self.transport) if self.transport is not None else None
+        if unsent is not None and unsent > self.server.ws_limits["unsent"]:
+            if not self.over_limit:
+                self.over_limit = True
+                log.warning("dropped a websocket to %s that left %d bytes unread", self.client_addr, unsent)
+                self.dropConnection(abort=True)
+            return
+        super().serverSend(content, binary)
+
+
 class LimitedHTTPFactory(HTTPFactory):
     def buildProtocol(self, addr):
         protocol = super().buildProtocol(addr)
@@ -147,6 +213,8 @@ class LimitedServer(Server):
         from django.conf import settings
 
         self.max_request_bytes = settings.MAX_REQUEST_BYTES
+        self.ws_limits = {"messages": settings.WS_MAX_PENDING_MESSAGES, "bytes": settings.WS_MAX_PENDING_BYTES,
+                          "unsent": settings.WS_MAX_UNSENT_BYTES}
 
     # daphne's run() makes its HTTPFactory itself: this one is made instead.
     @property
@@ -175,6 +243,8 @@ class LimitedServer(Server):
             original(**options, openHandshakeTimeout=opening, closeHandshakeTimeout=CLOSE_HANDSHAKE_TIMEOUT_S)
 
         factory.setProtocolOptions = set_options
+        if factory.protocol is WebSocketProtocol:
+            factory.protocol = LimitedWebSocketProtocol
         self._ws_factory = factory
 
 

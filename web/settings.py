@@ -87,6 +87,10 @@ INSTALLED_APPS = [
     "ops",  # manage.py backup, manage.py restore
 ]
 
+# Around every websocket route, inside the session's sign-in (web/asgi.py): a script's API token
+# makes the socket its owner's; one that is not valid closes it with 4401.
+WEBSOCKET_MIDDLEWARE = ["accounts.auth.SocketTokenMiddleware"]
+
 MIDDLEWARE = [
     "web.metrics.RequestMetricsMiddleware",  # requests by route and status, and their latency
     # All run synchronously under ASGI (web/middleware.py): the chain runs in one thread hop.
@@ -172,6 +176,11 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # its own for each run of the suite (tests/testenv.py names it), so that two runs side by
     # side on one checkout never write to each other's.
     DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME", str(VAR_DIR / "test.sqlite3"))}
+    # A connection kept by each thread between requests and recorder tasks rather than opened for
+    # each (opening one, with its PRAGMAs, was 8% of the recorder's samples in a burst of
+    # print(1): bench.stages --flames). PostgreSQL's connections are kept by its pool instead.
+    DATABASES["default"]["CONN_MAX_AGE"] = env_int("SQLITE_CONN_MAX_AGE", 300, minimum=0)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -192,6 +201,9 @@ WATCHDOG_EVERY_S = env_int("WATCHDOG_EVERY_S", 5, minimum=1)
 RECORD_QUEUE = env_str("RECORD_QUEUE", celeryconf.RECORD_QUEUE)
 
 # Runs.
+# Stamp each stage of a run's path in Redis (executor/stages.py), for bench.stages; off in
+# production.
+RUN_STAGE_TIMES = env_bool("RUN_STAGE_TIMES", False)
 RUN_DEVICE_KINDS = KINDS
 RUN_DEFAULT_DEVICE = env_choice("RUN_DEFAULT_DEVICE", "cpu", RUN_DEVICE_KINDS)
 RUN_MAX_CODE_BYTES = env_int("RUN_MAX_CODE_BYTES", 64 * 1024, minimum=1)
@@ -393,6 +405,13 @@ WS_MAX_PER_ROOM = env_int("WS_MAX_PER_ROOM", max(4 * ROOM_SIZE, WS_MAX_PER_CLIEN
 WS_MAX_NEW_PER_ROOM = env_int("WS_MAX_NEW_PER_ROOM", max(4 * ROOM_SIZE, WS_MAX_NEW_PER_CLIENT), minimum=1)
 WS_NEW_IDLE_S = env_int("WS_NEW_IDLE_S", 900, minimum=10)
 WS_MESSAGE_MAX_BYTES = env_int("WS_MESSAGE_MAX_BYTES", 256 * 1024, minimum=1024)
+# What one websocket may leave waiting in the server (web/server.py): messages it sent that its
+# consumer has not taken yet, then it is closed (4429); bytes sent to it that it has not read,
+# then it is dropped. Without them a client that sends faster than it is answered, or never
+# reads what a session's cells print, grew the web process's memory without end.
+WS_MAX_PENDING_MESSAGES = env_int("WS_MAX_PENDING_MESSAGES", 64, minimum=2)
+WS_MAX_PENDING_BYTES = env_int("WS_MAX_PENDING_BYTES", 4 * 1024**2, minimum=64 * 1024)
+WS_MAX_UNSENT_BYTES = env_int("WS_MAX_UNSENT_BYTES", 16 * 1024**2, minimum=1024**2)
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"

@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy
 
 from web.api import text
 from web.errors import ActionError
-from web.ratelimit import check_count, check_rate, count_one
+from web.ratelimit import check_rate, give_back, reserve
 
 from ..access import _id
 from ..dashboard import broadcast_on_commit
@@ -70,14 +70,17 @@ def check_join_link(code: str, *, client: str) -> Course | None:
     address's key), or None. A link is handed to a whole room, and sixty people behind one
     address open it at once: only codes that name no course count against the address, and once
     it has tried JOINS_PER_HOUR of those this hour it is refused (429), so codes still cannot be
-    tried in bulk."""
-    check_count("course-join-misses", client, JOINS_PER_HOUR, 3600, JOIN_MISSES)
+    tried in bulk. Each look-up takes its place among the misses before the code is looked up,
+    and a code that names a course gives it back: look-ups in flight together count as they
+    arrive, and a burst gets no more tries than the limit."""
+    reserved = reserve([("course-join-misses", client, JOINS_PER_HOUR, JOIN_MISSES)], 3600)
     code = normalize_join_code(code)
     course = None
     if code and len(code) <= 16 and all(c in JOIN_CODE_ALPHABET for c in code):
         course = Course.objects.filter(join_code=code).first()
-    if course is None:
-        count_one("course-join-misses", client, 3600)
+    if course is not None:
+        for key in reserved:
+            give_back(key)
     return course
 
 

@@ -198,3 +198,85 @@ def leave(channel_fd: int, code: int) -> None:
             pass
     os._exit(code)
 
+
+
+# The runner's resident memory when it said "ready" (its runtime's own: libraries, a device's
+# host mappings), for hosts whose /proc does not split resident memory by kind.
+_baseline_rss_kb: list[int] = []
+
+
+def _status_kb() -> dict[str, int]:
+    fields = {}
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                name, _, value = line.partition(":")
+                if value.strip().endswith("kB"):
+                    fields[name] = int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return fields
+
+
+def mark_ready() -> None:
+    """Called once, when the runner says "ready": what it holds then is the runtime's, not a run's."""
+    _baseline_rss_kb[:] = [_status_kb().get("VmRSS", 0)]
+
+
+def host_peak_kb() -> int | None:
+    """The host memory the run used at its peak, without what a runtime maps of a device: a TPU's
+    libtpu maps ~14 GB of host memory when the chip opens, which reads as the peak resident set of
+    a print(1). Where /proc splits resident memory (Linux): the peak resident set less the file
+    and shared mappings held now, and at least the anonymous memory held now. Where it does not
+    (gVisor): the peak resident set less what the runner held when it said "ready"."""
+    status = _status_kb()
+    peak = status.get("VmHWM") or status.get("VmRSS")
+    if peak is None:
+        return None
+    if "RssAnon" in status:
+        return max(status["RssAnon"], peak - status.get("RssFile", 0) - status.get("RssShmem", 0))
+    base = _baseline_rss_kb[0] if _baseline_rss_kb else 0
+    return max(0, peak - base)
+
+
+def device_peak_bytes() -> int | None:
+    """The accelerator memory the run used at its peak: the largest ``peak_bytes_in_use`` among
+    the devices of a backend the run started; None on a CPU (no such statistics) or before jax."""
+    if "jax" not in sys.modules:
+        return None
+    try:
+        from jax._src import xla_bridge
+
+        if not getattr(xla_bridge, "_backends", None):
+            return None
+        import jax
+
+        peaks = [(d.memory_stats() or {}).get("peak_bytes_in_use") for d in jax.local_devices()]
+    except Exception:  # noqa: BLE001 - a backend without statistics, or one the snippet broke
+        return None
+    peaks = [p for p in peaks if isinstance(p, int)]
+    return max(peaks) if peaks else None
+
+
+def cpu_ms() -> float:
+    """The process's CPU so far, its reaped children's included (ms)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime) * 1000
+
+
+def usage() -> dict:
+    """What the run used, as the runner itself reads it, for its "exit": the supervisor takes it
+    where the sandbox has no counters of its own (no cgroup: the unsandboxed launcher), so that
+    ``finished`` need not wait for the process's exit (a TPU runtime's teardown takes seconds)."""
+    try:
+        fields = {"cpu_ms": round(cpu_ms(), 1)}
+        if (host := host_peak_kb()) is not None:
+            fields["host_peak_kb"] = host
+        if (device := device_peak_bytes()) is not None:
+            fields["device_peak_bytes"] = device
+        return fields
+    except MemoryError:  # a run that filled its memory: the sandbox's counters say it
+        return {}

@@ -469,6 +469,33 @@ def profiler_stop(profiling: _Profiling):
     return parse_xspace(data)
 
 
+def profiler_stop_raw(profiling: _Profiling) -> bytes:
+    """What ``profiling`` recorded, as XLA serialized it (the XSpace bytes, read by
+    runner/xspace.py), without reading it here: JAX 0.12's ProfileSession would gather it into
+    ProfileData in this process; its XLA session gives the bytes. JAX's own state is then reset
+    as its ``stop`` resets it, so that a later profile (a cell's, the snippet's) can start."""
+    saved = _stderr_off()
+    try:
+        session, profiling.session = profiling.session, None
+        raw = getattr(session, "_raw_session", None)
+        if raw is None:  # XLA's ProfilerSession (0.4, 0.6): stop() is the bytes
+            data = session.stop()
+            # Its tear-down logs "Profiler session tear down." on stderr: while stderr is still off.
+            del session, raw
+            return data
+        from jax._src import profiler as jax_profiler
+
+        with jax_profiler._profile_state.lock:
+            data = raw.stop()
+            session._is_running = False
+            session._raw_session = None
+            jax_profiler._profile_state.reset()
+            jax_profiler.clear_metadata()
+        return data
+    finally:
+        _stderr_on(saved)
+
+
 def _stderr_off() -> int | None:
     """fd 2 on /dev/null while the profiler starts or stops (``_stderr_on`` puts it back): XLA's
     C++ logs there ("Can't import tensorflow.python.profiler.trace", twice a session on JAX 0.4
@@ -504,7 +531,7 @@ def _stderr_on(saved: int | None) -> None:
 
 def executable_devices(modules) -> dict[int, tuple[int, ...]]:
     """{program id: the ordinals of its devices, in its order}, of the live executables whose
-    module is named in ``modules``: the k-th device an op's program was launched on
+    module is named in ``modules`` (None: every one): the k-th device an op's program was launched on
     (runner/profile.py, where an op does not say its device). The program id is the HLO
     module's unique id (the ops' ``program_id``), read from its serialized HloModuleProto (field
     5), as no JAX says it otherwise; an executable gone by now is not there."""
@@ -518,7 +545,7 @@ def executable_devices(modules) -> dict[int, tuple[int, ...]]:
     for client in {device.client for device in local}:
         for executable in client.live_executables():
             hlo = executable.hlo_modules()
-            if len(hlo) != 1 or hlo[0].name not in modules:
+            if len(hlo) != 1 or (modules is not None and hlo[0].name not in modules):
                 continue
             proto = hlo[0].as_serialized_hlo_module_proto()
             program = next((v for field, wire, v in _fields(proto, 0, len(proto)) if field == 5 and wire == 0), None)

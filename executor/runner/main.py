@@ -9,6 +9,9 @@
         "session"  be a notebook's session: run each "cell" line in one namespace (runner/session.py)
     runner ──event fd: JSON lines (ready, warmed, events, exit...)──▶ supervisor
 
+Before a snippet's first line (a run's, a session's first cell) the runner hides its own modules
+from it (``hide_runner``, runner/hiding.py); a graded run's answering code is built before that.
+
 A runner never runs two snippets, a session's cells aside (they share one namespace on purpose,
 and one person's): it leaves with ``os._exit`` so that nothing the snippet did
 (threads, atexit hooks, monkey-patched modules, a jax cache) can reach the next run.
@@ -29,7 +32,7 @@ import threading
 import time
 import traceback
 
-from . import common, compilecache, hooks, jaxcompat
+from . import common, compilecache, exclusive, hooks, jaxcompat
 from .common import SNIPPET_FILENAME, flush_user_streams
 from .tracebacks import describe_exception, last_user_line
 
@@ -95,6 +98,7 @@ def _die_with_parent() -> None:
 def warm_up(cpu_devices: int | None) -> dict:
     """Import numpy and jax and initialise the backend: the second this takes is paid while the
     runner waits in the pool, not by the user."""
+    exclusive.open_device()  # a stand-in exclusive device's lock, where the tests set one
     if cpu_devices:
         jaxcompat.prepare_cpu_devices(cpu_devices)
     import numpy  # noqa: F401
@@ -132,6 +136,7 @@ def warm_backend(channel: EventChannel) -> None:
     t0 = time.perf_counter()
     from . import capture
 
+    exclusive.open_device()  # outside the quiet: a chip held elsewhere is this warm-up's failure
     with capture.quiet():
         import jax
         import jax.numpy as jnp
@@ -243,6 +248,7 @@ def main(argv: list[str]) -> None:
     hooks.prepare(channel, font_cache=args.font_cache, compile_cache=args.compile_cache)  # capture, figures
     info["libraries"] = hooks.libraries()
     _confine(args)
+    common.mark_ready()
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
     serve(channel, sys.stdin.buffer)
 
@@ -251,6 +257,7 @@ def serve(channel: EventChannel, stdin) -> None:
     """Answer "warm" lines until the one request that decides what this runner is (its "op",
     ``protocol.RUNNER_REQUESTS``), then be that (``ROLES``) until it exits. Never returns."""
     request = _first_request(channel, stdin)
+    exclusive.open_device()  # a chip is held from before the code runs (done at the warm-up, if any)
     role = ROLES.get(request.get("op"))
     if role is None:
         raise ValueError(f"a runner is not asked {str(request.get('op'))[:40]!r}: it is one of {', '.join(ROLES)}")
@@ -283,8 +290,16 @@ def _first_request(channel: EventChannel, stdin) -> dict:
             return request
         try:
             warm_backend(channel)
-        except Exception:  # noqa: BLE001 - only slower: the snippet starts the backend itself
-            channel.send("warmed", warm_ms=None)
+        except Exception as exc:  # noqa: BLE001 - only slower: the snippet starts the backend itself
+            channel.send("warmed", warm_ms=None, error=f"{type(exc).__name__}: {exc}"[:500])
+
+
+def hide_runner() -> None:
+    """Before a snippet's first line: the runner's modules are no longer importable by name
+    (runner/hiding.py). The runner keeps the references it holds."""
+    from . import hiding
+
+    hiding.hide(__name__.rpartition(".")[0])
 
 
 def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
@@ -296,6 +311,11 @@ def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
 
     namespace = {"__name__": "__main__", "__builtins__": builtins}
     source = request.pop("code")
+    if graded:  # built now, holding what it calls, before the code could reassign any of it
+        from .answers import server
+
+        serve_questions = server(namespace, channel, stdin)
+    hide_runner()
     status = run_snippet(source, channel, namespace)
     hooks.finish()  # figures left open
     flush_user_streams()
@@ -307,11 +327,9 @@ def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
         channel.send("shapes", **collect(namespace, transform(source)[0]))
         compilecache.report(channel)  # what this run compiled, for the executor to cache
     if graded:
-        from .answers import serve_questions
-
         compilecache.listen(None)  # stdin carries the checks' questions now
-        serve_questions(namespace, status, channel, stdin)
-    channel.send("exit", status=status)
+        serve_questions(status)
+    channel.send("exit", status=status, **common.usage())
     common.leave(channel.fd, 0 if status == "succeeded" else 1)
 
 
@@ -349,6 +367,7 @@ def serve_session(request: dict, channel: EventChannel, stdin) -> None:
     """A notebook's session (runner/session.py): cells, one at a time, in one namespace."""
     from .session import serve_session as serve
 
+    hide_runner()
     serve(request, channel, stdin, run_snippet)
 
 

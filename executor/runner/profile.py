@@ -3,8 +3,11 @@ recorded turned into one Chrome trace (Trace Event Format JSON, gzipped) that th
 keeps with the run (``profile_trace``, a runner message) and the page draws.
 
     Profile.start()        jaxcompat.profiler_start: jax's own ProfileSession (0.12) or XLA's
-                           ProfilerSession, whose XSpace bytes runner/xspace.py reads (0.4, 0.6)
-    Profile.finish(ch)     stop, build_trace, gzip, one "profile_trace" message
+                           ProfilerSession
+    Profile.finish(ch)     stop into XSpace bytes, one "profile_trace" message with the raw
+                           profile (``bundle``: the bytes and what the build needs of this process)
+    build_bundle(bytes)    outside the run (executor/tracebuild.py): runner/xspace.py reads the
+                           XSpace, build_trace, gzip
 
 What the trace holds (docs/ARCHITECTURE.md, "Profiles"):
 
@@ -25,13 +28,16 @@ threads. On JAX 0.4 and 0.6 an op names no device, and its device is found from 
 it (``_Launches``); where the profile does not show that, its ops are drawn on the lane of the
 thread that ran them ("XLA thread 2"), never on a device's, and ``cut`` says so.
 
-All of it is done in the run's own process, after its code: the profiler's cost is the run's
-CPU and wall clock, and only what this process recorded is in it."""
+Stopping the profiler is done in the run's own process, after its code, and only what this
+process recorded is in it; reading it and building the trace (seconds for a pmap's 80,000 events)
+is done after the run's end, in a process of the executor's (executor/tracebuild.py), so that it
+costs the run neither wall clock nor CPU."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import zlib
 import heapq
 import json
 import os
@@ -123,6 +129,21 @@ _RECORD, _START_REGION, _STOP_REGION = (
     "ThreadpoolListener::Record", "ThreadpoolListener::StartRegion", "ThreadpoolListener::StopRegion")
 _POOL_FLOW = 15  # the flow type of the thread pool's Record → StartRegion
 _COMPILE = re.compile(r"[Cc]ompile")
+# What an event's name says it is (``_name_kind``): left out, not a Python frame, or the Python
+# frame (file's last part, line, function, whether it is the snippet's). A Python frame is kept
+# when it is the snippet's own or one the snippet called (a library's inner frames are left
+# out: what the code called is what its author can change).
+_SKIPPED, _OTHER = object(), object()
+
+
+def _name_kind(name: str):
+    if _SKIP.match(name):
+        return _SKIPPED
+    if not name.startswith("$"):
+        return _OTHER
+    found = _PYTHON_NAME.match(name)
+    file, lineno, func = found.groups() if found else ("", "0", name[1:])
+    return file.rsplit("/", 1)[-1], int(lineno), func, file == SNIPPET_FILENAME
 _HLO_MODULE = re.compile(r"^HloModule ([^\s,]+)")
 _HLO_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*.*?\s([a-z][a-z0-9\-]*)\(")
@@ -251,9 +272,9 @@ class Profile:
             pass
 
     def finish(self, channel, interrupted: bool = False) -> None:
-        """Stop, build the trace, send it (``profile_trace``) or why not: not for a cell that was
-        interrupted (its session is waiting for it to stop), nor with too little of the run's
-        wall clock left to build it."""
+        """Stop, send the raw profile (``profile_trace`` with ``raw``: the executor builds its
+        trace after the run's end) or why not: not for a cell that was interrupted (its session
+        is waiting for it to stop), nor with too little of the run's wall clock left to stop."""
         t0 = time.perf_counter()
         _active.clear()
         self.done.set()
@@ -269,19 +290,20 @@ class Profile:
             _no_trace(channel, protocol.Templated(INTERRUPTED))
             return
         try:
-            space = jaxcompat.profiler_stop(self.session)
+            # JAX's own session (0.7 and later) is read by jaxlib's ProfileData, as it would read it.
+            profile_data = self.session.quiet
+            space = jaxcompat.profiler_stop_raw(self.session)
             if left is not None and left < MIN_BUILD_S:
                 _no_trace(channel, protocol.Templated(TOO_LITTLE_LEFT, seconds=f"{max(left, 0):.1f}"))
                 return
-            trace, info = build_trace(space, device_names=jaxcompat.device_names(),
-                                      executables=jaxcompat.executable_devices,
-                                      deadline=None if deadline is None else deadline - BUILD_MARGIN_S)
-            if self.python_stopped:
-                set_cut(trace, info, [self.python_stopped, *info["cut_parts"]])
-            data, raw_bytes = encode(trace, info)
-        except OutOfTime:
-            _no_trace(channel, protocol.Templated(WALL_RAN_OUT))
-            return
+            stopped = self.python_stopped
+            data = bundle(space, {
+                "device_names": jaxcompat.device_names(),
+                "executables": [[program, list(devices)] for program, devices in _executables().items()],
+                "kinds": _KIND_OF_OP, "jax_version": jaxcompat.jax_version(), "platform": jaxcompat.platform(),
+                "python_stopped": [stopped.template, stopped.args] if stopped else None,
+                "profile_data": profile_data})
+            del space
         except MemoryError:
             _no_trace(channel, protocol.Templated(MEMORY_FULL))
             return
@@ -290,11 +312,71 @@ class Profile:
             return
         finally:
             _KIND_OF_OP.clear()
-        channel.send("profile_trace", data=base64.b64encode(data).decode("ascii"), bytes=len(data),
-                     raw_bytes=raw_bytes, events=info["events"], lanes=info["lanes"], devices=info["devices"],
-                     summary=info["summary"], cut=info["cut"],
-                     cut_parts=protocol.parts_of(info["cut_parts"]) if info["cut_parts"] else None,
+        if len(data) > protocol.PROFILE_MAX_BUNDLE_BYTES:
+            _no_trace(channel, protocol.Templated(NOT_BUILT, error=(
+                f"the raw profile was over {common.human_bytes(protocol.PROFILE_MAX_BUNDLE_BYTES)} compressed")))
+            return
+        channel.send("profile_trace", raw=base64.b64encode(data).decode("ascii"),
                      profile_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+
+def _executables() -> dict:
+    try:
+        return jaxcompat.executable_devices(None)
+    # A jaxlib without live_executables or hlo_modules: the build finds devices from the launches.
+    except (AttributeError, TypeError, ValueError, RuntimeError):
+        return {}
+
+
+def bundle(space: bytes, context: dict) -> bytes:
+    """The raw profile: the context's JSON, a newline, the XSpace bytes; zlib at its fastest (an
+    XSpace shrinks 4 to 8 times, and the pipe, the executor's memory and Redis carry less)."""
+    return zlib.compress(json.dumps(context, separators=(",", ":")).encode() + b"\n" + space, 1)
+
+
+def _read_space(space: bytes, profile_data: bool):
+    """The planes of an XSpace: jaxlib's ProfileData where the run's JAX stopped into it and this
+    process has it (C++, a million Python calls in a second), else runner/xspace.py's reading."""
+    if profile_data:
+        try:
+            from jaxlib._profile_data import ProfileData
+        except ImportError:
+            pass
+        else:
+            return ProfileData.from_serialized_xspace(space)
+    from .xspace import parse_xspace
+
+    return parse_xspace(space)
+
+
+def build_bundle(data: bytes, max_bytes: int, deadline: float | None = None) -> tuple[bytes, dict]:
+    """The gzipped trace and its ``info`` (events, lanes, devices, summary, cut, cut_parts as
+    parts, raw_bytes) from a raw profile (``bundle``), inflated to at most ``max_bytes``."""
+    inflate = zlib.decompressobj()
+    raw = inflate.decompress(data, max_bytes)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise ValueError(f"the raw profile is over {common.human_bytes(max_bytes)} uncompressed")
+    header, _, space = raw.partition(b"\n")
+    del raw
+    context = json.loads(header)
+    _KIND_OF_OP.update({str(m): dict(k) for m, k in dict(context.get("kinds") or {}).items()})
+    try:
+        executables = {int(p): tuple(int(d) for d in devices) for p, devices in context.get("executables") or ()}
+        names = {int(k): str(v) for k, v in dict(context["device_names"]).items()}
+        trace, info = build_trace(
+            _read_space(space, bool(context.get("profile_data"))), device_names=names,
+            jax_version=str(context.get("jax_version") or "unknown"),
+            platform=str(context.get("platform") or "unknown"),
+            executables=(lambda modules: executables) if executables else None, deadline=deadline)
+    finally:
+        _KIND_OF_OP.clear()
+    stopped = context.get("python_stopped")
+    if stopped:
+        set_cut(trace, info, [protocol.Templated(stopped[0], **stopped[1]), *info["cut_parts"]])
+    gz, raw_bytes = encode(trace, info)
+    info["raw_bytes"] = raw_bytes
+    info["cut_parts"] = protocol.parts_of(info["cut_parts"]) if info["cut_parts"] else None
+    return gz, info
 
 
 def _no_trace(channel, why: protocol.Templated) -> None:
@@ -305,6 +387,9 @@ def set_cut(trace: dict, info: dict, cuts: list[protocol.Templated]) -> None:
     """What was cut of the trace, in its English (the trace's ``otherData`` keeps that) and parts."""
     info["cut_parts"] = cuts
     info["cut"] = trace["otherData"]["cut"] = "; ".join(cuts)
+    # Its parts too, so that a page reading the trace (built after the run's end, with no
+    # "profile" event to carry them) says it in its reader's language.
+    trace["otherData"]["cut_parts"] = protocol.parts_of(cuts)
 
 
 class OutOfTime(Exception):
@@ -487,6 +572,7 @@ class _Builder:
         # args) (a loop of calls records millions: only those kept become events), and how many.
         self.python: list[tuple] = []
         self.python_calls = 0
+        self.names: dict[str, object] = {}  # what each event name is (_name_kind)
         self.modules: list[tuple[int, dict]] = []  # (pid, event): each executable's run on a device
         self.host: list[tuple[str, dict]] = []  # (row, event): dispatches and compilations
 
@@ -536,17 +622,27 @@ class _Builder:
         nests in them, the executables it ran for a device, and XLA's compilations."""
         open_op: dict | None = None
         stack: list[tuple[float, bool]] = []  # Python's frames open here: (end, the snippet's)
+        # What each name is, read once: a line's 80,000 events have a few thousand names, and
+        # matching each event's against the patterns was a quarter of a build.
+        names, python_call, push, pop = self.names, self.python_call, stack.append, stack.pop
         for position, event in enumerate(line.events):
             if not position & 0x7FFF and self.deadline is not None and time.monotonic() > self.deadline:
                 raise OutOfTime()
             name = event.name
-            if _SKIP.match(name):
+            known = names.get(name)
+            if known is None:
+                known = names[name] = _name_kind(name)
+            if known is _SKIPPED:
                 continue
-            start, dur = float(event.start_ns), float(event.duration_ns)
+            start, dur = event.start_ns, event.duration_ns
             while stack and stack[-1][0] <= start:
-                stack.pop()
-            if name.startswith("$"):
-                stack.append((start + dur, self.python_frame(name, start, dur, stack)))
+                pop()
+            if known is not _OTHER:  # a Python frame: (file, line, function, the snippet's)
+                mine = known[3]
+                if mine or (stack and stack[-1][1]):
+                    python_call(known[2] if mine else f"{known[2]} ({known[0]})", start, dur,
+                                {"file": known[0], "line": known[1]})
+                push((start + dur, mine))
                 continue
             if open_op is not None and start < open_op["end"]:
                 if start + dur <= open_op["end"] + 1:
@@ -679,19 +775,6 @@ class _Builder:
             heapq.heappush(self.python, item)
         elif dur > self.python[0][0]:
             heapq.heapreplace(self.python, item)
-
-    def python_frame(self, name: str, start: float, dur: float, stack: list) -> bool:
-        """One Python frame: kept when it is the snippet's own or one the snippet called (a
-        library's inner frames are left out: what the code called is what its author can
-        change). Whether it is the snippet's."""
-        found = _PYTHON_NAME.match(name)
-        file, lineno, func = found.groups() if found else ("", "0", name[1:])
-        mine = file == SNIPPET_FILENAME
-        if mine or (stack and stack[-1][1]):
-            short = file.rsplit("/", 1)[-1]
-            args = {"file": short, "line": int(lineno)}
-            self.python_call(func if mine else f"{func} ({short})", start, dur, args)
-        return mine
 
     # -- the trace ------------------------------------------------------------------------------
 
@@ -829,6 +912,8 @@ def build_trace(space, device_names: dict[int, str] | None = None, jax_version: 
     trace, info = _assemble(b, summary, "; ".join(cuts), jax_version or jaxcompat.jax_version(),
                             platform or jaxcompat.platform())
     info["cut_parts"] = cuts
+    if cuts:
+        trace["otherData"]["cut_parts"] = protocol.parts_of(cuts)
     return trace, info
 
 

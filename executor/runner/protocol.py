@@ -59,12 +59,24 @@ _TIMES = {
 
 EVENTS: dict[str, Event] = {
     "queued": Event("The run is waiting for an executor.", {"position": INT}),
+    "waiting": Event(
+        "An executor took the run, which waits there for an exclusive device (a TPU chip: "
+        "executor/chips.py): how many wait ahead of it, about how long it will wait (from the "
+        "turnarounds measured lately; absent before there are any), how many chips it asked for, "
+        "and whether it is a notebook session's lease. Sent when that changes; the wait is not "
+        "the run's own time (its wall time starts at \"started\").",
+        {"worker": STR, "device": STR, "ahead": INT, "eta_s": NUM, "chips": INT, "lease": BOOL},
+    ),
     "started": Event(
-        "An executor took the run: where it runs.",
+        "An executor took the run: where it runs. On an exclusive device, the chips it holds, how "
+        "long it waited for them (apart from its own time), whether it runs on the runner its person's "
+        "last run left on the chip (reused) and, for a notebook session, until when its lease lasts "
+        "idle and how many wait for a chip.",
         {"worker": STR, "kind": STR, "device": STR, "runtime": STR, "sandboxed": BOOL, "platform": STR,
          "device_kind": STR, "session": STR, "cell": INT, "session_started": BOOL,
          "device_count": INT, "memory_bytes": INT, "jax_version": STR, "jaxlib_version": STR,
-         "libraries": DICT},
+         "libraries": DICT, "chips": STR, "waited_ms": NUM, "lease_until": NUM, "chip_waiting": INT,
+         "reused": BOOL},
     ),
     "stdout": Event("Text the snippet wrote to stdout, in order, as it was produced.", {"text": STR},
                     required=("text",)),
@@ -121,15 +133,19 @@ EVENTS: dict[str, Event] = {
     "profile": Event(
         "The run's profile (options.profile): where its trace is (Chrome Trace Event Format, gzipped), its "
         "size and events, its lanes (the host, then one per device), a summary per device (span, busy time, "
-        "time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none.",
+        "time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none. "
+        "\"building\": the trace is built from the raw profile after the run's end, outside its wall clock; its "
+        "URL answers 202 until it is ready, and the trace itself says the rest.",
         {"url": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST, "devices": INT,
-         "summary": LIST, "cut": STR, "cut_parts": LIST, "profile_ms": NUM, "error": STR, "error_parts": LIST},
+         "summary": LIST, "cut": STR, "cut_parts": LIST, "profile_ms": NUM, "error": STR, "error_parts": LIST,
+         "building": BOOL},
     ),
     "finished": Event(
         "The last event of every run: its terminal status and what it used; its message's template and "
         "args where the executor made it from one (an arg may be a message of its own: {template, args}).",
         {"status": STR, "message": STR, "wall_ms": NUM, "cpu_ms": NUM, "peak_memory_kb": INT,
-         "output_bytes": INT, "events": INT, "truncated": BOOL, "message_template": STR, "message_args": DICT},
+         "device_peak_bytes": INT, "output_bytes": INT, "events": INT, "truncated": BOOL,
+         "message_template": STR, "message_args": DICT},
         required=("status",),
     ),
 }
@@ -171,7 +187,9 @@ RUNNER_REQUESTS: dict[str, Event] = {
     "session": Event("Be a notebook's session (runner/session.py): keep one namespace and run each \"cell\" "
                      "line in it, until stdin ends.", {}),
     "cell": Event("A session's next cell (only after \"session\"): its code, the run's options, its wall clock "
-                  "and CPU seconds.", {"code": STR, "options": DICT, "wall_s": NUM, "cpu_s": NUM},
+                  "and CPU seconds; \"fresh\": in a namespace of its own (a run of one person's on the "
+                  "runner that holds their chip: executor/chips.py).",
+                  {"code": STR, "options": DICT, "wall_s": NUM, "cpu_s": NUM, "fresh": BOOL},
                   required=("code", "wall_s")),
 }
 
@@ -186,19 +204,28 @@ RUNNER_MESSAGES: dict[str, Event] = {
          "forked": BOOL, "lean": BOOL, "huge_bytes": INT},
     ),
     "warmed": Event("After the pool's {\"op\": \"warm\"} (an idle node): the backend is started and a tiny "
-                    "function compiled; null when that failed.", {"warm_ms": NUM}),
-    "exit": Event("The snippet ended without a crash: succeeded or failed.", {"status": STR},
+                    "function compiled; null when that failed, and why (a chip held by another process: "
+                    "executor/chips.py).", {"warm_ms": NUM, "error": STR}),
+    "exit": Event("The snippet ended without a crash: succeeded or failed; with what it used as the runner "
+                  "reads it (CPU, host memory without a device's mappings, the accelerator's peak), which the "
+                  "supervisor takes where the sandbox has no counters of its own.",
+                  {"status": STR, "cpu_ms": NUM, "host_peak_kb": INT, "device_peak_bytes": INT},
                   required=("status",)),
     "cell_done": Event("A session's cell ended and the runner waits for the next: succeeded or failed, "
                        "\"interrupted\" or \"cpu\" when a KeyboardInterrupt or its CPU limit stopped it, and "
-                       "the process's resident memory.", {"status": STR, "stopped_by": STR, "memory_bytes": INT},
+                       "the process's resident memory, the accelerator's peak memory so far, and the CPU "
+                       "the cell took (the runner's own reading, for a launcher with no counters).",
+                       {"status": STR, "stopped_by": STR, "memory_bytes": INT, "device_peak_bytes": INT,
+                        "host_peak_kb": INT, "cpu_ms": NUM},
                        required=("status",)),
     "profile_trace": Event("A profiled run's trace (runner/profile.py): the Chrome trace gzipped (base64), what it "
                            "holds and a summary per device, which the executor keeps and logs as a \"profile\" "
-                           "event; or why there is none.",
+                           "event; or the raw profile (\"raw\": base64 of runner/profile.py's bundle, the XSpace "
+                           "and what building its trace needs of the run's process), which the executor builds "
+                           "into the trace after the run's end; or why there is none.",
                            {"data": STR, "bytes": INT, "raw_bytes": INT, "events": INT, "lanes": STR_LIST,
                             "devices": INT, "summary": LIST, "cut": STR, "cut_parts": LIST, "profile_ms": NUM,
-                            "error": STR, "error_parts": LIST}),
+                            "error": STR, "error_parts": LIST, "raw": STR}),
     # The node's compile cache (executor/compilecache.py).
     "compiled_modules": Event("At a run's end: the modules it had to compile (base64 bytes, compile options, "
                               "devices), for the executor to have compiled by a fresh runner.",
@@ -242,6 +269,8 @@ RUNNER_SENDS: dict[str, Event] = {**{t: e for t, e in EVENTS.items() if e.from_r
 # within them; the supervisor refuses what does not).
 PROFILE_MAX_BYTES = 8 * 1024**2
 PROFILE_MAX_RAW_BYTES = 64 * 1024**2
+# A raw profile (the XSpace and its context, zlib-compressed, before base64), at most.
+PROFILE_MAX_BUNDLE_BYTES = 48 * 1024**2
 # What one answer, one question and the checker's notes may weigh.
 ANSWER_MAX_BYTES = 48 * 1024**2
 NOTES_MAX_CHARS = 64 * 1024
@@ -389,7 +418,7 @@ def undeclared(type_: str, fields: dict, spec: dict[str, Event] = RUNNER_SENDS) 
 
 
 def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None, peak_memory_kb=None,
-                    output_bytes=None, events=None, truncated: bool = False) -> dict:
+                    output_bytes=None, events=None, truncated: bool = False, device_peak_bytes=None) -> dict:
     """The fields of a ``finished`` event: built here, by whoever ends a run. A ``Templated``
     message brings its template and args along."""
     if status not in TERMINAL_STATUSES:
@@ -398,7 +427,7 @@ def finished_fields(status: str, message: str = "", *, wall_ms=None, cpu_ms=None
     return {"status": status, "message": str(message or ""), "wall_ms": wall_ms, "cpu_ms": cpu_ms,
             "peak_memory_kb": peak_memory_kb, "output_bytes": output_bytes, "events": events,
             "truncated": bool(truncated), "message_template": message.template if templated else None,
-            "message_args": message.json_args() if templated else None}
+            "message_args": message.json_args() if templated else None, "device_peak_bytes": device_peak_bytes}
 
 
 class Templated(str):

@@ -89,12 +89,15 @@ def serve_session(request: dict, channel, stdin, run_snippet) -> None:
             continue
         if not isinstance(cell, dict) or cell.get("op") != "cell" or not isinstance(cell.get("code"), str):
             continue  # a compile cache's answer that came after its cell: nobody asks now
+        if cell.get("fresh") is True:  # a run of its own (executor/chips.py): no earlier run's globals
+            namespace = {"__name__": "__main__", "__builtins__": builtins}
         _cpu_budget(cell.get("cpu_s"))
         hooks.configure(cell.get("options"))
         compilecache.listen(stdin)
         common.set_wall_clock(cell.get("wall_s"))
         source = cell["code"]
         _Cell.running, _Cell.stopped_by = True, None
+        cpu_at_start = common.cpu_ms()
         try:
             status = run_snippet(source, channel, namespace)
             hooks.finish()
@@ -106,7 +109,8 @@ def serve_session(request: dict, channel, stdin, run_snippet) -> None:
         flush_user_streams()
         channel.send("shapes", **collect(namespace, transform(source)[0]))
         compilecache.report(channel)
-        done = {"status": status, "memory_bytes": _resident_bytes()}
+        done = {"status": status, "memory_bytes": _resident_bytes(), "device_peak_bytes": common.device_peak_bytes(),
+                "host_peak_kb": common.host_peak_kb(), "cpu_ms": round(common.cpu_ms() - cpu_at_start, 1)}
         if _Cell.stopped_by:
             done["stopped_by"] = _Cell.stopped_by
         channel.send("cell_done", **{k: v for k, v in done.items() if v is not None})

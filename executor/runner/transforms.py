@@ -90,46 +90,52 @@ def clean_chain(chain) -> list[tuple[str, dict]]:
     return out
 
 
-def build(f, chain: list[tuple[str, dict]]):
-    """``f`` with the chain's steps applied (jax's own functions), up to a "derivative" step,
-    which ``call_with`` applies to the call's leaves. Returns (function, derivative step or None)."""
-    import jax
+def bound(jax) -> tuple:
+    """(build, call_with), holding ``jax``'s functions as they are now: the student's side binds
+    them before the student's code runs (``answers.server``), so that code reassigning
+    ``jax.grad`` or this module's names changes nothing its answers are built from.
 
-    derivative = None
-    for step, params in chain:
-        if step == "derivative":
-            derivative = params
-            break
-        f = getattr(jax, step)(f, **params)
-    return f, derivative
+    ``build(f, chain)``: ``f`` with the chain's steps applied, up to a "derivative" step, which
+    ``call_with`` applies to the call's leaves; returns (function, derivative step or None).
+    ``call_with(f, derivative, args, kwargs, how)``: ``how(f, args, kwargs)`` (a call, an
+    eval_shape, a make_jaxpr...) of ``f``, or of its derivative with respect to the leaves the
+    step names."""
+    steps = {step: getattr(jax, step) for step in STEPS if step != "derivative"}
+    jacfwd, flatten, unflatten = jax.jacfwd, jax.tree_util.tree_flatten, jax.tree_util.tree_unflatten
 
+    def build(f, chain):
+        derivative = None
+        for step, params in chain:
+            if step == "derivative":
+                derivative = params
+                break
+            f = steps[step](f, **params)
+        return f, derivative
 
-def call_with(f, derivative, args, kwargs, how):
-    """``how(f, args, kwargs)`` (a call, an eval_shape, a make_jaxpr...) of ``f``, or of its
-    derivative with respect to the leaves the step names."""
-    if derivative is None:
-        return how(f, args, kwargs)
-    import jax
+    def call_with(f, derivative, args, kwargs, how):
+        if derivative is None:
+            return how(f, args, kwargs)
+        leaves, tree = flatten((list(args), dict(kwargs)))
+        positions = [int(p) for p in derivative.get("positions", ())]
+        wrt = tuple(int(w) for w in derivative.get("wrt", ()))
+        order = int(derivative.get("order", 1))
+        if not positions or any(not 0 <= p < len(leaves) for p in positions) \
+                or any(not 0 <= w < len(positions) for w in wrt) or not 0 <= order <= 8:
+            raise BadChain("a derivative of leaves the call does not have")
 
-    leaves, tree = jax.tree_util.tree_flatten((list(args), dict(kwargs)))
-    positions = [int(p) for p in derivative.get("positions", ())]
-    wrt = tuple(int(w) for w in derivative.get("wrt", ()))
-    order = int(derivative.get("order", 1))
-    if not positions or any(not 0 <= p < len(leaves) for p in positions) \
-            or any(not 0 <= w < len(positions) for w in wrt) or not 0 <= order <= 8:
-        raise BadChain("a derivative of leaves the call does not have")
+        def flat(*dyn):
+            filled = list(leaves)
+            for p, value in zip(positions, dyn):
+                filled[p] = value
+            a, k = unflatten(tree, filled)
+            return f(*a, **k)
 
-    def flat(*dyn):
-        filled = list(leaves)
-        for p, value in zip(positions, dyn):
-            filled[p] = value
-        a, k = jax.tree_util.tree_unflatten(tree, filled)
-        return f(*a, **k)
+        g = flat
+        for _ in range(order):
+            g = jacfwd(g, argnums=wrt)
+        return how(g, [leaves[p] for p in positions], {})
 
-    g = flat
-    for _ in range(order):
-        g = jax.jacfwd(g, argnums=wrt)
-    return how(g, [leaves[p] for p in positions], {})
+    return build, call_with
 
 
 def shape_tree(value):

@@ -16,9 +16,10 @@ from .launcher import (PROJECT_ROOT, RUNNER_PARENT, DirectLauncher, Launcher, Li
                        cpu_seconds_for, human_bytes, spawn_runner)
 from .bwrap import BwrapLauncher
 from .fork import ForkLauncher
+from . import devices
 
 __all__ = ["PROJECT_ROOT", "RUNNER_PARENT", "DirectLauncher", "Launcher", "Limits", "RunnerPopen", "cpu_seconds_for",
-           "human_bytes", "spawn_runner", "BwrapLauncher", "ForkLauncher", "LAUNCHERS", "get_launcher"]
+           "human_bytes", "spawn_runner", "devices", "BwrapLauncher", "ForkLauncher", "LAUNCHERS", "get_launcher"]
 
 LAUNCHERS: dict[str, type[Launcher]] = {launcher.name: launcher for launcher in (DirectLauncher, BwrapLauncher,
                                                                                  ForkLauncher)}

@@ -89,6 +89,8 @@ class BwrapLauncher(Launcher):
         venv: str | None = None,
         uid_base: int = UID_BASE,
         cgroup_parent: str | None = None,
+        device_env: dict | None = None,
+        pythonpath: str = "",
     ):
         """``devices``: device nodes bound with --dev-bind (e.g. /dev/nvidia0, /dev/nvidiactl,
         /dev/nvidia-uvm). ``ro_binds``: further host paths bound read-only at the same place,
@@ -97,7 +99,8 @@ class BwrapLauncher(Launcher):
         read-only: the installation at its own path (the venv's python links to it by absolute
         path), the venv at VENV_DEST, since its own path may lie under /tmp, which the sandbox's
         tmpfs hides (a checkout in /tmp, as CI's may be)."""
-        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=devices, ro_binds=ro_binds, venv=venv)
+        super().__init__(limits=limits, cpu_devices=cpu_devices, devices=devices, ro_binds=ro_binds, venv=venv,
+                         device_env=device_env, pythonpath=pythonpath)
         self.python_prefix = python_prefix or sys.base_prefix
         self.uid_base = uid_base
         self.cgroups = Cgroups(cgroup_parent)
@@ -174,7 +177,8 @@ class BwrapLauncher(Launcher):
         argv += ["--remount-ro", "/dev"]  # bwrap's /dev is a writable tmpfs: /dev/shm
         return argv
 
-    def bwrap_argv(self, event_fd: int) -> list[str]:
+    def bwrap_argv(self, event_fd: int, env: dict[str, str] | None = None) -> list[str]:
+        """``env``: the runner's own variables over bwrap's environment (Launcher.start)."""
         limits = self.limits
         argv = [
             self.bwrap_path(),
@@ -195,6 +199,8 @@ class BwrapLauncher(Launcher):
         argv += self.layout_args()
         argv += ["--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]
         argv += ["--chdir", WORKDIR, "--remount-ro", "/"]
+        for name, value in (env or {}).items():
+            argv += ["--setenv", name, value]
         argv += ["--", self.python, "-u", "-E", "-s", "-B", "-m", "runner"]
         argv += self.runner_args(event_fd) + ["--seccomp", "--cpu-s", str(limits.cpu_s)]
         return argv
@@ -215,10 +221,11 @@ class BwrapLauncher(Launcher):
         _check_uid_unused(uid)
         return uid
 
-    def environment(self) -> dict[str, str]:
+    def environment(self, slot: int | None = None) -> dict[str, str]:
         # bwrap's own environment, so also that of pid 1 in the sandbox (/proc/1/environ) and
-        # of the runner: nothing of the worker's.
-        return {"PATH": f"{self.venv}/bin", "LANG": "C.UTF-8", "HOME": "/tmp", "TMPDIR": "/tmp"}
+        # of the runner: nothing of the worker's but the accelerator's variables (devices.py).
+        return {**self.runner_env(slot), "PATH": f"{self.venv}/bin", "LANG": "C.UTF-8", "HOME": "/tmp",
+                "TMPDIR": "/tmp"}
 
     # -- Launcher ---------------------------------------------------------------------------
 
@@ -241,6 +248,11 @@ class BwrapLauncher(Launcher):
         for path in self.ro_binds:
             if not os.path.isabs(path) or not os.path.exists(path):
                 raise RuntimeError(f"{path} (EXECUTOR_RO_BINDS) is not an existing absolute path")
+        if self.pythonpath:
+            raise RuntimeError(
+                "a host runtime whose libraries come from PYTHONPATH runs only without a sandbox "
+                "(EXECUTOR_SANDBOX=none): bwrap's runners read nothing of the host but the Python "
+                "installation and the runtime's own environment")
         try:
             STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)
         except OSError as exc:
@@ -322,10 +334,10 @@ class BwrapLauncher(Launcher):
 
     def _wrapper_argv(self, bwrap_argv: list[str], *, slot: int, cgroup: RunCgroup) -> list[str]:
         uid = self.uid(slot)
-        return self.wrapper_command(bwrap_argv, cgroup=cgroup, rlimits=self.rlimits(), uid=uid)
+        return self.wrapper_command(bwrap_argv, cgroup=cgroup, rlimits=self.rlimits(), uid=uid, slot=slot)
 
     def wrapper_command(self, bwrap_argv: list[str], *, cgroup: RunCgroup, rlimits: list, uid: int,
-                        userns: dict | None = None) -> list[str]:
+                        userns: dict | None = None, slot: int | None = None) -> list[str]:
         """enter.py's command line: join ``cgroup``, set ``rlimits``, stage the binds, (make the
         user namespace ``userns`` describes,) become ``uid`` and exec ``bwrap_argv``."""
         spec = {
@@ -336,7 +348,7 @@ class BwrapLauncher(Launcher):
             "uid": uid,
             "gid": uid,
             "argv": bwrap_argv,
-            "env": self.environment(),
+            "env": self.environment(slot),
         }
         if userns:
             spec["userns"] = userns
@@ -349,14 +361,15 @@ class BwrapLauncher(Launcher):
                         FONT_CACHE_DIR / os.path.basename(self.font_cache))
             self.font_cache = None
 
-    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
         STAGE_DIR.mkdir(parents=True, exist_ok=True, mode=0o755)  # /run is a tmpfs: a reboot empties it
         self._check_font_cache()
         cgroup = self._new_cgroup(slot)
         try:
             # bwrap hands every inherited descriptor to the sandbox: only the event pipe.
             proc = spawn_runner(
-                lambda event_w: self._wrapper_argv(self.bwrap_argv(event_w), slot=slot, cgroup=cgroup),
+                lambda event_w: self._wrapper_argv(self.bwrap_argv(event_w, env), slot=slot, cgroup=cgroup),
                 cwd="/", env={},
             )
         except BaseException:

@@ -417,7 +417,8 @@ class ForkLauncher(BwrapLauncher):
             out.append((name, soft, hard))
         return out
 
-    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None):
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None,
+              env: dict[str, str] | None = None):
         """A runner forked from the full template, or (``lean``) from the lean one: a runner for
         code that does not use jax, whose fork and exit cost a fraction of a full one's."""
         template = self.template(lean)
@@ -431,7 +432,8 @@ class ForkLauncher(BwrapLauncher):
                 ours.append(w if not theirs else r)
                 theirs.append(r if not theirs else w)
             spec = {
-                "uid": uid, "gid": uid, "env": self.environment(), "rlimits": self.runner_rlimits(session_cpu_s),
+                "uid": uid, "gid": uid, "env": {**self.environment(slot), **(env or {})},
+                "rlimits": self.runner_rlimits(session_cpu_s),
                 "tmp_bytes": self.limits.tmp_bytes, "cwd": WORKDIR,
             }
             spawn = template.spawn(spec, theirs)

@@ -7,6 +7,7 @@ are bwrap.py and fork.py, chosen by name in ``executor.sandbox``.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import subprocess
@@ -78,17 +79,38 @@ class Launcher:
     lean_runners = False
 
     def __init__(self, *, limits: Limits, cpu_devices: int = 0, devices: tuple[str, ...] = (),
-                 ro_binds: tuple[str, ...] = (), venv: str | None = None):
+                 ro_binds: tuple[str, ...] = (), venv: str | None = None, device_env: dict | None = None,
+                 pythonpath: str = ""):
         """``devices``: device nodes a runner may open (a GPU's). ``ro_binds``: further host
         paths it must read, e.g. a GPU driver's libraries outside the system's library folders.
         Both matter only to a sandbox, which shows a runner nothing else of the host. ``venv``:
         the environment the runner's Python and libraries come from, its runtime's (default:
-        this interpreter's)."""
+        this interpreter's). ``device_env``: the accelerator's variables every runner is given
+        (``devices.accelerator_env``: the worker's TPU_*, CUDA_VISIBLE_DEVICES...). ``pythonpath``:
+        a host runtime's library folders (runtimes.py: ``environment = "host"``)."""
         self.limits = limits
         self.venv = venv or sys.prefix
         self.cpu_devices = cpu_devices
         self.devices = tuple(devices)
         self.ro_binds = tuple(ro_binds)
+        self.device_env = dict(device_env or {})
+        self.pythonpath = pythonpath
+        # A slot's own variables on top of device_env (one chip of a multi-chip host: set by the
+        # pool before the slot's first runner starts).
+        self.slot_env: dict[int, dict[str, str]] = {}
+
+    def runner_env(self, slot: int | None = None) -> dict[str, str]:
+        """The variables a runner gets beyond the backend's own few: the accelerator's, and its
+        slot's. Nothing else of the worker's environment."""
+        return {**self.device_env, **(self.slot_env.get(slot, {}) if slot is not None else {})}
+
+    @property
+    def python(self) -> str:
+        """The runner's interpreter on the host: its environment's, or this one where the
+        runtime is the interpreter the worker runs on (a host without a venv: /usr/bin/python3)."""
+        if os.path.realpath(self.venv) == os.path.realpath(sys.prefix):
+            return sys.executable
+        return os.path.join(self.venv, "bin", "python")
 
     # Where runners find the worker's prepared matplotlib font list (see runner/fonts.py), as a
     # path they can read; None when there is none.
@@ -112,12 +134,15 @@ class Launcher:
         """Once, when a worker starts and before its first runner: build what every runner
         shares. Never fatal: without it runners are only slower."""
 
-    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start a runner. Its stdin, stdout and stderr are pipes; its event pipe's read end is
         returned as ``proc.event_fd`` (an int the caller owns and closes). ``lean``: a lean
         runner where the launcher has them (``lean_runners``), else a full one.
         ``session_cpu_s``: a notebook session's, allowed that many CPU seconds in all its cells
-        where the launcher sets it at the start (else ``allow_session_cpu`` tries later)."""
+        where the launcher sets it at the start (else ``allow_session_cpu`` tries later).
+        ``env``: this runner's own variables, over the launcher's environment and applied last
+        (executor/chips.py: the chip a slot opens, ``TPU_VISIBLE_CHIPS`` and its bounds)."""
         raise NotImplementedError
 
     def exit_reason(self, proc: subprocess.Popen, returncode: int | None = None) -> tuple[str, str] | None:
@@ -195,6 +220,11 @@ class Launcher:
         return ["--event-fd", str(event_fd), *self.runner_flags()]
 
 
+# Set when the kernel has no pidfd_open (gVisor answers ENOSYS): the supervisor then waits for a
+# runner's exit on a short tick instead.
+_NO_PIDFD: list[int] = []
+
+
 class RunnerPopen(subprocess.Popen):
     """A runner that is the worker's own child: what the supervisor needs beyond Popen, which
     forked runners (fork.ForkedProcess) provide too."""
@@ -203,8 +233,13 @@ class RunnerPopen(subprocess.Popen):
 
     def exit_fd(self) -> int | None:
         """A descriptor that becomes readable when the runner exits (a pidfd), or None."""
-        if getattr(self, "_pidfd", None) is None and hasattr(os, "pidfd_open"):
-            self._pidfd = os.pidfd_open(self.pid)
+        if getattr(self, "_pidfd", None) is None and hasattr(os, "pidfd_open") and not _NO_PIDFD:
+            try:
+                self._pidfd = os.pidfd_open(self.pid)
+            except OSError as exc:  # ENOSYS under gVisor (many hosted accelerators), EPERM in some seccomp
+                if exc.errno not in (errno.ENOSYS, errno.EPERM, errno.EINVAL):
+                    raise
+                _NO_PIDFD.append(exc.errno)  # asked once a process, not once a run
         return getattr(self, "_pidfd", None)
 
     def wait_exit(self, block: bool) -> tuple[int, float, int] | None:
@@ -260,11 +295,14 @@ class DirectLauncher(Launcher):
     name = "none"
     sandboxed = False
 
-    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None) -> subprocess.Popen:
-        python = os.path.join(self.venv, "bin", "python")
+    def start(self, slot: int, lean: bool = False, session_cpu_s: int | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        runner_env = {"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8", **self.runner_env(slot)}
+        if self.pythonpath:
+            runner_env["PYTHONPATH"] = self.pythonpath
         return spawn_runner(
-            lambda event_w: [python, "-m", "executor.runner", *self.runner_args(event_w)],
-            cwd=PROJECT_ROOT, env={"PATH": os.defpath, "PYTHONUNBUFFERED": "1", "LANG": "C.UTF-8"},
+            lambda event_w: [self.python, "-m", "executor.runner", *self.runner_args(event_w)],
+            cwd=PROJECT_ROOT, env={**runner_env, **(env or {})},
         )
 
     def cleanup(self, proc: subprocess.Popen) -> None:

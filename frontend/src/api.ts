@@ -1,6 +1,7 @@
 // The JSON HTTP API the page uses (see docs: the public contract in ARCHITECTURE.md).
 // Errors come back as {"error": "human message"} (in the page's language: the server follows the
 // same choice); ApiError carries that message and the status.
+import type { EventFeed } from "./events";
 import { t } from "./i18n";
 
 export interface Device {
@@ -31,6 +32,10 @@ export interface SpecificDevice {
   slots?: number;
   free_runners?: number;
   queue_depth: number;
+  /** Exclusive chips (a TPU's): how many, how many have a runner ready, how many runs wait. */
+  chips?: number;
+  chips_ready?: number;
+  chip_waiting?: number;
   device_kind?: string | null;
   device_count?: number | null;
   memory_bytes?: number | null;
@@ -46,6 +51,9 @@ export interface CreatedRun {
   /** Started on the page's run socket (RunLauncher): that socket now carries the run's events,
    *  and what it sent before anyone listened. Not part of the JSON. */
   launched?: { socket: WebSocket; early: string[] };
+  /** A notebook cell started on its session's socket: that socket carries its events. Not part
+   *  of the JSON. */
+  feed?: EventFeed;
 }
 
 export interface RunRecord {
@@ -256,10 +264,10 @@ export class RunLauncher {
 }
 
 // How long Run waits for a run socket still opening before it posts instead.
-const OPEN_WAIT_MS = 2000;
+export const OPEN_WAIT_MS = 2000;
 
 /** Whether `socket` is open, waiting up to `ms` for one still connecting. */
-function opened(socket: WebSocket, ms: number): Promise<boolean> {
+export function opened(socket: WebSocket, ms: number): Promise<boolean> {
   if (socket.readyState !== WebSocket.CONNECTING) return Promise.resolve(socket.readyState === WebSocket.OPEN);
   return new Promise((resolve) => {
     const done = () => {

@@ -43,6 +43,8 @@ export interface AssignmentDetail {
   validation?: Validation | null;
   /** Instructors only: the students' latest grades whose checks crashed (null: none). */
   check_errors?: CheckError | null;
+  /** Instructors only: how many submissions there are (a regrade has something to do). */
+  submissions?: number;
 }
 
 /** One graded run of a validation: the reference solution's or the starter code's. */

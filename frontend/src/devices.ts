@@ -27,11 +27,16 @@ export function deviceLabel(device: Device, withJax = true): string {
   return parts.join(" · ");
 }
 
-/** "GPU: H200 · 2 free · 1 queued" for gpu:h200. */
+/** "GPU: H200 · 2 free · 1 queued" for gpu:h200; "TPU: v5e · 1 of 4 chips free · 3 waiting" for chips. */
 export function specificLabel(specific: SpecificDevice): string {
   const [kind, name] = specific.device.split(":");
   const parts = [`${kind.toUpperCase()}: ${specific.device_kind || name}`];
-  if (specific.free_runners !== undefined) parts.push(t("{n} free", { n: formatNumber(specific.free_runners) }));
+  if (specific.chips) {
+    // A chip holds one run at a time: what is free is its chips, and runs wait on the nodes.
+    const free = formatNumber(specific.chips_ready ?? 0);
+    parts.push(t("{free} of {n} chips free", { free, n: formatNumber(specific.chips) }));
+    if (specific.chip_waiting) parts.push(t("{n} waiting", { n: formatNumber(specific.chip_waiting) }));
+  } else if (specific.free_runners !== undefined) parts.push(t("{n} free", { n: formatNumber(specific.free_runners) }));
   if (specific.queue_depth) parts.push(t("{n} queued", { n: formatNumber(specific.queue_depth) }));
   return parts.join(" · ");
 }

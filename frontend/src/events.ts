@@ -31,6 +31,7 @@ import {
   type StdoutFields,
   type TerminalStatus,
   type TimingFields,
+  type WaitingFields,
 } from "./protocol.gen";
 
 export { TERMINAL_STATUSES };
@@ -43,6 +44,11 @@ export function isTerminal(status: string): status is TerminalStatus {
 
 export interface QueuedEvent extends BaseFields, QueuedFields {
   type: "queued";
+}
+
+/** An executor took the run, which waits there for an exclusive device (a TPU chip). */
+export interface WaitingEvent extends BaseFields, WaitingFields {
+  type: "waiting";
 }
 
 export interface StartedEvent extends BaseFields, StartedFields {
@@ -214,6 +220,7 @@ export interface ShapesEvent extends BaseFields, ShapesFields {
 
 export type RunEvent =
   | QueuedEvent
+  | WaitingEvent
   | StartedEvent
   | OutputEvent
   | CompilingEvent
@@ -235,6 +242,7 @@ type None<T extends never> = T;
 
 export type ProtocolChecks = [
   None<Extra<QueuedEvent, QueuedFields>>,
+  None<Extra<WaitingEvent, WaitingFields>>,
   None<Extra<StartedEvent, StartedFields>>,
   None<Extra<OutputEvent, StdoutFields>>,
   None<Extra<OutputEvent, StderrFields>>,
@@ -360,6 +368,21 @@ export interface RunStreamOptions {
   /** A socket already carrying the run (the run socket it was started on), and the messages it
    *  brought before this stream took it; a reconnect uses `path`. */
   launched?: { socket: WebSocket; early: string[] };
+  /** The run's events as another socket carries them (a notebook session's, whose cell it is);
+   *  when that closes, the stream goes on on `path` from the last event it had. */
+  feed?: EventFeed;
+}
+
+/** A run's events carried on a socket that is not the run's own (a notebook session's: its
+ *  messages unwrapped by whoever reads it), for a RunStream to follow. */
+export interface EventFeed {
+  /** Whether it can carry no more (its socket closed). */
+  readonly closed: boolean;
+  /** Each message (an event, or a part of one) in order, those that came before included, then
+   *  `onClose` if its socket closes before the stream is done with it. */
+  listen(onMessage: (data: unknown) => void, onClose: () => void): void;
+  /** The stream is done with it (the run finished, or the stream stopped). */
+  release(): void;
 }
 
 /**
@@ -375,6 +398,7 @@ export class RunStream {
   private finished = false;
   private stopped = false;
   private socket: WebSocket | null = null;
+  private feed: EventFeed | null = null;
   private retryTimer: number | undefined;
   private delayMs: number;
   private readonly url: URL;
@@ -394,7 +418,8 @@ export class RunStream {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     this.url = new URL(options.path ?? runSocketPath(runId), `${scheme}//${location.host}`);
     this.url.protocol = scheme;
-    this.connect(options.launched);
+    if (options.feed && !options.feed.closed) this.follow(options.feed);
+    else this.connect(options.launched);
   }
 
   /** The last seq delivered to onEvent. */
@@ -449,11 +474,7 @@ export class RunStream {
       } catch {
         return;
       }
-      const before = this.lastSeq;
-      if (isPart(data)) this.acceptPart(data, joiner);
-      else this.accept(data);
-      // A fresh event proves the connection works: the next drop retries quickly again.
-      if (this.lastSeq > before) this.delayMs = this.minDelayMs;
+      this.take(data, joiner);
     };
     socket.onmessage = (message) => receive(String(message.data));
     socket.onclose = (close) => {
@@ -471,6 +492,32 @@ export class RunStream {
     };
     // onerror is always followed by onclose, which decides what to do.
     for (const text of launched?.early.splice(0) ?? []) receive(text);
+  }
+
+  /** Follows the run on `feed` (another socket's) until it closes, then on its own socket. */
+  private follow(feed: EventFeed): void {
+    this.feed = feed;
+    const joiner = new PartJoiner();
+    this.handlers.onConnection?.("open");
+    feed.listen(
+      (data) => {
+        if (feed === this.feed) this.take(data, joiner);
+      },
+      () => {
+        if (feed !== this.feed) return;
+        this.feed = null;
+        if (!this.stopped && !this.finished) this.connect();
+      },
+    );
+  }
+
+  /** One message: an event, or a part of one. */
+  private take(data: unknown, joiner: PartJoiner): void {
+    const before = this.lastSeq;
+    if (isPart(data)) this.acceptPart(data, joiner);
+    else this.accept(data);
+    // A fresh event proves the connection works: the next drop retries quickly again.
+    if (this.lastSeq > before) this.delayMs = this.minDelayMs;
   }
 
   private accept(raw: unknown): void {
@@ -543,6 +590,9 @@ export class RunStream {
   }
 
   private closeSocket(): void {
+    const feed = this.feed;
+    this.feed = null;
+    feed?.release();
     const socket = this.socket;
     this.socket = null;
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);

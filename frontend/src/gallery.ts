@@ -38,6 +38,15 @@ export function readExamples(): Example[] {
   }
 }
 
+/** Whether `code` keeps none of `base`'s lines (blank lines and indentation aside): all of an
+ *  example's code replaced, not edited. */
+export function nothingShared(code: string, base: string): boolean {
+  const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const kept = new Set(lines(base));
+  const mine = lines(code);
+  return mine.length > 0 && !mine.some((line) => kept.has(line));
+}
+
 export interface GalleryEditor {
   getCode(): string;
   /** Replaces the code as one undoable edit. */
@@ -307,8 +316,12 @@ export class Gallery {
     const code = this.editor.getCode();
     const doc = this.current;
     const modified = doc.kind !== "own" && code !== doc.base;
-    this.ui.fileName.textContent = doc.fileName;
-    this.ui.fileName.title = doc.kind === "own" ? t("Your code") : modified ? t("{title} (edited)", { title: doc.title }) : doc.title;
+    // Every line of an example replaced: the code is the person's now, not "05-vmap.py".
+    const replaced = doc.kind === "example" && modified && nothingShared(code, doc.base);
+    this.ui.fileName.textContent = replaced ? "snippet.py" : doc.fileName;
+    this.ui.fileName.title = doc.kind === "own" ? t("Your code")
+      : replaced ? t("Your code, in place of {title}", { title: doc.title })
+        : modified ? t("{title} (edited)", { title: doc.title }) : doc.title;
     this.ui.fileName.dataset.modified = String(modified);
     this.ui.reset.textContent = { own: t("Reset"), example: t("Reset example"), snippet: t("Reset snippet") }[doc.kind];
     this.ui.reset.title = {

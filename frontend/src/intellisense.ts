@@ -292,6 +292,9 @@ export function registerPythonIntellisense(): void {
     async provideHover(model, position, token) {
       const word = model.getWordAtPosition(position);
       if (!word) return null;
+      // On a full-width character (`print（`: the word ends where it starts) its diagnosis is
+      // the whole story: the docs of the name before it are another subject.
+      if (fullWidthAt(model, position)) return null;
       const contents: monaco.IMarkdownString[] = [];
       const shape = shapeMarkdown(model, word.word);
       if (shape) contents.push({ value: shape });
@@ -375,6 +378,14 @@ export function watchProblems(editor: monaco.editor.IStandaloneCodeEditor): { re
   return { refresh: later };
 }
 
+/** Whether a full-width character is marked at `position` (a word's hover reaches the character
+ *  just after it: `print（` hovered on its `（` finds the word `print`). */
+function fullWidthAt(model: monaco.editor.ITextModel, position: monaco.Position): boolean {
+  return monaco.editor.getModelMarkers({ resource: model.uri, owner: FULL_WIDTH_OWNER }).some((m) =>
+    m.startLineNumber === position.lineNumber
+    && position.column >= m.startColumn && position.column <= m.endColumn);
+}
+
 /** Marks each full-width character in the model's code (Python's only): the lines that hold one. */
 function markFullWidth(model: monaco.editor.ITextModel): Set<number> {
   const found = model.getLanguageId() === "python" ? findFullWidth(model.getValue()) : [];
@@ -391,8 +402,41 @@ function markFullWidth(model: monaco.editor.ITextModel): Set<number> {
   return new Set(found.map((f) => f.line));
 }
 
+/** Each full-width character of `chars` made ASCII: one edit per character, for a code action or
+ *  for `executeEdits`. */
+function halfWidthEdits(chars: ReturnType<typeof findFullWidth>) {
+  return chars.map((f) => ({
+    range: new monaco.Range(f.line, f.column, f.line, f.column + f.char.length), text: f.ascii,
+  }));
+}
+
+/** The quick fix that an error's explanation speaks of ("use the editor's quick fix to replace
+ *  them all"), as the error card's button applies it: the same edit as the light bulb's "Replace
+ *  full-width punctuation with half-width", one undo step. Null when the code in the editor has
+ *  nothing it would change (fixed already, or an error of another kind). */
+export function quickFixFor(editor: monaco.editor.IStandaloneCodeEditor,
+                            template: unknown): { label: string; title: string; apply(): number } | null {
+  const model = editor.getModel();
+  if (!model || editor.getOption(monaco.editor.EditorOption.readOnly)) return null;
+  if (typeof template !== "string" || !template.includes("full-width")) return null;
+  if (!findFullWidth(model.getValue()).length) return null;
+  return {
+    label: t("Replace all with half-width"),
+    title: t("Replace full-width punctuation with half-width"),
+    apply() {
+      const found = findFullWidth(model.getValue());
+      editor.pushUndoStop();
+      editor.executeEdits("full-width", halfWidthEdits(found));
+      editor.pushUndoStop();
+      markFullWidth(model);
+      return found.length;
+    },
+  };
+}
+
 /** Quick fixes at a full-width character: that one made ASCII, or every one in the code, each
- *  as one edit (one undo). Offered from the light bulb, Ctrl+., and the marker's hover. */
+ *  as one edit (one undo). Offered from the light bulb, Ctrl+., the marker's hover and the error
+ *  card's button (``quickFixFor``). */
 function registerFullWidthFixes(): void {
   monaco.languages.registerCodeActionProvider("python", {
     provideCodeActions(model, range, context) {
@@ -407,10 +451,8 @@ function registerFullWidthFixes(): void {
       if (!here.length) return { actions: [], dispose() {} };
       const markers = context.markers.filter((m) => found.some((f) => f.line === m.startLineNumber && f.column === m.startColumn));
       const edit = (chars: typeof found): monaco.languages.WorkspaceEdit => ({
-        edits: chars.map((f) => ({
-          resource: model.uri,
-          versionId: model.getVersionId(),
-          textEdit: { range: new monaco.Range(f.line, f.column, f.line, f.column + f.char.length), text: f.ascii },
+        edits: halfWidthEdits(chars).map((textEdit) => ({
+          resource: model.uri, versionId: model.getVersionId(), textEdit,
         })),
       });
       const actions: monaco.languages.CodeAction[] = here.map((f) => ({

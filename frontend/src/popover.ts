@@ -50,6 +50,8 @@ export function bindPopover(
 function moveAmongItems(panel: HTMLElement, event: KeyboardEvent): void {
   const keys = ["ArrowDown", "ArrowUp", "Home", "End"];
   if (!keys.includes(event.key) || event.altKey || event.ctrlKey || event.metaKey) return;
+  // A list box in the panel (the JAX version's) keeps its own arrows.
+  if (event.target instanceof HTMLSelectElement) return;
   const items = [...panel.querySelectorAll<HTMLElement>("button:not([disabled]), a[href]")].filter(
     (item) => item.offsetParent !== null,
   );

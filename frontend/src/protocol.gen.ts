@@ -1,7 +1,7 @@
 // Generated from executor/runner/protocol.py by `python -m executor.runner.protocol`.
 // Do not edit: change the Python and regenerate (tests/unit/test_protocol.py checks it).
 
-export const EVENT_TYPES = ["queued", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "shapes", "profile", "finished"] as const;
+export const EVENT_TYPES = ["queued", "waiting", "started", "stdout", "stderr", "compiling", "compiled", "timing", "display", "error", "shapes", "profile", "finished"] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const TERMINAL_STATUSES = ["succeeded", "failed", "timed_out", "cancelled", "limit_exceeded", "lost"] as const;
 export type TerminalStatus = (typeof TERMINAL_STATUSES)[number];
@@ -22,7 +22,17 @@ export interface QueuedFields {
   position?: number | null;
 }
 
-/** An executor took the run: where it runs. */
+/** An executor took the run, which waits there for an exclusive device (a TPU chip: executor/chips.py): how many wait ahead of it, about how long it will wait (from the turnarounds measured lately; absent before there are any), how many chips it asked for, and whether it is a notebook session's lease. Sent when that changes; the wait is not the run's own time (its wall time starts at "started"). */
+export interface WaitingFields {
+  worker?: string | null;
+  device?: string | null;
+  ahead?: number | null;
+  eta_s?: number | null;
+  chips?: number | null;
+  lease?: boolean | null;
+}
+
+/** An executor took the run: where it runs. On an exclusive device, the chips it holds, how long it waited for them (apart from its own time), whether it runs on the runner its person's last run left on the chip (reused) and, for a notebook session, until when its lease lasts idle and how many wait for a chip. */
 export interface StartedFields {
   worker?: string | null;
   kind?: string | null;
@@ -39,6 +49,11 @@ export interface StartedFields {
   jax_version?: string | null;
   jaxlib_version?: string | null;
   libraries?: Record<string, unknown> | null;
+  chips?: string | null;
+  waited_ms?: number | null;
+  lease_until?: number | null;
+  chip_waiting?: number | null;
+  reused?: boolean | null;
 }
 
 /** Text the snippet wrote to stdout, in order, as it was produced. */
@@ -184,7 +199,7 @@ export interface ShapesFields {
   truncated?: boolean | null;
 }
 
-/** The run's profile (options.profile): where its trace is (Chrome Trace Event Format, gzipped), its size and events, its lanes (the host, then one per device), a summary per device (span, busy time, time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none. */
+/** The run's profile (options.profile): where its trace is (Chrome Trace Event Format, gzipped), its size and events, its lanes (the host, then one per device), a summary per device (span, busy time, time per op kind, collective wait, top ops), what was cut, what the profile cost; or why there is none. "building": the trace is built from the raw profile after the run's end, outside its wall clock; its URL answers 202 until it is ready, and the trace itself says the rest. */
 export interface ProfileFields {
   url?: string | null;
   bytes?: number | null;
@@ -198,6 +213,7 @@ export interface ProfileFields {
   profile_ms?: number | null;
   error?: string | null;
   error_parts?: unknown[] | null;
+  building?: boolean | null;
 }
 
 /** The last event of every run: its terminal status and what it used; its message's template and args where the executor made it from one (an arg may be a message of its own: {template, args}). */
@@ -207,6 +223,7 @@ export interface FinishedFields {
   wall_ms?: number | null;
   cpu_ms?: number | null;
   peak_memory_kb?: number | null;
+  device_peak_bytes?: number | null;
   output_bytes?: number | null;
   events?: number | null;
   truncated?: boolean | null;
@@ -227,6 +244,7 @@ export interface PartMessage {
 
 export interface EventFields {
   queued: QueuedFields;
+  waiting: WaitingFields;
   started: StartedFields;
   stdout: StdoutFields;
   stderr: StderrFields;

@@ -81,7 +81,7 @@ export class RunSession {
       const run = await create();
       this.runId = run.id;
       session.set(this.runKey, run.id);
-      this.follow(run.id, run.ws, run.launched);
+      this.follow(run.id, run.ws, run.launched, run.feed);
       this.status.following(run.status || "queued");
     } catch (error) {
       // Nothing runs: the previous run's output would now be misleading next to the message.
@@ -125,7 +125,7 @@ export class RunSession {
     for (const view of this.views) view.idle?.();
   }
 
-  private follow(id: string, path?: string, launched?: CreatedRun["launched"]): void {
+  private follow(id: string, path?: string, launched?: CreatedRun["launched"], feed?: CreatedRun["feed"]): void {
     this.stream?.stop();
     for (const view of this.views) view.reset();
     this.setPhase("active");
@@ -140,7 +140,7 @@ export class RunSession {
         onConnection: (state) => this.status.connection(state),
         onUnknownRun: () => void this.fromRecord(stream),
       },
-      { path, launched },
+      { path, launched, feed },
     );
     this.stream = stream;
   }

@@ -2,7 +2,7 @@
 // (#run-info) and one message (#run-message) for queue position, connection trouble, the
 // server's answer to a refused run and how a run ended.
 import { serverNow } from "./api";
-import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent } from "./events";
+import type { ConnectionState, FinishedEvent, RunEvent, StartedEvent, WaitingEvent } from "./events";
 import { finishedMessageText } from "./explanations";
 import { t } from "./i18n";
 
@@ -104,7 +104,8 @@ export class StatusLine {
       this.lastLocal = performance.now();
       this.showClock(); // a replay's events move it at once, not on the next tick
     }
-    if (event.type !== "queued" && event.type !== "finished" && this.badge.dataset.status === "queued") {
+    if (event.type !== "queued" && event.type !== "waiting" && event.type !== "finished" &&
+        this.badge.dataset.status === "queued") {
       this.setStatus("running");
     }
     switch (event.type) {
@@ -116,6 +117,11 @@ export class StatusLine {
             : t("Waiting for an executor…"),
           "muted",
         );
+        break;
+      case "waiting":
+        // Taken by a node, in line there for a chip: still queued (its own time starts later).
+        this.setStatus("queued");
+        this.setMessage(waitingText(event), "muted");
         break;
       case "started":
         this.started = event;
@@ -185,6 +191,9 @@ export class StatusLine {
     if (typeof event.peak_memory_kb === "number" && event.peak_memory_kb > 0) {
       extra.push(t("peak {memory}", { memory: formatKb(event.peak_memory_kb) }));
     }
+    if (typeof event.device_peak_bytes === "number" && event.device_peak_bytes > 0) {
+      extra.push(t("device memory peak {memory}", { memory: formatKb(event.device_peak_bytes / 1024) }));
+    }
     const where = this.started ? describeWorker(this.started) : "";
     this.info.textContent = [where, ...extra].filter(Boolean).join(" · ");
     this.info.title = this.info.textContent;
@@ -223,7 +232,21 @@ function describeWorker(event: StartedEvent): string {
   if (count > 0 && kind) parts.push(`${count} × ${kind}`);
   else if (kind) parts.push(kind);
   if (event.jax_version) parts.push(`JAX ${event.jax_version}`);
+  if (event.chips) parts.push(t("chip {chips}", { chips: event.chips }));
+  // The wait for the chip, apart from the run's own time (the wall time beside it).
+  if (typeof event.waited_ms === "number" && event.waited_ms >= 100) {
+    parts.push(t("waited {time} for the chip", { time: formatMs(event.waited_ms) }));
+  }
   return parts.join(" · ");
+}
+
+/** "Waiting for a TPU chip: 2 ahead, about 20 s" (the node's kind names the device). */
+export function waitingText(event: WaitingEvent): string {
+  const device = (event.device || "").split(":")[0] === "tpu" ? t("a TPU chip") : t("a chip");
+  const ahead = event.ahead ?? 0;
+  const about = typeof event.eta_s === "number" && event.eta_s > 0 ? formatMs(event.eta_s * 1000) : null;
+  if (about) return t("Waiting for {device}: {ahead} ahead, about {time}", { device, ahead, time: about });
+  return t("Waiting for {device}: {ahead} ahead", { device, ahead });
 }
 
 export function formatMs(ms: number): string {

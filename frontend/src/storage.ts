@@ -57,6 +57,8 @@ export const KEYS = {
   fontSize: "playground.fontSize",
   /** "false": the output keeps long lines as printed instead of wrapping them. */
   wrap: "playground.wrap",
+  /** "true": the editor wraps long lines (Wrap in the editor's header, Alt+Z). */
+  codeWrap: "playground.codeWrap",
   /** "true": runs are profiled (Profile beside Run). */
   profile: "playground.profile",
 } as const;

@@ -5,12 +5,12 @@
 import { Announcer } from "./announce";
 import { formatCode, type CreatedRun, type RunOptions } from "./api";
 import { byId, focusAfter, maybeById } from "./dom";
-import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, type CodeEditor, type EditorTheme } from "./editor";
+import { clampFontSize, createEditor, DEFAULT_FONT_SIZE, monaco, type CodeEditor, type EditorTheme } from "./editor";
 import type { ProfileEvent, RunEvent } from "./events";
 import { explanationText } from "./explanations";
 import { bindHeader } from "./header";
 import { t } from "./i18n";
-import { setRunShapes } from "./intellisense";
+import { quickFixFor, setRunShapes } from "./intellisense";
 import { CompiledPane } from "./panes/compiled";
 import { FiguresPane } from "./panes/figures";
 import { OutputPane } from "./panes/output";
@@ -125,6 +125,7 @@ export class Workbench {
     maybeById("format-code")?.addEventListener("click", () => {
       void code.editor.getAction("editor.action.formatDocument")?.run();
     });
+    wrapToggle(code, maybeById("wrap-code"));
 
     // Result panes, in tab order. New content marks a tab but never switches to it.
     const revealLine = (line: number) => {
@@ -139,6 +140,7 @@ export class Workbench {
       () => this.tabs.summary().filter((p) => p.id !== this.output.id),
       (id) => this.tabs.select(id),
     );
+    this.output.offerFixes((event) => quickFixFor(code.editor, event.explanation_template));
     this.timeline = new TimelinePane({
       showHlo: (module, op) => {
         // In view first: the viewer lays its text out only where it is shown.
@@ -307,4 +309,24 @@ function applyFontSize(size: number): number {
   const px = clampFontSize(size);
   document.documentElement.style.setProperty("--output-font-size", `${px - 1}px`);
   return px;
+}
+
+/**
+ * Long lines wrapped or not, by choice (Wrap in the editor's header, or Alt+Z as in VS Code),
+ * remembered in this browser. Off at first: code's indentation reads best unwrapped on a wide
+ * screen, and on a phone a person who wants the whole line turns it on once.
+ */
+function wrapToggle(code: CodeEditor, button: HTMLElement | null): void {
+  const apply = (on: boolean) => {
+    code.editor.updateOptions({ wordWrap: on ? "on" : "off", wrappingIndent: "indent" });
+    button?.setAttribute("aria-pressed", String(on));
+  };
+  const toggle = () => {
+    const on = local.get(KEYS.codeWrap) !== "true";
+    local.set(KEYS.codeWrap, on ? "true" : null);
+    apply(on);
+  };
+  apply(local.get(KEYS.codeWrap) === "true");
+  button?.addEventListener("click", toggle);
+  code.editor.addCommand(monaco.KeyMod.Alt | monaco.KeyCode.KeyZ, toggle);
 }

@@ -3,6 +3,7 @@ without validating. Queue messages and log appends happen on commit, never befor
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -23,7 +24,7 @@ from web.errors import ActionError
 
 from ..models import Run, RunEvent, RunProfile, run_facts
 from ..signals import run_cancelling, run_started, run_status_changed
-from .. import devices, metrics, quotas, runtimes
+from .. import devices, metrics, quotas, runtimes, stages
 from ..redis import get_event_log, get_redis
 
 log = logging.getLogger("playground")
@@ -39,8 +40,11 @@ SLUG = re.compile(r"[A-Za-z0-9_-]{1,32}")
 RUN_MAX_STDIN_BYTES = 256 * 1024
 
 # What a run may ask of its runner: {"compile_cache": false} compiles everything afresh;
-# {"profile": true} runs it under jax's profiler (its trace: RunProfile).
-RUN_OPTIONS = {"compile_cache": bool, "profile": bool}
+# {"profile": true} runs it under jax's profiler (its trace: RunProfile); {"chips": 4}, on a node of
+# exclusive chips (a TPU's: executor/chips.py), holds all of them for pmap or shard_map (1 or all).
+RUN_OPTIONS = {"compile_cache": bool, "profile": bool, "chips": int}
+# The most chips a run may ask for (a TPU host has 4 or 8; the node says whether it has them).
+RUN_MAX_CHIPS = 64
 
 
 def check_options(options) -> dict:
@@ -52,7 +56,11 @@ def check_options(options) -> dict:
         if name not in RUN_OPTIONS:
             raise ActionError(_("unknown option %(name)s: the options are %(options)s")
                               % {"name": repr(str(name)[:40]), "options": ", ".join(RUN_OPTIONS)})
-        if not isinstance(value, RUN_OPTIONS[name]):
+        if RUN_OPTIONS[name] is int:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= RUN_MAX_CHIPS:
+                raise ActionError(_("option %(name)s must be a number of chips from 1 to %(most)s")
+                                  % {"name": repr(name), "most": RUN_MAX_CHIPS})
+        elif not isinstance(value, RUN_OPTIONS[name]):
             raise ActionError(_("option %(name)s must be true or false") % {"name": repr(name)})
     return dict(options)
 
@@ -64,6 +72,7 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     room. ``run_id``: the new run's id, when the caller needs it before the run exists (a run
     socket waits for its stream while the run is admitted); a new one by default. ``session``: a
     notebook session's cell (actions/sessions.py has taken the session for it)."""
+    parsed = stages.now()
     if not isinstance(payload, dict):
         raise ActionError(_("the request body must be a JSON object"))
     code = check_code(payload.get("code"))
@@ -79,6 +88,10 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     who = client.person
     run_id = run_id or uuid.uuid4()
     priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id), room=client.room)
+    admitted = stages.now()
+    if parsed is not None:
+        stages.stamp(run_id, "parsed", parsed)
+        stages.stamp(run_id, "admitted", admitted)
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
                            run_id=run_id, priority=priority, runtime=runtime, options=options, session=session,
@@ -164,21 +177,25 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
              priority: int = 0) -> None:
     from web.celery import app
 
+    stages.stamp(run.id, "stored")
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
     route = registry.route(run.device, run.runtime)
     node, cell = None, None
     if run.session_id is not None:
         # A session's cell goes to the node that holds its runner, once one does (its first cell
-        # starts it on whichever node of the kind takes it).
+        # starts it on whichever node of the kind takes it, through its kind's queue).
         node = (sessionstate.read(get_redis(), str(run.session_id)) or {}).get("node")
         cell = {"id": str(run.session_id), "idle_s": run.session.idle_timeout_s}
     message = submit.run_message(str(run.id), run.code, run.options, run_limits(limits, run.device), grade, cell,
                                  stdin=run.stdin)
     if node:
-        submit.send_to_queue(app, sessionstate.node_queue(node), message, priority)
+        # Straight to the node's stream (executor/cellstream.py): one append, where Celery's
+        # publish cost a cell about 7 ms; the node's reader takes it at once.
+        sessionstate.send_cell(get_redis(), node, message)
     else:
         submit.send_run(app, route, message, priority)
+    stages.stamp(run.id, "queued")
     metrics.count_started(run)
 
 
@@ -203,7 +220,13 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
         # Lock the run's row first, then write its events: the same order as PostgreSQL's
         # TRUNCATE of both tables (and any other writer), so the two can wait but not deadlock.
         # (An insert's foreign-key check would otherwise lock the run only after the event.)
-        if not Run.objects.select_for_update(no_key=True).filter(id=run_id).exists():
+        # The status read under the lock decides where the batch moves it: the row is then
+        # written once, however many of started and finished the batch has (a run of a few
+        # milliseconds is one batch: one read, one insert, one update).
+        locked = Run.objects.select_for_update(no_key=True).filter(id=run_id)
+        found = list(locked.values_list("status", "started_at")[:1])
+        status, started_at = found[0] if found else (None, None)
+        if status is None:
             # A task queued against another database (a reset development database, say):
             # there is nothing to record it on, and retrying will not change that.
             log.warning("dropping %d events of run %s, which this database does not have", len(events), run_id)
@@ -212,30 +235,38 @@ def do_record_events(run_id: str, events: list[dict]) -> None:
             [RunEvent(run_id=run_id, seq=e["seq"], type=e["type"][:16], data=e) for e in events],
             ignore_conflicts=True,
         )
+        row: dict = {}
         for e in events:
             if e["type"] == ev.PROFILE and e.get("url"):
                 _store_profile(run_id)
             if e["type"] == ev.STARTED:
                 # Where and when it ran are kept even when its end was recorded first (batches
-                # recorded by two recorder processes can commit in either order); the status
-                # only moves forward.
-                Run.objects.filter(id=run_id, started_at__isnull=True).update(
-                    started_at=_when(e), worker=str(e.get("worker") or "")[:200],
-                    ran_on=str(e.get("device") or "")[:40], device_kind=str(e.get("device_kind") or "")[:100])
-                if Run.objects.filter(id=run_id, status=ev.STATUS_QUEUED).update(status=ev.STATUS_RUNNING):
+                # recorded by two recorder processes can commit in either order), and only the
+                # first start is: the row read under its lock says whether one was recorded (plain
+                # values rather than conditional expressions, which Django built and compiled
+                # anew for every batch, a third of recording one). The status only moves forward.
+                if started_at is None and "started_at" not in row:
+                    row.update(started_at=_when(e), worker=str(e.get("worker") or "")[:200],
+                               ran_on=str(e.get("device") or "")[:40],
+                               device_kind=str(e.get("device_kind") or "")[:100])
+                if status == ev.STATUS_QUEUED:
+                    status = row["status"] = ev.STATUS_RUNNING
                     moved.append(ev.STATUS_RUNNING)
-            elif e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES:
-                if Run.objects.filter(id=run_id).exclude(status__in=ev.TERMINAL_STATUSES).update(
-                    status=e["status"],
-                    finished_at=_when(e),
-                    message=str(e.get("message") or ""),
-                    wall_ms=_number(e.get("wall_ms")),
-                    cpu_ms=_number(e.get("cpu_ms")),
-                    peak_memory_kb=_number(e.get("peak_memory_kb"), int),
-                ):
-                    moved.append(e["status"])
+            elif (e["type"] == ev.FINISHED and e.get("status") in ev.TERMINAL_STATUSES
+                  and status not in ev.TERMINAL_STATUSES):
+                status = e["status"]
+                row.update(status=status, finished_at=_when(e), message=str(e.get("message") or ""),
+                           wall_ms=_number(e.get("wall_ms")), cpu_ms=_number(e.get("cpu_ms")),
+                           peak_memory_kb=_number(e.get("peak_memory_kb"), int))
+                moved.append(status)
+        if row:
+            Run.objects.filter(id=run_id).update(**row)
+        # Robust: the recorder commits many runs' batches at once (playground/batches.py), and one
+        # run's hook that fails must not keep the next runs' from running.
         if moved:
-            transaction.on_commit(lambda: _announce(run_id, moved))
+            transaction.on_commit(lambda: _announce(run_id, moved), robust=True)
+            if moved[-1] in ev.TERMINAL_STATUSES:
+                transaction.on_commit(lambda: stages.stamp(run_id, "recorded"), robust=True)
 
 
 def _store_profile(run_id: str) -> None:
@@ -247,7 +278,36 @@ def _store_profile(run_id: str) -> None:
     if data is None or RunProfile.objects.filter(run_id=run_id).exists():
         return
     RunProfile.objects.create(run_id=run_id, data=data)
-    transaction.on_commit(lambda: redis.delete(ev.profile_key(run_id)))
+    transaction.on_commit(lambda: redis.delete(ev.profile_key(run_id)), robust=True)
+
+
+def do_store_profile(run_id: str) -> None:
+    """A trace built after its run's end (executor/profiles.py), from Redis to the database."""
+    with transaction.atomic():
+        if Run.objects.filter(id=run_id).exists():
+            _store_profile(run_id)
+
+
+def profile_building(run: Run) -> dict | None:
+    """Why a profiled run's trace is not there (yet): {"building": true} while the executor
+    builds it after the run's end, {"error", "error_parts"?} when it could not; None otherwise."""
+    state = profile_state(str(run.id))
+    return None if state is None or state.get("ready") else state
+
+
+def profile_state(run_id: str) -> dict | None:
+    """A trace built after its run's end: {"building": true}, {"ready": true, "info": {events,
+    lanes, devices, summary, cut, bytes, raw_bytes}}, {"error", ...}; None for another run (or
+    once Redis has forgotten it)."""
+    state = get_redis().get(ev.profile_state_key(run_id))
+    if state == b"building":
+        return {"building": True}
+    if state and state.startswith(b"{"):
+        try:
+            return json.loads(state)
+        except ValueError:
+            return None
+    return None
 
 
 def profile_of(run: Run) -> bytes | None:

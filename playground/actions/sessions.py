@@ -1,13 +1,14 @@
 """Notebook sessions: made, their cells admitted and routed, ended. A session is a row (whose it is,
 what it runs on) and a live state in Redis (``executor.sessionstate``) that its node writes too;
 a cell is a run with its session, admitted as any run is, sent to the node that holds the
-session's runner (its own queue) once one does, else to its kind's like a run.
+session's runner (its own Redis stream) once one does, else to its kind's queue like a run.
 
 ``check_*`` validates and raises ``ActionError``; ``do_*`` changes state without validating."""
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from executor import sessionstate
 from web.clients import Client
 from web.errors import ActionError
 from web.ratelimit import check_rate_in_room
+from web.redis import exclusive
 
 from .. import devices, runtimes
 from ..models import Run, Session
@@ -35,12 +37,20 @@ NODE_LOST = gettext_noop("its node stopped answering (its state is lost; restore
 ENDED = gettext_noop("it was ended")
 ENDED_BY_OWNER = gettext_noop("it was ended by its owner")
 NEW_SESSIONS = gettext_lazy("new sessions")
+# How long the sessions' lock may be held (a few reads of Redis and the table, one insert).
+CREATE_HOLD_S = 10
 
 
 def check_create_session(payload, *, client: Client, owner=None) -> Session:
     """A new session on a device and runtime (the defaults unless asked), for ``client``'s person;
-    refused past SESSION_MAX_PER_CLIENT live ones, SESSION_RATE_LIMIT_PER_HOUR new ones, or when no
-    node of the kind has room for one more."""
+    refused past SESSION_MAX_PER_CLIENT live ones (SESSION_MAX_PER_ROOM for everyone signed out at
+    the address), SESSION_RATE_LIMIT_PER_HOUR new ones, or when the kind's nodes have no room for
+    one more (503).
+
+    The caps are counted and the session made under one lock (``web.redis.exclusive``): counted
+    apart from the insert, ten requests at once each saw none live and were all made, past the
+    person's cap and the node's whole EXECUTOR_MAX_SESSIONS. Sessions are made a few an hour, so
+    one lock for all of them costs nothing a person sees."""
     if payload is None:
         payload = {}
     if not isinstance(payload, dict):
@@ -53,23 +63,25 @@ def check_create_session(payload, *, client: Client, owner=None) -> Session:
     runtime, _note = runtimes.check_runtime(payload.get("runtime"))
     devices.check_online(device, runtime)
     who = client.person
-    live = _live(Session.objects.filter(client=who))
-    if len(live) >= settings.SESSION_MAX_PER_CLIENT:
-        raise ActionError(
-            _("you hold %(count)s live sessions, the most one person may (%(limit)s); end one (DELETE "
-              "/api/sessions/<id>, or Restart on its page) first")
-            % {"count": len(live), "limit": settings.SESSION_MAX_PER_CLIENT}, status=429,
-            data={"limit": "sessions", "sessions": [str(s.id) for s in live]})
-    room_live = _live(Session.objects.filter(room=client.room)) if client.room is not None else []
-    if len(room_live) >= settings.SESSION_MAX_PER_ROOM:
-        raise ActionError(
-            _("everyone signed out at your address together holds %(limit)s live sessions, the most they may; sign "
-              "in for sessions of your own, or end one first") % {"limit": settings.SESSION_MAX_PER_ROOM}, status=429,
-            data={"limit": "room_sessions"})
-    check_rate_in_room("sessions", who, client.room, settings.SESSION_RATE_LIMIT_PER_HOUR, 3600, NEW_SESSIONS)
-    check_room(device, runtime)
-    return do_create_session(device=device, runtime=runtimes.current(runtime), client=who, room=client.room or "",
-                             owner=owner if owner is not None and owner.is_authenticated else None)
+    with exclusive("sessions", hold_s=CREATE_HOLD_S):
+        live = _live(Session.objects.filter(client=who))
+        if len(live) >= settings.SESSION_MAX_PER_CLIENT:
+            raise ActionError(
+                _("you hold %(count)s live sessions, the most one person may (%(limit)s); end one (DELETE "
+                  "/api/sessions/<id>, or Restart on its page) first")
+                % {"count": len(live), "limit": settings.SESSION_MAX_PER_CLIENT}, status=429,
+                data={"limit": "sessions", "sessions": [str(s.id) for s in live]})
+        room_live = _live(Session.objects.filter(room=client.room)) if client.room is not None else []
+        if len(room_live) >= settings.SESSION_MAX_PER_ROOM:
+            raise ActionError(
+                _("everyone signed out at your address together holds %(limit)s live sessions, the most they may; "
+                  "sign in for sessions of your own, or end one first") % {"limit": settings.SESSION_MAX_PER_ROOM},
+                status=429, data={"limit": "room_sessions"})
+        check_room(device, runtime)
+        check_rate_in_room("sessions", who, client.room, settings.SESSION_RATE_LIMIT_PER_HOUR, 3600, NEW_SESSIONS)
+        return do_create_session(device=device, runtime=runtimes.current(runtime), client=who,
+                                 room=client.room or "",
+                                 owner=owner if owner is not None and owner.is_authenticated else None)
 
 
 def _live(sessions) -> list[Session]:
@@ -78,19 +90,32 @@ def _live(sessions) -> list[Session]:
 
 
 def check_room(device: str, runtime: str) -> None:
-    """Some node of the kind has room for one more session (its heartbeat says how many it holds)."""
+    """The kind's nodes have room for one more session: the slots their heartbeats offer
+    (EXECUTOR_MAX_SESSIONS each) against the sessions of the kind still live in the table, those
+    whose runner has not started yet with them (a heartbeat counts only the runners it holds, and
+    a burst of new sessions had none yet). Called under the sessions' lock."""
     workers = devices.online_workers(f"{device}@{runtime}")
-    free = sum(max(0, int(w.get("session_slots", 0)) - int(w.get("sessions", 0))) for w in workers)
-    if not free:
+    slots = sum(max(0, int(w.get("session_slots", 0))) for w in workers)
+    held = len(_live(Session.objects.filter(device=device, runtime=runtimes.current(runtime))))
+    if held >= slots:
         raise ActionError(_("no %(device)s executor has room for another session right now (each holds at most its "
-                            "EXECUTOR_MAX_SESSIONS); try again in a minute") % {"device": device}, status=503)
+                            "EXECUTOR_MAX_SESSIONS); try again in a minute") % {"device": device}, status=503,
+                          headers={"Retry-After": "60"}, data={"limit": "node_sessions"})
 
 
 def do_create_session(*, device: str, runtime: str, client: str, room: str = "", owner=None) -> Session:
-    session = Session.objects.create(id=uuid.uuid4(), device=device, runtime=runtime, client=client, room=room,
-                                     owner=owner, idle_timeout_s=settings.SESSION_IDLE_TIMEOUT_S)
-    sessionstate.create(get_redis(), str(session.id), idle_s=session.idle_timeout_s)
-    return session
+    """Its live state first, then its row: a row is never seen without its state (a reader in
+    between took such a session for one Redis forgot, and stopped it). A row that could not be
+    made takes its state with it."""
+    session_id = uuid.uuid4()
+    redis = get_redis()
+    sessionstate.create(redis, str(session_id), idle_s=settings.SESSION_IDLE_TIMEOUT_S)
+    try:
+        return Session.objects.create(id=session_id, device=device, runtime=runtime, client=client, room=room,
+                                      owner=owner, idle_timeout_s=settings.SESSION_IDLE_TIMEOUT_S)
+    except BaseException:
+        sessionstate.forget(redis, str(session_id))
+        raise
 
 
 def session_state(session: Session) -> dict:
@@ -119,7 +144,7 @@ def session_state(session: Session) -> dict:
 
 def _cancel_queued(session: Session) -> None:
     """A cell still queued for a session that stopped would wait for a runner that is gone (on
-    its node's own queue, for a node that may be gone too): it is cancelled, never run elsewhere."""
+    its node's own stream, for a node that may be gone too): it is cancelled, never run elsewhere."""
     from .runs import do_cancel_run
 
     for run in Run.objects.filter(session=session, status="queued"):
@@ -134,9 +159,11 @@ def _stopped(reason: str) -> dict:
             "cells_run": 0, "names": {}, "memory_bytes": None, "last_used": None, "node": None, "stop": False}
 
 
-def check_run_cell(session: Session, payload, *, client: Client, owner=None) -> Run:
+def check_run_cell(session: Session, payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None) -> Run:
     """A cell of the session: a run admitted as any (the person's shares) that runs in the
-    session's runner. One at a time: 409 while another is queued or running; 410 once stopped."""
+    session's runner. One at a time: 409 while another is queued or running; 410 once stopped.
+    ``run_id``: the new run's id, when the caller waits for its events before it exists (the
+    session's socket); a new one by default."""
     if not isinstance(payload, dict):
         raise ActionError(_('the request body must be a JSON object: {"code", "options"?}'))
     unknown = sorted(set(payload) - {"code", "options"})
@@ -148,7 +175,7 @@ def check_run_cell(session: Session, payload, *, client: Client, owner=None) -> 
     state = session_state(session)
     if state["state"] == sessionstate.STOPPED:
         raise _gone(state)
-    run_id = uuid.uuid4()
+    run_id = run_id or uuid.uuid4()
     taken = _take(session, str(run_id))
     if taken == "stopped":
         raise _gone(session_state(session))
@@ -161,16 +188,32 @@ def check_run_cell(session: Session, payload, *, client: Client, owner=None) -> 
         raise
 
 
+# How long a session is held for a cell whose run was never stored (its admission failed between
+# taking the session and storing the run: the web process died, say) before the next cell lets it
+# go. Taking and storing are milliseconds apart; a run stored meanwhile is not let go.
+UNSTORED_CELL_S = 30.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
+
+
 def _take(session: Session, run_id: str) -> str:
     """The session for this cell: "ok" or "stopped"; 409 while another cell is in flight (one
-    whose run ended without telling, a cancel before it started say, is let go first)."""
+    whose run ended without telling, a cancel before it started say, or whose run was never
+    stored, is let go first)."""
     redis = get_redis()
     for _attempt in range(2):
         taken = sessionstate.take(redis, str(session.id), run_id)
         if not taken.startswith("busy:"):
             return "stopped" if taken in ("stopped", "missing") else taken
-        other = taken.partition(":")[2]
-        if not Run.objects.filter(id=other).exclude(status__in=("queued", "running")).exists():
+        other, _sep, since = taken.removeprefix("busy:").partition(":")
+        status = Run.objects.filter(id=other).values_list("status", flat=True).first()
+        unstored = status is None and time.time() - _seconds(since) > UNSTORED_CELL_S
+        if status in ("queued", "running") or (status is None and not unstored):
             raise ActionError(_("a cell of this session is still running (run %(run)s); a session runs one cell at a "
                                 "time: wait for it to finish, or cancel it") % {"run": other}, status=409,
                               data={"running": other})

@@ -4,6 +4,8 @@ password change revokes, and draft writes limited."""
 
 from __future__ import annotations
 
+import time
+
 from datetime import timedelta
 
 import pytest
@@ -76,6 +78,26 @@ def test_an_account_is_locked_after_ten_failures_without_hashing_more(alice, set
     assert sign_in("ALICE", PASSWORD, address="198.51.100.9").status_code == 429  # any case of the name
 
 
+def test_failures_astride_a_windows_turn_count_together(alice, settings, counted_hashes, monkeypatch):
+    """Failures are counted over the last 15 minutes, not in fixed windows: ten just before a
+    quarter hour turns and ten just after are twenty within two seconds, and only ten are checked."""
+    import web.ratelimit
+
+    settings.SIGNIN_FAILURES_PER_ACCOUNT, settings.SIGNIN_FAILURES_PER_CLIENT = 10, 1000
+    turn = (time.time() // 900 + 1) * 900
+    clock = {"now": turn - 1}
+    monkeypatch.setattr(web.ratelimit, "time", type("Clock", (), {"time": staticmethod(lambda: clock["now"])}))
+    for n in range(10):
+        assert sign_in("alice", f"guess {n}", address=f"203.0.113.{n + 1}").status_code == 200
+    clock["now"] = turn + 1
+    refused = sign_in("alice", "guess 10", address="198.51.100.9")
+    assert refused.status_code == 429
+    assert 895 <= int(refused["Retry-After"]) <= 900  # when the first of the ten is 15 minutes old
+    assert len(counted_hashes) == 10
+    clock["now"] = turn + 900  # fifteen minutes after the first: its place is free again
+    assert sign_in("alice", PASSWORD, address="198.51.100.9").status_code == 302
+
+
 def test_a_client_is_stopped_after_thirty_failures_across_accounts(alice, bob, settings, counted_hashes):
     settings.SIGNIN_FAILURES_PER_ACCOUNT, settings.SIGNIN_FAILURES_PER_CLIENT = 1000, 30
     for n in range(30):
@@ -96,6 +118,18 @@ def test_signing_in_forgets_the_accounts_own_typos(alice, settings):
     for _ in range(2):
         sign_in("alice", "typo")
     assert sign_in("alice", PASSWORD).status_code == 302
+
+
+def test_a_sign_in_with_the_right_password_gives_its_place_back(alice, settings):
+    """Each attempt is counted as a failure before its password is checked; one that succeeded
+    gives its place back, so signing in again and again from one address is never refused."""
+    settings.SIGNIN_FAILURES_PER_ACCOUNT, settings.SIGNIN_FAILURES_PER_CLIENT = 2, 2
+    for _ in range(5):
+        assert sign_in("alice", PASSWORD).status_code == 302
+    sign_in("alice", "typo")
+    assert sign_in("alice", PASSWORD).status_code == 302
+    assert sign_in("nobody", "typo").status_code == 200
+    assert sign_in("alice", PASSWORD).status_code == 429  # the address's two failures are spent
 
 
 def test_the_admins_sign_in_is_throttled_too(django_user_model, settings, counted_hashes):

@@ -7,6 +7,8 @@ import os
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
+from tests import people as people_fixtures
+
 from .playground import CHROMIUM, CHROMIUM_ARGS, open_playground
 
 
@@ -48,3 +50,29 @@ def page(browser: Browser, live_stack) -> Page:
     yield page
     context.close()
     assert errors == [], f"uncaught errors on the page: {errors}"
+
+
+# The people and the course of the teaching pages' tests (test_courses.py and the modules after
+# it), here so that each module names them as fixtures rather than importing them.
+@pytest.fixture
+def people(django_user_model):
+    make = django_user_model.objects.create_user
+    return {"ines": make("ines", password=people_fixtures.PASSWORD),
+            "sam": make("sam", password=people_fixtures.PASSWORD),
+            "otto": make("otto", password=people_fixtures.PASSWORD)}
+
+
+@pytest.fixture
+def course(people):
+    """JAX 101, taught by ines, taken by sam (otto is no member), with one assignment."""
+    from courses.actions.assignments import do_create_assignment
+    from courses.actions.courses import do_create_course
+    from courses.actions.members import do_join_course
+
+    from .test_courses import CHECKS, DESCRIPTION, STARTER, off_the_loop
+
+    course = off_the_loop(do_create_course, people["ines"], "JAX 101")
+    off_the_loop(do_join_course, course, people["sam"])
+    assignment = off_the_loop(do_create_assignment, course, title="Squares", description=DESCRIPTION,
+                              starter_code=STARTER, checks=CHECKS, device="cpu")
+    return course, assignment

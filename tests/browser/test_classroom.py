@@ -15,15 +15,19 @@ import time
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests import people as people_fixtures
 from tests.people import PASSWORD
 
 from .playground import SCREENS, assert_accessible
-from .test_courses import _fresh_rate_limits, browser_as, course, off_the_loop, people  # noqa: F401
+from .test_courses import browser_as, off_the_loop
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SIZES = ("wide", "laptop", "phone")
 SLEEPER = "import time\nprint('started')\ntime.sleep(50)\nprint('never printed')\n"
+
+
+_fresh_rate_limits = people_fixtures.fresh_rate_limits
 
 
 def shoot(page: Page, name: str) -> None:
@@ -56,7 +60,7 @@ def value(page: Page, selector: str) -> str:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_a_room_signs_up_through_its_join_link_and_a_refused_form_keeps_what_was_typed(
-        browser: Browser, live_stack, people, course, size: str):  # noqa: F811
+        browser: Browser, live_stack, people, course, size: str):
     course_, _ = course
     use_up_the_addresss_sign_ups()
     learner = f"learner-{size}"
@@ -145,7 +149,7 @@ def row(page: Page, label: str):
 
 @pytest.mark.parametrize("size", SIZES)
 def test_my_runs_cancels_a_queued_and_a_running_run_and_the_rows_follow(
-        browser: Browser, live_stack, people, size: str):  # noqa: F811
+        browser: Browser, live_stack, people, size: str):
     from playground.models import Run
 
     sam = people["sam"]
@@ -185,7 +189,7 @@ def test_my_runs_cancels_a_queued_and_a_running_run_and_the_rows_follow(
         assert not Run.objects.filter(pk=waiting.pk).exists()
 
 
-def test_my_runs_cancel_works_without_the_script(browser: Browser, live_stack, people):  # noqa: F811
+def test_my_runs_cancel_works_without_the_script(browser: Browser, live_stack, people):
     from playground.models import Run
 
     sam = people["sam"]

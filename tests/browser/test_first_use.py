@@ -10,20 +10,24 @@ Screenshots go to /tmp/screens/first-use-*.png for a person to look at.
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests import people as people_fixtures
+
 from .playground import (SCREENS, assert_accessible, get_code, open_playground, run_code, set_code,
                          wait_until_finished)
-from .test_courses import _fresh_rate_limits, browser_as, course, off_the_loop, open_assignment, people  # noqa: F401
+from .test_courses import browser_as, off_the_loop, open_assignment
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SIZES = {"wide": (1440, 900), "laptop": (1024, 768), "phone": (390, 844)}
 LONG = " ".join(f"word{i:03d}" for i in range(60))  # 479 characters, spaces to wrap at
 TABLE_ROW = "| " + " | ".join(f"column {i:02d}" for i in range(14)) + " |"
+
+
+_fresh_rate_limits = people_fixtures.fresh_rate_limits
 
 
 def new_page(browser: Browser, live_stack, size: str = "wide", theme: str = "light") -> Page:
@@ -134,7 +138,7 @@ def test_reset_can_be_undone_and_keeps_the_old_code_as_a_draft(browser: Browser,
 
 
 def test_an_assignments_reset_can_be_undone_after_a_reload_too(
-        browser: Browser, live_stack, people, course):  # noqa: F811
+        browser: Browser, live_stack, people, course):
     _, assignment = course
     mine = "def square(x):\n    return x * x  # mine\n"
     # Reset deletes the draft on the server too, which it may not have reached yet (a 404).
@@ -179,7 +183,7 @@ def test_a_failed_run_switches_to_the_output_tab_and_a_cancelled_one_does_not(pa
 
 # 4. A run stopped at its wall clock says what to do -----------------------------------------------
 
-def test_a_run_out_of_time_says_what_to_try(browser: Browser, live_stack, people, course):  # noqa: F811
+def test_a_run_out_of_time_says_what_to_try(browser: Browser, live_stack, people, course):
     _, assignment = course
     assignment.limits = {"wall_s": 3}
     assignment.save(update_fields=["limits"])
@@ -235,7 +239,7 @@ def test_the_embed_stacks_at_a_blogs_width_and_shows_the_description(browser: Br
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_guide(
-        browser: Browser, live_stack, people, course, size: str):  # noqa: F811
+        browser: Browser, live_stack, people, course, size: str):
     from courses.actions.assignments import do_create_assignment
 
     course_, _ = course
@@ -289,7 +293,7 @@ def test_the_authoring_screen_says_which_editor_is_which_and_links_the_checks_gu
 
 @pytest.mark.parametrize("size", list(SIZES))
 def test_the_home_page_links_courses_and_a_join_link_names_its_course_signed_out(
-        browser: Browser, live_stack, people, course, size: str):  # noqa: F811
+        browser: Browser, live_stack, people, course, size: str):
     course_, _ = course
     with browser_as(browser, live_stack, size=size) as nobody:
         open_playground(nobody)
@@ -301,12 +305,13 @@ def test_the_home_page_links_courses_and_a_join_link_names_its_course_signed_out
         expect(nobody.get_by_role("heading", name="JAX 101", level=1)).to_be_visible()
         sign_in = nobody.get_by_role("link", name="Sign in to join")
         expect(sign_in).to_be_visible()
-        assert unquote(sign_in.get_attribute("href")).endswith(f"next=/courses/join/{course_.join_code}")
+        # The course's own sign-in, which names it and offers an account first (test_teaching.py).
+        assert sign_in.get_attribute("href") == f"/courses/join/{course_.join_code}/signin"
         assert nobody.get_by_role("link", name="Create an account").is_visible()
         assert_accessible(nobody, f"a join link signed out at {size}")
         shoot(nobody, f"join-signed-out-{size}")
         sign_in.click()
-        expect(nobody).to_have_url(re.compile(r"/accounts/login/\?next="))
+        expect(nobody).to_have_url(re.compile(rf"/courses/join/{course_.join_code}/signin$"))
     # Signed in, the same link joins.
     with browser_as(browser, live_stack, people["otto"]) as otto:
         otto.goto(f"/courses/join/{course_.join_code}")
@@ -324,7 +329,8 @@ def test_the_top_bar_is_short_and_the_tabs_focus_ring_is_whole(browser: Browser,
         bar = box(page, "header.topbar")
         # A phone's bar was 190 of 844 px: two rows now, as at 1024 px; one row at 1440 px.
         assert bar["height"] <= {"wide": 64, "laptop": 110, "phone": 100}[size], bar
-        for name in ("Examples", "Libraries", "Courses", "Share", "Sign in", "#run-button", "#device-select"):
+        in_bar = ("Examples", "Libraries", "Courses", "Share", "#run-button", "#device-select")
+        for name in in_bar + (("Sign in",) if size != "phone" else ()):
             control = page.locator(name) if name.startswith("#") else (
                 page.get_by_role("link", name=name, exact=True)
                 .or_(page.get_by_role("button", name=name, exact=True)).first)
@@ -332,6 +338,19 @@ def test_the_top_bar_is_short_and_the_tabs_focus_ring_is_whole(browser: Browser,
             found = control.bounding_box()
             assert found["x"] >= 0 and found["x"] + found["width"] <= SIZES[size][0], name
         assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        if size == "phone":
+            # Signed out, Sign in is in the More menu, where the device's name needed the room.
+            page.locator("#more-button").click()
+            expect(page.locator("#more-menu").get_by_role("link", name="Sign in", exact=True)).to_be_visible()
+            device = page.locator("#device-select")
+            fits = device.evaluate("""s => {
+                const style = getComputedStyle(s), text = document.createElement("canvas").getContext("2d");
+                text.font = style.font;
+                const room = s.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                return text.measureText(s.options[s.selectedIndex].text).width <= room;
+            }""")
+            assert fits, "the device's name is cut"
+            page.keyboard.press("Escape")
 
         # The ring of a focused tab is drawn inside the tab bar, which clips what is outside it.
         page.locator("#tab-output").focus()

@@ -184,8 +184,10 @@ def test_cells_share_one_session_and_stale_cells_run_again(nb: Page):
     page.wait_for_function("() => !window.notebook.stale().some(Boolean)")
     expect(page.locator("#run-stale")).to_be_disabled()
 
-    # Restart: a fresh session, so every cell that ran is stale.
+    # Restart, once confirmed (it names what is lost): a fresh session, so every cell that ran is stale.
     page.locator("#restart-button").click()
+    expect(page.locator("#restart-lost")).to_contain_text("scale")
+    page.locator("#restart-confirm").click()
     page.wait_for_function("() => window.notebook.stale().slice(0, 2).every(Boolean)")
     expect(cell(page, 0).locator(".cell-stale")).to_contain_text("session")
 
@@ -323,7 +325,8 @@ def test_a_shared_notebook_shows_its_outputs_read_only_and_forks(nb: Page):
 
     # Fork: signed out, a draft in this browser, editable.
     page.get_by_role("button", name="Fork").click()
-    page.wait_for_url("**/notebooks/new")
+    # A draft in this browser, at an address of its own once it has words (test_teaching.py).
+    page.wait_for_url(re.compile(r"/notebooks/(new|draft/[0-9a-z]{12})$"))
     # A cell's editor, or a shared notebook's rendered Markdown (a link of Markdown cells has no editor).
     page.wait_for_function("() => window.notebook"
                            " && document.querySelector('.cell .monaco-editor, .cell .cell-markdown')")
@@ -369,3 +372,23 @@ def test_the_notebook_page_passes_axe(browser: Browser, live_stack, theme: str):
         assert page.errors == []
     finally:
         page.context.close()
+
+
+def test_cells_go_on_the_sessions_socket_not_by_post(nb: Page):
+    """The page sends its cells on the session's websocket (no POST .../cells, no run socket of
+    their own), and their events come back on it: shown as a posted cell's are."""
+    page = nb
+    posted: list[str] = []
+    run_sockets: list[str] = []
+    page.on("request", lambda r: posted.append(r.url) if r.method == "POST" and r.url.endswith("/cells") else None)
+    page.on("websocket", lambda ws: run_sockets.append(ws.url) if "/ws/runs/" in ws.url else None)
+    edit(page, 0, FIRST)
+    page.keyboard.press("Shift+Enter")
+    assert wait_finished(page, 0) == "succeeded"
+    assert "first [1. 3. 5. 7.]" in output(page, 0)
+    edit(page, 1, SECOND)
+    page.keyboard.press("Control+Enter")
+    assert wait_finished(page, 1) == "succeeded"
+    assert "second 16.0" in output(page, 1)
+    assert page.evaluate("window.notebook.sent()") == {"socket": 2, "post": 0}
+    assert posted == [] and run_sockets == [], (posted, run_sockets)

@@ -311,7 +311,11 @@ def test_a_link_opened_before_its_run_is_all_stored_waits_for_the_rest(browser: 
 
 def test_the_top_bar_has_the_account_links(page: Page, browser: Browser, live_stack):
     expect(page.get_by_role("link", name="Sign in")).to_have_attribute("href", "/accounts/login/?next=/")
+    # Sign up is in the bar from 1440 px (below, the toolbar's names take its room; the sign-in
+    # page offers it).
+    page.set_viewport_size({"width": 1440, "height": 800})
     expect(page.get_by_role("link", name="Sign up")).to_have_attribute("href", "/accounts/signup/")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     from django.contrib.auth import get_user_model
     from django.test import Client

@@ -70,6 +70,8 @@ def narrower_than(page: Page, width: float) -> None:
 
 def zoom_onto(page: Page, query: dict, min_px: float = 8) -> dict:
     """Zooms in with W, the pointer on the slice ``query`` finds, until it is ``min_px`` wide."""
+    # On a narrow pane a selected slice's details, under the canvas, were scrolled into view.
+    page.locator("#panel-timeline canvas").scroll_into_view_if_needed()
     page.locator("#panel-timeline canvas").focus()
     for _ in range(40):
         found = page.evaluate("q => window.playground.timelineLocate(q)", query)
@@ -180,7 +182,13 @@ def test_a_100000_event_trace_draws_moves_with_the_keys_and_shows_a_slice(page: 
     peers = details.locator("table.tl-peers tbody tr")
     expect(peers).to_have_count(8)
     assert peers.locator("th").all_text_contents() == DEVICES
-    # The hatched part at its start is the wait, inside it.
+    # The hatched part at its start is the wait, inside it (found again: on a pane this narrow the
+    # details are under the canvas, and were scrolled into view).
+    on_cpu5 = {"name": "all-reduce.1", "lane": "TFRT_CPU_5"}
+    reduce = page.evaluate("q => window.playground.timelineLocate(q)", on_cpu5)
+    if reduce["y"] < 0:
+        page.locator("#panel-timeline canvas").scroll_into_view_if_needed()
+        reduce = page.evaluate("q => window.playground.timelineLocate(q)", on_cpu5)
     page.mouse.click(reduce["left"] + 2, reduce["y"])
     expect(details.locator(".tl-details-name")).to_have_text("Rendezvous")
     expect(details).to_contain_text("waiting in")
@@ -211,7 +219,7 @@ def test_the_timeline_in_the_dark_says_what_was_cut_and_passes_axe(browser: Brow
         cut = "The trace was cut at 20,000 events (PROFILE_MAX_EVENTS): the last 3 ms are left out."
         show_synthetic(page, events=20_000, event={"cut": cut, "profile_ms": 41.5, "devices": 8,
                                                     "raw_bytes": 3_400_000, "bytes": 410_000})
-        expect(page.locator("#panel-timeline .tl-notice")).to_contain_text(cut)
+        expect(page.locator("#panel-timeline .tl-notice").first).to_contain_text(cut)
         expect(page.locator("#panel-timeline .tl-facts")).to_contain_text("profiling cost 41.5 ms")
         # Dark: the axis's and the gutter's background is the dark surface, not white.
         dark = page.evaluate("""() => { const c = document.querySelector('#panel-timeline canvas');
@@ -545,3 +553,23 @@ def test_a_notebook_cell_run_with_profile_on_has_a_timeline_tab(browser: Browser
         assert page.errors == []
     finally:
         page.context.close()
+
+
+def test_on_a_phone_the_tabs_out_of_view_are_seen_at_a_faded_edge(browser: Browser, live_stack):
+    """At 390 px in English, Timeline (shown once Profile is on) does not fit beside the other
+    tabs: the bar scrolls sideways with no scroll bar drawn, so its edge fades where tabs are out
+    of view, and the next tab shows there in part."""
+    with fresh_page(browser, live_stack, viewport={"width": 390, "height": 844}, locale="en-US") as (page, _):
+        open_playground(page)
+        bar = page.locator("#tabs")
+        expect(bar).to_have_attribute("data-more", "none")
+        page.get_by_role("button", name="Profile").click()
+        expect(page.locator("#tab-timeline")).to_be_attached()
+        expect(bar).to_have_attribute("data-more", "end")
+        edge = bar.bounding_box()
+        timeline = page.locator("#tab-timeline").bounding_box()
+        assert timeline["x"] < edge["x"] + edge["width"] - 20, (timeline, edge)  # in part in view
+        bar.evaluate("b => b.scrollTo({left: b.scrollWidth})")
+        expect(bar).to_have_attribute("data-more", "start")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SHOTS / "tabs-phone-scrolled.png")

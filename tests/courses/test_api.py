@@ -575,6 +575,37 @@ class TestReadSubmissions:
         theirs = submit(client_of(classmate), assignment)
         assert student_client.get(f"/api/submissions/{theirs.pk}").status_code == 404
 
+    def test_a_submissions_run_is_its_students_and_the_instructors_alone(
+            self, assignment, student, student_client, instructor_client, outsider_client, client, classmate,
+            executor_online):
+        """Its code, profile and stdin: whoever else holds the run's id (a classmate it was shown
+        to, a link pasted in a chat) finds no such run, as for a run that does not exist."""
+        from courses.models import Membership
+
+        submission = submit(student_client, assignment, WRONG)
+        path = f"/api/runs/{submission.run_id}"
+        for who in (student_client, instructor_client):
+            response = who.get(path)
+            assert response.status_code == 200 and response.json()["code"] == WRONG
+        for who in (client_of(classmate), outsider_client, client):
+            for url in (path, f"{path}/profile"):
+                response = who.get(url)
+                assert response.status_code == 404 and WRONG not in response.content.decode(), url
+            # Nor can it be shared as a snippet by someone else, which would publish its code.
+            shared = post(who, "/api/snippets", {"code": "x", "run": str(submission.run_id)})
+            assert shared.status_code in (400, 404) and WRONG not in shared.content.decode()
+        # A student removed from the course no longer reads it, as they no longer read the submission.
+        Membership.objects.filter(course=assignment.course, user=student).delete()
+        assert student_client.get(path).status_code == 404
+        assert instructor_client.get(path).status_code == 200
+
+    def test_a_free_run_on_the_assignments_page_keeps_the_rules_of_any_run(self, assignment, student_client,
+                                                                            outsider_client, client, executor_online):
+        made = post(student_client, f"/api/assignments/{assignment.pk}/runs", {"code": "print(7)"})
+        assert made.status_code == 201
+        for who in (outsider_client, client):
+            assert who.get(f"/api/runs/{made.json()['id']}").status_code == 200
+
     @pytest.mark.parametrize("submission_id", ["{pk}", "999999", "x"])
     def test_an_outsider_and_the_anonymous_get_404(self, assignment, student_client, outsider_client, client,
                                                    submission_id, executor_online):

@@ -34,7 +34,10 @@ def test_an_empty_course(course, assignment, student):
     snap = snapshot(course)
     assert snap["students"] == [{"id": student.pk, "username": "sam"}]
     assert snap["assignments"] == [{"id": assignment.pk, "title": "Squares", "max_score": 5.0, "due": None}]
-    assert snap["cells"] == {} and snap["feed"] == [] and snap["errors"] == []
+    assert snap["cells"] == {} and snap["errors"] == []
+    # The feed a page open since would show: sam joined.
+    assert [item | {"at": None} for item in snap["feed"]] == [
+        {"kind": "member", "user": student.pk, "username": "sam", "role": "student", "at": None}]
     assert snap["histograms"] == {str(assignment.pk): [0] * 10}
 
 
@@ -64,11 +67,28 @@ def test_the_feed_is_newest_first(course, assignment, student, cleo, executor_on
     fail_with(run, "ZeroDivisionError", 1)
     submission = do_submit(assignment, cleo, CORRECT)
     feed = snapshot(course)["feed"]
-    assert [item["kind"] for item in feed] == ["submission", "run"]
+    assert [item["kind"] for item in feed] == ["submission", "run", "run", "member", "member"]
     assert feed[0]["submission"] == submission.pk and feed[0]["student"] == cleo.pk
-    assert feed[1] | {"at": None} == {"kind": "run", "run": str(run.pk), "student": student.pk,
+    assert feed[2] | {"at": None} == {"kind": "run", "run": str(run.pk), "student": student.pk,
                                       "assignment": assignment.pk, "submission": None, "status": "failed",
                                       "exc_type": "ZeroDivisionError", "line": 1, "at": None}
+
+
+def test_a_reloaded_feed_has_what_the_live_one_had(course, assignment, student, cleo, executor_online):
+    """What the socket sent as it happened (a submission's run, its grade, a student joining) is
+    there again after a reload, rebuilt from the rows: not only the submissions and free runs."""
+    submission = do_submit(assignment, student, WRONG)
+    fail_with(Run.objects.get(pk=submission.run_id), "NameError", 2)
+    do_record_grade(str(submission.run_id), result({"square of 3": False, "keeps the shape": True}))
+    feed = snapshot(course)["feed"]
+    ran = [item for item in feed if item["kind"] == "run"]
+    assert len(ran) == 1 and ran[0]["submission"] == submission.pk and ran[0]["status"] == "failed"
+    assert (ran[0]["exc_type"], ran[0]["line"]) == ("NameError", 2)
+    graded = [item for item in feed if item["kind"] == "submission"]
+    assert len(graded) == 1 and graded[0]["status"] == "graded" and graded[0]["score"] == 3.0
+    joined = [(item["username"], item["role"]) for item in feed if item["kind"] == "member"]
+    assert joined == [("cleo", "student"), ("sam", "student")]  # newest first
+    assert feed.index(graded[0]) < feed.index(ran[0])
 
 
 def test_common_errors_group_by_type_and_line(course, assignment, student, cleo, executor_online):

@@ -69,6 +69,19 @@ def student_view(client: Client, submission_id: int) -> dict:
     return response.json()
 
 
+def run_as_student(client: Client, run_id: str, timeout: float = 60) -> dict:
+    """A submission's run once it ended, read as its student reads it (a submission's run is its
+    student's and the course's instructors' alone: anyone else's read is a 404)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get(f"/api/runs/{run_id}")
+        assert response.status_code == 200, response.status_code
+        run = response.json()
+        if run["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return run
+        time.sleep(0.2)
+
+
 def assert_nothing_leaked(client: Client, submission_id: int) -> None:
     """What the student can get of a submission: its API answer and its grading run's events."""
     run_id = Submission.objects.get(pk=submission_id).run_id
@@ -129,7 +142,7 @@ def test_a_crashing_submission_is_graded_with_its_score(live_stack, assignment, 
     # The checks run after the code, in its globals, whatever the code did: square is defined.
     assert body["status"] == "graded" and body["score"] == 5.0
     # The grade is recorded before the run's end (the executor sends it first).
-    assert live_stack.wait_finished(body["run"])["status"] == "failed"
+    assert run_as_student(student_client, body["run"])["status"] == "failed"
 
 
 def test_a_submission_that_crashes_before_defining_anything_scores_zero(live_stack, assignment, student_client):
@@ -150,7 +163,7 @@ def test_a_slow_submission_is_graded_once_its_time_is_up(live_stack, course, stu
     body = student_view(student_client, submission_id)
     assert (body["status"], body["score"], body["max_score"]) == ("graded", 0.0, 5.0)
     assert "ran out of time" in body["message"]
-    assert live_stack.wait_finished(body["run"])["status"] == "timed_out"
+    assert run_as_student(student_client, body["run"])["status"] == "timed_out"
 
 
 def test_a_late_submission_is_marked(live_stack, course, student_client):
@@ -418,6 +431,53 @@ def test_a_student_cannot_open_the_dashboard_of_the_live_stack(live_stack, cours
         with pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=10)
     assert closed.value.rcvd.code == 4404
+
+
+def test_a_submissions_run_socket_is_closed_4404_to_all_but_its_student_and_instructors(
+        live_stack, course, assignment, student, instructor, outsider, student_client, django_user_model):
+    """``/ws/runs/<id>/`` of a submission's run keeps the rules of ``GET /api/runs/<id>``
+    (playground/access.py's guard): a classmate and an outsider signed in on the page, a script
+    signed out and a forged browser cookie are closed with 4404 before anything is sent, as for a
+    run that does not exist; the student and the course's instructors, signed in or with their API
+    tokens, follow it."""
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    classmate = django_user_model.objects.create_user("cleo", "cleo@example.com", "x")
+    do_join_course(course, classmate)
+    submission = Submission.objects.get(pk=submit(student_client, assignment, WRONG))
+    path = f"{live_stack.ws_url}/ws/runs/{submission.run_id}/"
+
+    def signed_in(user) -> dict:
+        return {"Cookie": f"sessionid={client_of(user).cookies['sessionid'].value}"}
+
+    strangers = {
+        "a classmate": signed_in(classmate),
+        "an outsider": signed_in(outsider),
+        "signed out": {},
+        "a forged browser cookie": {"Cookie": "browser=forged:signature"},
+    }
+    for who, headers in strangers.items():
+        with connect(path, additional_headers=headers, open_timeout=10) as ws:
+            with pytest.raises(ConnectionClosed) as closed:
+                message = ws.recv(timeout=30)
+                raise AssertionError(f"{who} was sent {message[:200]}")
+        assert closed.value.rcvd.code == 4404, who
+    # A script holding the student's or an instructor's API token, no cookie, follows it as they
+    # do on the page (the submission's answer names this socket); one whose token is not valid is
+    # told so with 4401, as the API answers 401.
+    followers = {"the student": signed_in(student), "the instructor": signed_in(instructor),
+                 "the student's script": bearer_header(make_token(student)),
+                 "the instructor's script": bearer_header(make_token(instructor))}
+    for who, headers in followers.items():
+        with connect(path, additional_headers=headers, open_timeout=10) as ws:
+            first = json.loads(ws.recv(timeout=30))
+        assert first.get("seq") == 1, (who, first)
+    with connect(path, additional_headers=bearer_header("jpg_" + "x" * 43), open_timeout=10) as ws:
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+    assert closed.value.rcvd.code == 4401 and "token is not valid" in closed.value.rcvd.reason
+    wait_graded(submission.pk)
 
 
 def bearer_header(secret: str) -> dict:

@@ -59,8 +59,8 @@ def test_the_sign_up_page_names_the_course_of_its_join_link(client, course):
 def test_the_sign_in_pages_sign_up_link_from_a_join_link_leads_to_the_courses_sign_up(client, course):
     """Sign in to join, then "Create an account" on the sign-in page: the course's sign-up all the
     same (the sign-up page hands over to the page's own)."""
-    login = client.get(f"/accounts/login/?next={course.join_url}").content.decode()
-    assert f'href="/accounts/signup/?next={course.join_url}"' in login
+    login = client.get(f"/accounts/login/?next={course.join_url}", follow=True).content.decode()
+    assert f'href="{signup_url(course)}"' in login  # the course's own sign-in (test_teaching_pages.py)
     response = client.get(f"/accounts/signup/?next={course.join_url}")
     assert response.status_code == 302 and response["Location"] == signup_url(course)
     assert client.get("/accounts/signup/?next=/courses/").status_code == 200  # a page with no sign-up of its own

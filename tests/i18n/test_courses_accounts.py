@@ -420,7 +420,7 @@ async def test_the_dashboard_socket_refuses_in_the_pages_language(student, cours
     cookie = await sync_to_async(_session_cookie)(student)
     comm = WebsocketCommunicator(application, f"/ws/courses/{course.pk}/",
                                  headers=[(b"origin", b"http://127.0.0.1"), cookie, (b"accept-language", language)])
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(10)  # 1 s by default: short for a loaded machine
     assert connected
     assert await comm.receive_output(5) == {"type": "websocket.close", "code": 4404, "reason": reason}
     await comm.disconnect()

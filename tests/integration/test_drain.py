@@ -157,3 +157,36 @@ def test_a_node_told_to_stop_finishes_its_run_takes_no_new_one_and_exits(live_st
     assert taken["status"] == "succeeded", taken
     assert taken["worker"].startswith("gpu-drain-b@")
     assert "".join(e.get("text", "") for e in taken["events"] if e["type"] == "stdout") == "taken by the next node\n"
+
+
+def test_a_draining_node_finishes_the_cell_it_has_from_its_stream_then_ends_its_sessions(live_stack, drain_workers,
+                                                                                         redis_client):
+    """A session's later cells reach its node on the node's own stream, not through Celery: told
+    to stop, the node still finishes the cell it has (as Celery's warm shutdown waits for its
+    tasks), then ends the session, said on it."""
+    from executor import sessionstate
+
+    node = drain_workers("drain-s")
+    live_stack.wait_online(DEVICE)
+    session = live_stack.new_session(device=DEVICE)
+    first, watched = live_stack.run_cell(session, "x = 'kept'\n")
+    assert watched.finished["status"] == "succeeded", watched.finished
+    held_by = redis_client.hget(sessionstate.key(session["id"]), "node").decode()
+    sent_before = redis_client.xinfo_stream(sessionstate.node_stream(held_by))["entries-added"]
+    status, slow = live_stack.post(f"{session['url']}/cells", {"code": "print(x)\n" + SLOW})
+    assert status == 201, slow
+    wait_for("the slow cell never printed",
+             lambda: "before" in str(live_stack.get(f"/api/runs/{slow['id']}")["events"]))
+    # It went by the node's stream (one more sent there, and taken: none waits unread).
+    stream = redis_client.xinfo_stream(sessionstate.node_stream(held_by))
+    assert (stream["entries-added"], stream["length"]) == (sent_before + 1, 0), stream
+
+    os.kill(node.pid, signal.SIGTERM)
+    assert node.wait(timeout=DRAIN_BOUND_S) == 0
+    live_stack.procs.pop("drain-s")
+    done = live_stack.wait_finished(slow["id"])
+    assert done["status"] == "succeeded", done
+    assert "".join(e.get("text", "") for e in done["events"] if e["type"] == "stdout") == "kept\nbefore\nafter\n"
+    status, state = live_stack.call("GET", session["url"])
+    assert state["state"] == "stopped" and state["stopped_reason"] == "its node stopped", state
+    assert live_stack.call("POST", f"{session['url']}/cells", {"code": "print(x)"})[0] == 410

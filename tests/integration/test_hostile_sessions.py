@@ -27,7 +27,9 @@ ROOM_SIZE = 2
 
 # Write one line on the session's event pipe, as the runner itself would.
 FORGE = ("import sys, os, json\n"
-         "_fd = sys.modules['runner.common'].outbox.channel.fd\n"
+         "_common = next(m for m in list(sys.modules.values())\n"
+         "               if (getattr(m, '__file__', None) or '').endswith('/runner/common.py'))\n"
+         "_fd = _common.outbox.channel.fd\n"
          "def forge(message):\n"
          "    os.write(_fd, (json.dumps(message) + '\\n').encode())\n")
 
@@ -102,12 +104,14 @@ def test_a_later_cell_reports_its_own_cpu_and_memory(stack):
     client = "198.51.100.62"
     session = new_session(stack, client)
     run_cell(stack, session, "x = 1\n", client)
+    # Half a second of CPU: on a loaded machine it takes several of wall clock, within this
+    # stack's 6.
     busy = run_cell(stack, session, "import time\nt = time.process_time()\n"
-                                    "while time.process_time() - t < 1.0:\n    pass\n"
+                                    "while time.process_time() - t < 0.5:\n    pass\n"
                                     "big = b'\\x01' * (300 * 2**20)\n", client)
     end(stack, session, client)
     assert busy.finished["status"] == ev.SUCCEEDED, busy.finished
-    assert busy.finished["cpu_ms"] >= 800, busy.finished
+    assert busy.finished["cpu_ms"] >= 400, busy.finished
     assert busy.finished["peak_memory_kb"] >= 300 * 1024, busy.finished
 
 

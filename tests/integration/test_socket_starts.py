@@ -26,7 +26,7 @@ async def _hub_waiters() -> dict:
 
 async def _refused_then_run(code: str) -> tuple[dict, dict, list[dict], dict, dict]:
     comm = WebsocketCommunicator(application, "/ws/runs/new/", headers=ORIGIN)
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(10)  # 1 s by default: short for a loaded machine
     assert connected
     try:
         await comm.send_to(text_data=json.dumps({"op": "start", "code": 5}))
@@ -47,7 +47,7 @@ async def _refused_then_run(code: str) -> tuple[dict, dict, list[dict], dict, di
 
 async def _run(code: str) -> tuple[list[dict], dict]:
     comm = WebsocketCommunicator(application, "/ws/runs/new/", headers=ORIGIN)
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(10)  # 1 s by default: short for a loaded machine
     assert connected
     try:
         await comm.send_to(text_data=json.dumps({"op": "start", "code": code}))
@@ -128,7 +128,7 @@ async def _refused_in_a_loop() -> tuple[list[dict], dict]:
     from playground.consumers import REFUSALS_MAX
 
     comm = WebsocketCommunicator(application, "/ws/runs/new/", headers=ORIGIN)
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(10)  # 1 s by default: short for a loaded machine
     assert connected
     answers = []
     try:

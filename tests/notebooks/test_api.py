@@ -158,6 +158,15 @@ class TestPages:
         assert data["id"] is None and data["save_url"] is None and data["editable"] is True
         assert data["signed_in"] is False and len(data["cells"]) == 1 and data["cells"][0]["type"] == "code"
 
+    def test_a_signed_out_draft_has_an_address_of_its_own(self, client):
+        """/notebooks/draft/<id>: the new notebook's page, told which of the browser's drafts it
+        is (only the browser holds it); an id of another shape is no page."""
+        data = page_data(client.get("/notebooks/draft/abcdefghij12"))
+        assert data["draft"] == "abcdefghij12" and data["id"] is None and data["editable"] is True
+        assert page_data(client.get("/notebooks/new"))["draft"] is None
+        assert client.get("/notebooks/draft/ABC").status_code == 404
+        assert client.get("/notebooks/draft/abcdefghij12x").status_code == 404
+
     def test_the_list_page_lists_ones_notebooks_and_says_where_drafts_are_when_signed_out(self, alice_client,
                                                                                              client, made):
         mine = alice_client.get("/notebooks/").content.decode()

@@ -3,6 +3,7 @@ online), with each dependency down in turn: 503 naming which and why, within a s
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -163,3 +164,52 @@ def test_readyz_is_rate_limited_per_client(on_redis, settings):
     assert set(refused.json()) == {"error", "limit", "retry_after"} and refused["Retry-After"]
     assert Client(REMOTE_ADDR="203.0.113.7").get("/readyz").status_code == 200
     assert prober.get("/healthz").status_code == 200  # the liveness check has no limit
+
+
+@pytest.mark.django_db
+def test_a_node_whose_runners_cannot_open_the_chip_says_why(client, on_redis, settings):
+    """A TPU node whose runners find the chip held never becomes ready, so it sends no heartbeat:
+    its pool reports the cause instead, which /readyz and /metrics show, and takes it back once
+    a runner starts."""
+    import sys
+
+    from executor.pool import RunnerPool
+    from executor.sandbox import DirectLauncher, Limits, launcher as launcher_module
+
+    held = ("import sys; sys.stderr.write('ABORTED: Internal error when accessing libtpu multi-process "
+            "lockfile.\\n'); sys.exit(1)")
+
+    class HeldChip(DirectLauncher):
+        def start(self, slot, lean=False, session_cpu_s=None):
+            return launcher_module.spawn_runner(lambda fd: [sys.executable, "-c", held, str(fd)], cwd="/", env={})
+
+    client_redis = redis.Redis.from_url(on_redis.url)
+    told = []
+
+    def on_fault(code, reason):
+        told.append(code)
+        if code is None:
+            registry.clear_fault(client_redis, "tpu@host-a", "tpu")
+        else:
+            registry.report_fault(client_redis, "tpu@host-a", "tpu", code, reason)
+
+    settings.RUN_DEVICE_KINDS = ["cpu", "tpu"]
+    pool = RunnerPool(HeldChip(limits=Limits()), size=1, concurrency=1, ready_timeout_s=5, on_fault=on_fault)
+    pool.start()
+    try:
+        deadline = time.monotonic() + 20
+        while "device_busy" not in told and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        pool.stop()
+    assert told and told[0] == "device_busy", told
+    body = client.get("/readyz").json()
+    assert body["checks"]["executors"]["faults"]["tpu"] == [{
+        "worker": "tpu@host-a", "code": "device_busy",
+        "reason": "runner exited during warm-up: the device is held by another process "
+                  "(libtpu lets one process hold a chip)"}]
+    assert "lockfile" not in json.dumps(body)  # what the runner printed stays in the worker's log
+    metrics = client.get("/metrics").content.decode()
+    assert 'playground_executor_start_faults{code="device_busy",kind="tpu"} 1.0' in metrics
+    on_fault(None, None)
+    assert "faults" not in client.get("/readyz").json()["checks"]["executors"]

@@ -80,6 +80,6 @@ async def test_the_application_opens_or_refuses_accordingly(headers, opens):
     from web.asgi import application
 
     comm = WebsocketCommunicator(application, "/ws/runs/00000000-0000-0000-0000-000000000000/", headers=headers)
-    connected, _ = await comm.connect()
+    connected, _ = await comm.connect(10)  # 1 s by default: short for a loaded machine
     assert connected is opens
     await comm.disconnect()

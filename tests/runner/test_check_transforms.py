@@ -11,6 +11,8 @@ import pytest
 
 from executor.local import grade_local
 
+from .reach import ANSWERING
+
 CHECKS = """
 from jaxplay.grading import allclose, check
 import jax, jax.numpy as jnp
@@ -61,12 +63,12 @@ def loss(w, x):
 """
 # Untraceable code whose runner answers every transformation with the plain function, and hands
 # over a module of a constant when asked to lower it.
-FORGED = NUMPY + """
-import importlib
-answers = importlib.import_module("runner.answers")
-real_function, real_lower = answers._function, answers._lower
-answers._function = lambda namespace, name, transform: (real_function(namespace, name, None)[0], None)
-answers._lower = lambda f, args, kwargs: real_lower(lambda *a, **k: np.float32(0.0873322), args, kwargs)
+FORGED = NUMPY + ANSWERING + """
+_function = _answering("function")
+real_function = _function.cell_contents
+_function.cell_contents = lambda name, transform: (real_function(name, None)[0], None)
+real_lower = _cell(lambda v: type(v) is dict and "lower" in v and "call" in v).cell_contents["lower"]
+_replace_lowering(lambda f, args, kwargs: real_lower(lambda *a, **k: np.float32(0.0873322), args, kwargs))
 """
 
 
@@ -141,17 +143,16 @@ def test_a_student_error_inside_the_checks_own_jitted_function_is_the_students(g
 # Untraceable code whose runner answers every question itself: a module of a host callback for
 # each lowering (which the analyst cannot run), values from finite differences for derivatives.
 FORGED_WITH_CALLBACKS = NUMPY + """
-import runner.answers as A
-from runner import transforms, values
-real = A.answer
+""" + ANSWERING + """
+transforms, values = _runner_module("transforms"), _runner_module("values")
 TEXT = ('module @jit_f { func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {\\n'
         '  %0 = stablehlo.custom_call @xla_python_cpu_callback(%arg0) : (tensor<f32>) -> tensor<f32>\\n'
         '  return %0 : tensor<f32> } }')
 def D(x, k):
     return np.sin(x) ** 2 if k == 0 else (D(x + 1e-2, k - 1) - D(x - 1e-2, k - 1)) / 2e-2
-def forged(q, ns):
+def forged(q, real):
     if q.get("op") == "get" or q.get("name") != "f":
-        return real(q, ns)
+        return real(q)
     t = q.get("transform")
     chain = transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)
     order = sum({"grad": 1, "hessian": 2}.get(s, 0) for s, _ in chain)
@@ -159,16 +160,15 @@ def forged(q, ns):
         return {"value": values.encode({"text": TEXT})}
     x = np.asarray(values.decode(q["args"])[0], dtype=np.float64)
     return {"value": values.encode(np.asarray(D(x, order), dtype=np.float32))}
-A.answer = forged
+_take_over(forged)
 """
 # Answers made to crash the checker's own code, so that failures would be booked as the checks'.
 CRASHING = CORRECT + """
-import runner.answers as A
-from runner import transforms, values
-real = A.answer
-def crashing(q, ns):
+""" + ANSWERING + """
+transforms, values = _runner_module("transforms"), _runner_module("values")
+def crashing(q, real):
     if q.get("op") == "get" or q.get("name") != "f":
-        return real(q, ns)
+        return real(q)
     t = q.get("transform")
     steps = [s for s, _ in transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)]
     if q.get("op") == "lower":
@@ -176,7 +176,7 @@ def crashing(q, ns):
     if q.get("op") == "jaxpr":
         return {"value": {"$d": [["text", "sin"], ["eqns", 5]]}}
     return {"value": "abc" if steps == ["grad"] else 10 ** 400}
-A.answer = crashing
+_take_over(crashing)
 """
 
 
@@ -202,8 +202,9 @@ def test_a_student_value_where_a_function_goes_is_the_students_failure(grade):
 
 
 def test_a_line_number_is_a_number_not_a_channel(grade):
-    code = "def f(x):\n    raise ValueError\nimport runner.answers as A\nreal = A._error\n" \
-           "A._error = lambda exc: {**real(exc), 'line': 10 ** 300}\n"
+    code = "def f(x):\n    raise ValueError\n" + ANSWERING + \
+           "_error = _answering('error')\nreal = _error.cell_contents\n" \
+           "_error.cell_contents = lambda exc: {**real(exc), 'line': 10 ** 300}\n"
     result = grade(code, "from jaxplay.grading import check\ncheck('call', f(1.0) == 1)\n")
     assert messages(result) == {"call": (False, "f raised ValueError")}
 
@@ -218,22 +219,21 @@ def test_a_student_value_called_by_a_check_is_the_students_failure(grade):
 def test_the_checks_own_function_cannot_be_passed_with_finite_differences_of_untraceable_code(grade):
     # Plain values and "derivative" answers from NumPy, and an honest lowering (of NumPy: it fails).
     code = NUMPY + """
-import runner.answers as A
-from runner import transforms, values
-real = A.answer
+""" + ANSWERING + """
+transforms, values = _runner_module("transforms"), _runner_module("values")
 def D(x, k):
     return np.sin(x) ** 2 if k == 0 else (D(x + 1e-2, k - 1) - D(x - 1e-2, k - 1)) / 2e-2
-def forged(q, ns):
+def forged(q, real):
     t = q.get("transform")
     chain = transforms.clean_chain(values.decode(t) if isinstance(t, (dict, list)) else t)
     if q.get("op") != "call" or not chain or chain[-1][0] != "derivative":
-        return real(q, ns)
+        return real(q)
     order = int(chain[-1][1]["order"])
     value = np.asarray(D(np.asarray(values.decode(q["args"])[0], dtype=np.float64), order), dtype=np.float32)
     for _ in range(order):
         value = (value,)
     return {"value": values.encode(value)}
-A.answer = forged
+_take_over(forged)
 """
     checks = "from jaxplay.grading import allclose, check\nimport jax\nimport numpy as np\n" \
              "check('own grad', allclose(jax.grad(lambda t: 3 * f(t))(0.3), 3 * np.sin(0.6), rtol=1e-3))\n"
@@ -251,14 +251,13 @@ def test_starter_code_that_returns_none_fails_the_checks_own_function_as_the_stu
 
 def test_a_result_whose_dict_keys_cannot_be_sorted_fails_as_the_students(grade):
     code = CORRECT + """
-import runner.answers as A
-from runner import transforms, values
-real = A.answer
-def unsortable(q, ns):
+""" + ANSWERING + """
+transforms, values = _runner_module("transforms"), _runner_module("values")
+def unsortable(q, real):
     if q.get("op") == "call" and q.get("transform"):
         return {"value": {"$d": [[1, 0.0], ["a", 0.0]]}}
-    return real(q, ns)
-A.answer = unsortable
+    return real(q)
+_take_over(unsortable)
 """
     result = grade(code, CHECKS)
     assert not result["needs_regrade"], result["checks"]

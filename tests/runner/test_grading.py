@@ -11,6 +11,8 @@ import pytest
 
 from executor.local import RunResult, grade_local
 
+from .reach import ANSWERING, RUNNER_MODULE
+
 # The checks carry a marker that must never reach anything the student sees.
 MARKER = "HIDDEN_EXPECTED_4471"
 CHECKS = f"""
@@ -295,9 +297,9 @@ def answer_everything():
                 pass
 threading.Thread(target=answer_everything, daemon=True).start()
 """,
-    "switches off its compiled events and forges its own": """
+    "switches off its compiled events and forges its own": RUNNER_MODULE + """
 import jax, jax.numpy as jnp
-from runner import common
+common = _runner_module("common")
 channel = common.outbox.channel
 common.outbox.channel = None
 jax.config.update("jax_enable_x64", True)
@@ -386,6 +388,110 @@ def test_hostile_code_earns_nothing_and_sees_nothing_of_the_checks(grade, attack
         assert len(message) < 100 and "3d0" in message and message.startswith("square raised Input"), message
 
 
+# -- swapping the function the answers describe ----------------------------------------------------
+
+# A square in NumPy alone: its values are right, and JAX cannot trace it.
+SQUARE_CHECKS = """
+from jaxplay.grading import allclose, check, no_float64
+import jax, numpy as np
+x = np.arange(1.0, 4.0, dtype=np.float32)
+check("value", allclose(square(3.0), 9.0))
+check("on arrays", allclose(square(x), x ** 2))
+check("jit", allclose(jax.jit(square)(x), x ** 2))
+check("grad", allclose(jax.grad(square)(np.float32(3.0)), 6.0))
+check("no float64", no_float64(square, x))
+"""
+NUMPY_SQUARE = """
+import numpy as np
+def square(x):
+    return np.square(np.asarray(x))
+"""
+HONEST = {"value": True, "on arrays": True, "jit": False, "grad": False, "no float64": False}
+# What the swap wants answered instead: a traceable twin of the same values, or of other values.
+TWINS = {"same values": "jnp.square(x)", "other values": "jnp.square(x) + 0.5"}
+
+
+def twin(values: str) -> str:
+    return f"\nimport jax, jax.numpy as jnp\ndef _twin(x):\n    return {TWINS[values]}\n"
+
+
+def test_a_numpy_square_scores_what_it_earns(grade):
+    _run, result = grade(NUMPY_SQUARE, checks=SQUARE_CHECKS)
+    assert scores(result) == HONEST, result
+    assert {c["name"]: c["message"] for c in result["checks"]}["jit"].startswith(
+        "square raised TracerArrayConversionError"), result
+
+
+def test_the_runners_modules_cannot_be_imported_to_swap_the_function(grade):
+    """The four-line patch: import the runner's answering module, answer transformations with a
+    traceable twin. No spelling of the runner's modules imports, even with its folder put back on
+    sys.path, so the grade is the honest one."""
+    swap = NUMPY_SQUARE + twin("same values") + """
+import importlib, sys
+sys.path[:0] = ["/opt/playground", "/opt/playground/runner"]
+refused = []
+for name in ("runner.answers", "executor.runner.answers", "runner", "executor.runner", "answers", "runner.transforms"):
+    try:
+        answers = importlib.import_module(name)
+    except ImportError as exc:
+        refused.append(name)  # ModuleNotFoundError; a bare "answers" cannot import its relatives
+        continue
+    real = answers._function
+    answers._function = lambda ns, name, transform: real({**ns, "square": _twin} if transform else ns, name, transform)
+print("refused", refused)
+"""
+    run, result = grade(swap, checks=SQUARE_CHECKS)
+    assert run.stdout.startswith("refused [") and run.stdout.count("'") == 12, run.stdout
+    assert run.status == "succeeded" and scores(result) == HONEST, result
+
+
+def test_reassigning_the_runners_modules_found_in_the_process_changes_no_answer(grade):
+    """The runner's modules can still be found among sys.modules' values (or with gc): what they
+    name is not what answers, which holds its functions in closures built before the code ran."""
+    swap = NUMPY_SQUARE + twin("same values") + RUNNER_MODULE + """
+answers, transforms = _runner_module("answers"), _runner_module("transforms")
+def _swapped(steps):
+    return {step: (lambda fn: lambda f, **k: fn(_twin if f is square else f, **k))(fn) for step, fn in steps.items()}
+real_bound = transforms.bound
+transforms.bound = lambda jax: real_bound(type("J", (), {**{s: getattr(jax, s) for s in ("jacfwd", "tree_util")},
+                                                           **_swapped({s: getattr(jax, s) for s in ("jit", "grad")})}))
+answers.answerer = lambda ns: (lambda q: {"value": 0})
+for step in ("jit", "grad", "vmap"):
+    setattr(jax, step, (lambda fn: lambda f, **k: fn(_twin if f is square else f, **k))(getattr(jax, step)))
+jax.export.export = (lambda fn: lambda f, **k: fn(jax.jit(_twin), **k))(jax.export.export)
+print("patched", jax.jit.__name__)
+"""
+    run, result = grade(swap, checks=SQUARE_CHECKS)
+    assert run.stdout == "patched <lambda>\n", run.stdout  # the patches took, in the student's process
+    assert scores(result) == HONEST, result
+
+
+@pytest.mark.parametrize("values", list(TWINS))
+def test_a_gc_walk_that_reaches_the_answering_closure_gains_only_what_the_guide_says(grade, values):
+    """docs/CHECKS.md, "What rests on the student's side": code that walks the collector to the
+    answering closure and rewrites it can hand over a twin for every transformation and lowering.
+    A twin of the same values passes the checks that rest on the module the side hands over (jit,
+    grad, no_float64); a twin of other values passes none of them, and the value checks are the
+    plain function's either way."""
+    swap = NUMPY_SQUARE + twin(values) + ANSWERING + """
+_build = _cell(lambda v: getattr(v, "__qualname__", "") == "bound.<locals>.build")
+_real_build = _build.cell_contents
+_build.cell_contents = lambda f, chain: _real_build(_twin if f is square else f, chain)
+_lowering = _cell(lambda v: type(v) is dict and "lower" in v and "call" in v).cell_contents
+_real_lower = _lowering["lower"]
+_replace_lowering(lambda f, args, kwargs: _real_lower(_twin if f is square else f, args, kwargs))
+"""
+    run, result = grade(swap, checks=SQUARE_CHECKS)
+    assert run.status == "succeeded", run  # the walk found both cells and rewrote them
+    if values == "same values":
+        assert scores(result) == {"value": True, "on arrays": True, "jit": True, "grad": True, "no float64": True}
+    else:
+        assert scores(result) == HONEST, result
+        messages = {c["name"]: c["message"] for c in result["checks"]}
+        assert messages["jit"] == "square gives other values as compiled than called plainly", messages
+        assert messages["no float64"] == "what square compiles to does not compute what square returns", messages
+
+
 def test_code_that_floods_events_while_the_checks_call_it_is_ended(grade):
     """What the code sends while the checks call it is dropped, and the executor's time to drop
     it is not the run's: past MAX_LINES_WHILE_CHECKING lines the run ends."""
@@ -462,8 +568,8 @@ jax.config.update("jax_enable_x64", True)
 def loss(w):
     return jnp.sum(jnp.asarray(w, jnp.float64) ** 3)
 cheap = jax.export.export(jax.jit(lambda w: jnp.sum(w)))(jax.ShapeDtypeStruct((3,), jnp.float32)).serialize()
-import runner.answers as answers
-answers._lower = lambda f, args, kwargs: cheap
+""" + ANSWERING + """
+_replace_lowering(lambda f, args, kwargs: cheap)
 """
     _run, result = grade(forged, checks=checks)
     message = {c["name"]: c["message"] for c in result["checks"]}["no float64"]
@@ -489,17 +595,15 @@ def loss(w):
     jax.debug.print("w = {}", w)
     m = jnp.ones((60, 60)) @ jnp.ones((60, 60))
     return jnp.sum(jnp.asarray(w, jnp.float64) ** 2) + 0 * jnp.sum(m)
-import importlib
-answers = importlib.import_module("runner.answers")
-"""
+""" + ANSWERING
 FORGED_LOWERINGS = {
-    "a text that says nothing": 'answers._lower = lambda f, a, k: {"text": "module @m { }"}',
+    "a text that says nothing": '_replace_lowering(lambda f, a, k: {"text": "module @m { }"})',
     "a module that returns the check's answer whatever it is given": """
 def _constant(f, args, kwargs):
     value = np.asarray(f(*args), np.float32)
     const = jax.jit(lambda w: jnp.zeros((), jnp.float32) + value)
     return jax.export.export(const)(*[np.asarray(v, np.float32) for v in args]).serialize()
-answers._lower = _constant
+_replace_lowering(_constant)
 """,
     "a module corrupted to break the parser": """
 import random
@@ -509,14 +613,15 @@ def _corrupt(f, args, kwargs):
     for _ in range(8):
         blob[rng.randrange(len(blob) // 3, len(blob))] = rng.randrange(256)
     return bytes(blob)
-answers._lower = _corrupt
+_replace_lowering(_corrupt)
 """,
 }
 
 
 @pytest.mark.parametrize("forgery", list(FORGED_LOWERINGS))
 def test_a_forged_lowering_passes_no_compilation_check(grade, forgery):
-    _run, result = grade(COSTLY + FORGED_LOWERINGS[forgery], checks=COMPILED_CHECKS)
+    run, result = grade(COSTLY + FORGED_LOWERINGS[forgery], checks=COMPILED_CHECKS)
+    assert run.status == "succeeded", run  # the forgery was put in place (gc found the closure)
     assert scores(result) == {"value": True, "no float64": False, "compiled once": False, "cheap": False,
                               "no callbacks": False}, (forgery, result)
     assert result["outcome"] == "checked", result  # the checks ran to their end, in a checker that did not crash
@@ -541,11 +646,9 @@ square = lambda x: x * x
 
 
 def test_a_name_cannot_make_the_checker_import_what_it_likes(grade):
-    student = WRONG + """
-import importlib
-answers = importlib.import_module("runner.answers")
-real = answers._get
-answers._get = lambda ns, name: {"kind": "module", "value": "runner.__main__"} if name == "square" else real(ns, name)
+    student = WRONG + ANSWERING + """
+_take_over(lambda q, real: {"kind": "module", "value": "runner.__main__"}
+           if q.get("op") == "get" and q.get("name") == "square" else real(q))
 """
     _run, result = grade(student)
     assert {c["name"]: c["message"] for c in result["checks"]}["square of 3"] == \

@@ -365,7 +365,7 @@ print(json.dumps({"jax": jax.__version__, "runs": checked, "ordinals": ordinals}
 """
 
 
-@pytest.mark.parametrize("runtime_id", CATALOG.ids)
+@pytest.mark.parametrize("runtime_id", CATALOG.own_ids)
 def test_each_runtime_s_ops_are_on_the_device_their_launch_says(runtime_id):
     """Every run whose launch is in the profile is on its device, none on another; the runs
     launched from a thread that ended another are on their threads' lanes. On JAX 0.12, whose

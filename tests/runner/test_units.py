@@ -152,17 +152,30 @@ def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without
 
     sent = []
     monkeypatch.setattr(capture.common, "send", lambda type_, **fields: sent.append((type_, fields)) or True)
-    monkeypatch.setattr(capture, "COMPILING_NOTICE_S", 0.05)
     info = {"name": "f", "signature": {"args": [{"name": "x", "type": "f32[3]"}], "static": {}},
             "via": "jit", "line": 1, "call_line": 2}
 
+    def notice_sent():
+        # The notice's timer thread may wake late on a loaded machine: the compile below is
+        # "long" once the notice has gone, however late, and only then does it end.
+        deadline = time.monotonic() + 30
+        while not sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    # The quick compile ends a full second before its notice is due (a loaded machine may keep
+    # this thread from running between the two lines for a while), and its timer's thread is
+    # waited for: it ended without a word.
+    monkeypatch.setattr(capture, "COMPILING_NOTICE_S", 1.0)
     quick = capture._CompileNotice(info)
     quick.cancel(withdraw=True)
-    time.sleep(0.15)
+    quick.timer.join(30)
+    assert not quick.timer.is_alive()
     assert sent == []  # over before the notice was due: nothing to say, nothing to withdraw
 
+    monkeypatch.setattr(capture, "COMPILING_NOTICE_S", 0.05)
     compiled = capture._CompileNotice(info)
     time.sleep(0.15)
+    notice_sent()
     compiled.cancel()  # its "compiled" event follows
     assert sent == [("compiling", {"name": "f", "signature": "f(x: f32[3])", "via": "jit", "line": 1,
                                    "call_line": 2, "after_s": 0.05})]
@@ -170,6 +183,7 @@ def test_a_compile_notice_comes_only_for_a_long_compile_and_is_withdrawn_without
     sent.clear()
     failed = capture._CompileNotice(info)
     time.sleep(0.15)
+    notice_sent()
     failed.cancel(withdraw=True)  # an error, or XLA's cache: no "compiled" will come
     assert [(t, f.get("done")) for t, f in sent] == [("compiling", None), ("compiling", True)]
 

@@ -350,7 +350,7 @@ def test_cut_or_mutated_synthetic_bytes_read_or_raise_value_error():
 
 # Each runtime's own profile --------------------------------------------------------------------
 
-@pytest.fixture(scope="module", params=CATALOG.ids)
+@pytest.fixture(scope="module", params=CATALOG.own_ids)
 def runtime_profile(request, tmp_path_factory):
     """(the runtime, PROBE's facts, the bytes of its profile with Python tracing)."""
     rt = CATALOG.runtimes[request.param]

@@ -78,7 +78,10 @@ def test_it_runs_the_runner_protocol_through_the_sandbox(launcher):
     assert proc.stdout.read() == b"42\n"
     # What its names held (none here: the snippet defines no array), then its end.
     assert read_event(proc) == {"type": "shapes", "names": {}, "truncated": False}
-    assert read_event(proc) == {"type": "exit", "status": "succeeded"}
+    exit_ = read_event(proc)
+    # With what the runner read of its own use (the supervisor takes it only where no sandbox counts).
+    assert exit_["type"] == "exit" and exit_["status"] == "succeeded"
+    assert exit_["cpu_ms"] > 0 and exit_["host_peak_kb"] > 0 and "device_peak_bytes" not in exit_
     assert proc.wait(timeout=10) == 0
     cgroup_dirs = list(proc.sandbox_cgroup.dirs.values())
 

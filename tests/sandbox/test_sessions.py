@@ -188,3 +188,97 @@ def test_a_forged_cell_done_does_not_end_the_cell(host, redis_client):
     events, finished = cell(host, sid, "print('next')\n")
     assert text(events).strip() == "next"
 
+
+
+def test_first_cells_arriving_together_start_exactly_the_nodes_sessions(redis_client, monkeypatch):
+    """Six sessions' first cells at once on a node of three: its slots are reserved before each
+    runner starts, so exactly three start and three are told the node is full (and keep no
+    claim on the node); a node that restarts stops the sessions it held, said so."""
+    import threading
+
+    from executor import settings as executor_settings
+
+    monkeypatch.setattr(executor_settings, "MAX_SESSIONS", 3)
+    launcher = get_launcher(BACKEND, limits=LIMITS, uid_base=UID_BASE + 50)
+    pool = RunnerPool(launcher, size=0, concurrency=1, sessions=6, session_cpu_s=60)
+    name = f"test-{uuid.uuid4().hex[:6]}"
+    host = SessionHost(redis_client=redis_client, name=name, launcher=launcher, spawn=pool.spawn_session,
+                       release=pool.release)
+    ids = [new_session(redis_client) for _ in range(6)]
+    barrier = threading.Barrier(6)
+    outcomes: dict = {}
+
+    def first_cell(sid: str) -> None:
+        barrier.wait()
+        outcomes[sid] = host.session_for(sid, 600, LIMITS)
+
+    threads = [threading.Thread(target=first_cell, args=(sid,)) for sid in ids]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        started = [sid for sid, (session, _why) in outcomes.items() if session is not None]
+        refused = {sid: why for sid, (session, why) in outcomes.items() if session is None}
+        assert len(started) == 3 and host.count() == 3, outcomes
+        assert all("holds the most sessions it may (3)" in why for why in refused.values()), refused
+        assert all(sessionstate.read(redis_client, sid)["node"] is None for sid in refused)
+        # The same node, started again: what it held is gone with its runners, and says so.
+        again = SessionHost(redis_client=redis_client, name=name, launcher=launcher, spawn=pool.spawn_session,
+                            release=pool.release)
+        assert again.forget_held_before() == 3
+        for sid in started:
+            state = sessionstate.read(redis_client, sid)
+            assert state["state"] == sessionstate.STOPPED and state["stopped_reason"] == "its node restarted"
+    finally:
+        host.stop_all("the tests ended")
+        launcher.close()
+
+
+# Every spelling of the runner's own modules, with its folder put back on sys.path: none imports.
+IMPORTS_THE_RUNNER = """
+import importlib, sys
+sys.path[:0] = ["/opt/playground"]
+refused = []
+for name in ("runner", "runner.answers", "runner.common", "executor.runner.answers"):
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError:
+        refused.append(name)
+print(len(refused), "refused")
+"""
+
+
+def test_no_cell_can_import_the_runners_modules_and_figures_still_draw(host, redis_client):
+    for live in list(host.sessions.values()):  # the earlier tests' sessions hold the pool's slots
+        host.end(live, "done")
+    sid = new_session(redis_client)
+    for _ in range(2):  # the first cell, and a later one of the same runner
+        events, finished = cell(host, sid, IMPORTS_THE_RUNNER)
+        assert finished["status"] == ev.SUCCEEDED, finished
+        assert text(events) == "4 refused\n", events
+    events, finished = cell(host, sid, "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()\n")
+    assert finished["status"] == ev.SUCCEEDED, finished
+    assert [e.get("kind") for e in events if e["type"] == ev.DISPLAY] == ["figure"], events
+    host.end(host.sessions[sid], "done")
+
+
+def test_without_a_sandbox_a_cells_cpu_is_the_runners_own_reading(redis_client):
+    """The unsandboxed launcher (an accelerator host without user namespaces) has no counters of its
+    own: a cell's CPU is what its runner read across the cell, not missing, and not the process's
+    whole life (as a reused chip's run reports it)."""
+    launcher = get_launcher("none", limits=LIMITS)
+    pool = RunnerPool(launcher, size=0, concurrency=1, sessions=1, session_cpu_s=60)
+    plain = SessionHost(redis_client=redis_client, name=f"test-{uuid.uuid4().hex[:6]}", launcher=launcher,
+                        spawn=pool.spawn_session, release=pool.release)
+    try:
+        sid = new_session(redis_client)
+        spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}:\n    pass\n"
+        _, first = cell(plain, sid, spin.format(s=0.3))
+        _, second = cell(plain, sid, spin.format(s=0.05))
+        assert first["status"] == second["status"] == ev.SUCCEEDED, (first, second)
+        assert 300 <= first["cpu_ms"] < 1500, first
+        assert 50 <= second["cpu_ms"] < first["cpu_ms"], second
+    finally:
+        plain.stop_all("the test ended")
+        launcher.close()

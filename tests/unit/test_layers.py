@@ -29,7 +29,7 @@ SHARED = frozenset({
     "executor", "executor.events", "executor.registry", "executor.runtimes", "executor.shares",
     "executor.submit", "executor.logs", "executor.envvars", "executor.celeryconf", "executor.sessionstate",
     "executor.processes", "executor.analyser", "executor.analyser.wire", "executor.runner",
-    "executor.runner.protocol", "executor.runner.grades", "executor.runner.bindings"})
+    "executor.runner.protocol", "executor.runner.grades", "executor.runner.bindings", "executor.stages"})
 # What a runtime's environment holds besides the standard library (runtimes/*.txt).
 RUNTIME_LIBRARIES = frozenset({"jax", "jaxlib", "numpy", "matplotlib"})
 # web/'s shell: the modules that assemble the apps (routes, the ASGI application, the OpenAPI

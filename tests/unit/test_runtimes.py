@@ -20,14 +20,19 @@ def catalog_file(tmp_path, body: str):
 
 def test_the_catalog_lists_three_runtimes_with_the_versions_their_locks_pin():
     cat = runtimes.catalog()
-    assert cat.ids == ["jax-0.12.0.1", "jax-0.6.2", "jax-0.4.38"] and cat.default == runtimes.FIRST
+    assert cat.ids == ["jax-0.12.0.1", "jax-0.6.2", "jax-0.4.38", "host"] and cat.default == runtimes.FIRST
+    # The fourth is an accelerator host's own JAX: no lock, nothing to build, versions read at start.
+    offered = dict(cat.runtimes)
+    host = offered.pop("host")
+    assert host.environment == "host" and host.lock is None and host.packages == {}
+    assert runtimes.is_built(host) and runtimes.build(host) == 0.0
     old = cat.runtimes["jax-0.4.38"]
     assert (old.jax, old.jaxlib, old.python) == ("0.4.38", "0.4.38", "3.12")
     assert old.libraries["optax"] == "0.2.4" and "jedi" not in old.libraries
     first = cat.runtimes[runtimes.FIRST]
     assert first.environment == "executor" and first.jax == "0.12.0.1" and first.default
     # Every lock pins JAX and jaxlib to the version its id names, with hashes.
-    for rt in cat.runtimes.values():
+    for rt in offered.values():
         assert rt.id == f"jax-{rt.jax}" and rt.jaxlib == rt.jax
         if rt.lock is not None:
             assert "--hash=sha256:" in rt.lock.read_text()

@@ -145,7 +145,10 @@ export function bindEditing(
       validation.show(fresh);
       saved.textContent = t("Saved.");
       status.say(t("The assignment is saved."));
-      if (checksChanged && regrader) regradeOffer.hidden = false;
+      // Only when there is something to regrade: a new assignment's first checks change no grade.
+      if (checksChanged && regrader && (fresh.submissions ?? 0) > 0) regradeOffer.hidden = false;
+      // The verdict of what was just saved, in view: it is below the form's fold.
+      byId("validation-heading").scrollIntoView({ behavior: "smooth", block: "start" });
     } catch (err) {
       setError(error, errorText(err));
       // The server says where the checks break: "line 3", or in Chinese "第 3 行".

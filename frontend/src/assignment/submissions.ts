@@ -32,7 +32,7 @@ export class SubmissionsPane implements Pane {
     const hint = el("p", "submissions-hint",
       data.role === "instructor"
         ? t("Everyone's submissions, latest first. Instructors may submit too, to try the checks.")
-        : t("Every submission is kept and graded in the sandbox. Submit as often as you like."));
+        : t("Every submission is kept and graded: your code runs first, then the checks run in the checker, a sandboxed runner that your code never runs in. Submit as often as you like."));
     this.list = el("ol", "submission-list");
     this.list.setAttribute("aria-label", t("Submissions, latest first"));
     const heading = el("h2", "pane-heading", data.role === "instructor" ? t("Submissions") : t("Your submissions"));
@@ -176,7 +176,7 @@ export class SubmissionsPane implements Pane {
   private body(s: Submission): Node[] {
     const nodes: Node[] = [];
     if (s.status !== "graded") {
-      nodes.push(el("p", "submission-note", s.status === "queued" ? t("Waiting for a grader…") : t("Grading in the sandbox…")));
+      nodes.push(el("p", "submission-note", s.status === "queued" ? t("Waiting for a grader…") : t("Grading: the code runs, then the checks in the checker…")));
     } else if (s.results === "after_due") {
       const later = this.data.due
         ? t("Results after the due date ({due}).", { due: dateTime(this.data.due) })

@@ -134,7 +134,7 @@ export class ValidationView {
       const badge = el("span", "status-badge", run.status === "queued" ? t("queued") : t("grading"));
       badge.dataset.status = run.status === "queued" ? "queued" : "running";
       head.append(badge);
-      card.append(el("p", "validation-verdict", t("Grading in the sandbox with the checks as saved…")));
+      card.append(el("p", "validation-verdict", t("Grading: the code runs, then the checks as saved, in the checker…")));
       return card;
     }
     const { text, tone } = verdict(kind, run);

@@ -211,9 +211,16 @@ export class Dashboard {
       this.renderCheckErrors();
       this.scheduleResync();
     }
-    this.feed = this.feed.filter((f) => !(sameSubject(f, item)));
-    this.feed.unshift(item);
-    this.feed = this.feed.slice(0, FEED_LENGTH);
+    const known = this.feed.findIndex((f) => sameSubject(f, item));
+    if (known >= 0 && sameNews(this.feed[known], item)) {
+      // Told again, with nothing new (a run's end stored after its grade came, say): it keeps its
+      // place, or a reloaded feed would reorder itself under the reader's eyes.
+      this.feed[known] = { ...this.feed[known], ...item, at: this.feed[known].at };
+    } else {
+      this.feed = this.feed.filter((f) => !(sameSubject(f, item)));
+      this.feed.unshift(item);
+      this.feed = this.feed.slice(0, FEED_LENGTH);
+    }
     this.renderFeed();
   }
 
@@ -538,6 +545,11 @@ export class Dashboard {
       return figure;
     }));
   }
+}
+
+/** Whether a feed item says what the one before it about the same thing said. */
+function sameNews(a: Item, b: Item): boolean {
+  return a.status === b.status && a.score === b.score && a.max_score === b.max_score;
 }
 
 /** Two feed items about the same thing (the same run, the same submission): the newer replaces. */

@@ -47,6 +47,8 @@ export interface NotebookData {
   shared: SharedLink | null;
   signed_in: boolean;
   import_error: string | null;
+  /** A signed-out person's draft's id (its address, /notebooks/draft/<id>), or null. */
+  draft: string | null;
   /** The server's version of a saved notebook (bumped on each save), when it says. */
   version?: number | null;
   updated_at?: string | null;
@@ -110,6 +112,7 @@ export function readNotebookData(): NotebookData {
     shared,
     signed_in: data.signed_in === true,
     import_error: typeof data.import_error === "string" && data.import_error ? data.import_error : null,
+    draft: typeof data.draft === "string" && DRAFT_ID.test(data.draft) ? data.draft : null,
     version: typeof data.version === "number" ? data.version : null,
     updated_at: typeof data.updated_at === "string" ? data.updated_at : null,
   };
@@ -141,9 +144,36 @@ export interface LocalCopy {
   session: string | null;
 }
 
-/** Which copy: the notebook's id, or "new" for a draft not saved on the server. */
-export function copyKey(id: string | null): string {
-  return COPY_PREFIX + (id ?? "new");
+/** Which copy: the notebook's id, a signed-out person's draft's, or "new" for one that has no
+ *  words yet (nothing to give an address to). */
+export function copyKey(id: string | null, draft: string | null = null): string {
+  return COPY_PREFIX + (id ?? (draft ? `draft.${draft}` : "new"));
+}
+
+// A signed-out person's notebook is kept in their browser only, and gets an address of its own
+// at its first words (/notebooks/draft/<id>), as a signed-in person's gets /notebooks/<uuid>: a
+// reload, a bookmark or the back button opens that notebook, not whatever is newest. "New
+// notebook" (/notebooks/new) opens the draft written last, as it always has.
+const LATEST_DRAFT = `${COPY_PREFIX}latest-draft`;
+const DRAFT_ID = /^[0-9a-z]{12}$/;
+
+export function newDraftId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return Array.from(bytes, (b) => "0123456789abcdefghijklmnopqrstuvwxyz"[b % 36]).join("");
+}
+
+/** The draft written last in this browser, when its copy is still there. */
+export function latestDraft(): string | null {
+  const id = local.get(LATEST_DRAFT);
+  return id && DRAFT_ID.test(id) && local.get(copyKey(null, id)) ? id : null;
+}
+
+export function setLatestDraft(id: string): void {
+  local.set(LATEST_DRAFT, id);
+}
+
+export function draftUrl(id: string): string {
+  return `/notebooks/draft/${id}`;
 }
 
 export function readCopy(key: string): LocalCopy | null {
@@ -319,6 +349,17 @@ export function blockersOf(cells: readonly CellState[], index: number, stale: re
       return stale[i] !== null || !c.ran || c.ran.session !== session || c.ran.status !== "succeeded";
     })
     .sort((a, b) => a - b);
+}
+
+/** Why a blocker (``blockersOf``) holds a cell back, truthfully: stale (``staleness`` says why),
+ *  ran in this session and failed (or was stopped, timed out: did not succeed), or has not run
+ *  in this session at all. */
+export type HeldBack = "stale" | "failed" | "not-run";
+
+export function heldBackBy(cell: LocalCell, staleness: Staleness, session: string | null): HeldBack {
+  if (staleness) return "stale";
+  if (cell.ran && cell.ran.session === session && cell.ran.status !== "succeeded") return "failed";
+  return "not-run";
 }
 
 // ---------------------------------------------------------------------------------------------

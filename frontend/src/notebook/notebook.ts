@@ -13,10 +13,10 @@ import { KEYS, local, session as tabStorage } from "../storage";
 import { currentTheme } from "../theme";
 import { Cell, codeNames, compose, staleParts, type CellHost } from "./cell";
 import {
-  blockersOf, LIST_SEPARATOR, newCellId, staleness, type CellNames, type CellState, type CellType,
+  blockersOf, heldBackBy, LIST_SEPARATOR, newCellId, staleness, type CellNames, type CellState, type CellType,
   type LocalCell, type Staleness,
 } from "./model";
-import { LiveSession, stopReason, type SessionView } from "./session";
+import { LiveSession, leaseText, stopReason, type SessionView } from "./session";
 
 export interface NotebookOptions {
   list: HTMLElement;
@@ -477,6 +477,21 @@ export class Notebook implements CellHost {
     return this.enqueue(this.cells.filter((_, i) => this.stale[i] !== null && this.stale[i] !== undefined), true);
   }
 
+  /** What a Restart loses: the names the cells that ran in the live session defined (in the
+   *  cells' order, each once), and how many cells ran there. */
+  sessionNames(): { names: string[]; cells: number } {
+    const id = this.session.id;
+    const names = new Set<string>();
+    let cells = 0;
+    this.states().forEach((state, i) => {
+      const ran = this.cells[i].data.ran;
+      if (!id || this.cells[i].type !== "code" || !ran || ran.session !== id) return;
+      cells += 1;
+      for (const name of state.names?.defines ?? []) names.add(name);
+    });
+    return { names: [...names], cells };
+  }
+
   /** Restart: the session ends and a fresh one starts; every cell that ran is stale. */
   async restart(): Promise<void> {
     this.interrupt();
@@ -534,9 +549,13 @@ export class Notebook implements CellHost {
       const stale = this.stale[i];
       const names = states[index].names?.uses.filter((n) => states[i].names?.defines.includes(n)) ?? [];
       const n = i + 1;
-      const text = stale
-        ? names.length ? t("cell {n} ({names}) is stale: {why}", { n }) : t("cell {n} is stale: {why}", { n })
-        : names.length ? t("cell {n} ({names}) has not run in this session", { n }) : t("cell {n} has not run in this session", { n });
+      const some = names.length > 0;
+      const held = heldBackBy(this.cells[i].data, stale ?? null, this.session.id);
+      const text = held === "stale"
+        ? some ? t("cell {n} ({names}) is stale: {why}", { n }) : t("cell {n} is stale: {why}", { n })
+        : held === "failed"
+          ? some ? t("cell {n} ({names}) ran in this session and did not succeed", { n }) : t("cell {n} ran in this session and did not succeed", { n })
+          : some ? t("cell {n} ({names}) has not run in this session", { n }) : t("cell {n} has not run in this session", { n });
       return compose(text, { names: codeNames(names), why: stale ? staleParts(stale) : [] });
     });
     const between = language === "zh-hans" ? "；" : "; ";
@@ -570,6 +589,13 @@ export class Notebook implements CellHost {
         : this.namesByCode.get(source) ?? this.lastNames.get(cell.id) ?? null;
       return { cell: { ...cell.data, source }, names };
     });
+  }
+
+  /** What cell ``index``'s code as it is now defines and reads, once the server has said (null
+   *  until then). */
+  namesOf(index: number): CellNames | null {
+    const cell = this.cells[index];
+    return cell?.type === "code" ? this.namesByCode.get(cell.source) ?? null : null;
   }
 
   /** Asks the server, a moment after the typing stops, which names the cells define and use. */
@@ -616,6 +642,14 @@ export class Notebook implements CellHost {
   }
 
   private sessionLine(): SessionLine {
+    const line = this.sessionLineAlone();
+    const view = this.sessionView;
+    const lease = view.phase === "state" && view.info.state !== "stopped" ? leaseText(view.info) : null;
+    if (!lease) return line;
+    return { ...line, text: `${line.text} · ${lease}`, content: line.content ? [...line.content, ` · ${lease}`] : undefined };
+  }
+
+  private sessionLineAlone(): SessionLine {
     const view = this.sessionView;
     const hadRun = this.cells.some((c) => c.data.ran);
     if (this.restoring) {

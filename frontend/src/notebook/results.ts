@@ -174,8 +174,9 @@ export class CellResults implements RunView {
       if (onlyWhenFull) tab.hidden = !n;
       const before = this.counts.get(pane.id) ?? 0;
       this.counts.set(pane.id, n ?? 0);
-      count.hidden = !n;
-      count.textContent = n ? String(n) : "";
+      const shown = n !== null && (n > 0 || pane.showsZero === true);
+      count.hidden = !shown;
+      count.textContent = shown ? String(n) : "";
       tab.dataset.empty = String(!n && pane.id !== "output");
       if (!n) delete tab.dataset.news;
       else if (n > before && this.selected !== pane.id) tab.dataset.news = "true";

@@ -5,7 +5,10 @@
 // at its first words, and the page's address becomes its own.
 import { csrfToken } from "../api";
 import { t } from "../i18n";
-import { copyKey, dropCopy, readCells, readCopy, serverCells, writeCopy, type LocalCell, type NotebookData } from "./model";
+import {
+  copyKey, dropCopy, hasWriting, newDraftId, readCells, readCopy, serverCells, setLatestDraft, writeCopy, type LocalCell,
+  type NotebookData,
+} from "./model";
 
 export interface Snapshot {
   title: string;
@@ -54,6 +57,11 @@ function errorText(answer: Answer): string {
   return answer.status === 0 ? t("the server cannot be reached") : t("the server answered {status}", { status: answer.status });
 }
 
+/** Whether a page has anything to keep: a title, or a cell with some text. */
+function hasWords(s: Snapshot): boolean {
+  return s.cells.some((c) => c.source.trim()) || Boolean(s.title.trim());
+}
+
 export class Saver {
   private key: string;
   private localTimer: number | undefined;
@@ -72,8 +80,10 @@ export class Saver {
     private readonly onCreated: (id: string) => void,
     version: number | null,
     synced: boolean,
+    /** A signed-out person's new notebook was given an address: its draft's id. */
+    private readonly onDraft: (draft: string) => void = () => {},
   ) {
-    this.key = copyKey(notebook.id);
+    this.key = copyKey(notebook.id, notebook.draft);
     // Edits this browser kept that the server has not saved are based on the version they were
     // made on, not the server's now: saved elsewhere since, they meet a conflict, never overwrite.
     const kept = !synced && notebook.id !== null ? readCopy(this.key) : null;
@@ -101,6 +111,11 @@ export class Saver {
     window.clearTimeout(this.localTimer);
     this.localTimer = window.setTimeout(() => this.flushLocal(), LOCAL_PAUSE_MS);
     if (!this.toServer) return;
+    // From the first change on, "Saving…": the save waits for a pause in typing, and "Saved"
+    // meanwhile would say that an edit the server has not got yet is safe there.
+    if (this.state.kind === "saved" && (this.notebook.save_url || hasWords(this.snapshot()))) {
+      this.setState({ kind: "saving" });
+    }
     window.clearTimeout(this.serverTimer);
     this.serverTimer = window.setTimeout(() => void this.save(), SERVER_PAUSE_MS);
   }
@@ -110,6 +125,19 @@ export class Saver {
     window.clearTimeout(this.localTimer);
     if (!this.notebook.editable) return;
     const s = this.snapshot();
+    if (!this.toServer && this.notebook.id === null && this.notebook.draft === null
+        && (s.title.trim() || hasWriting(s.cells))) {
+      // Its first words: a signed-out person's notebook gets its own address (the draft's id),
+      // as a signed-in person's does when the server makes it.
+      const draft = newDraftId();
+      dropCopy(this.key);
+      this.notebook.draft = draft;
+      this.key = copyKey(null, draft);
+      setLatestDraft(draft);
+      writeCopy(this.key, { ...s, savedAt: Date.now(), synced: this.synced, version: this.version });
+      this.onDraft(draft);
+      return;
+    }
     writeCopy(this.key, { ...s, savedAt: Date.now(), synced: this.synced, version: this.version });
   }
 
@@ -159,8 +187,11 @@ export class Saver {
       ...(this.version !== null ? { version: this.version } : {}),
     };
     if (!this.notebook.save_url) {
-      // Made on the server at its first words, not for an empty page.
-      if (!s.cells.some((c) => c.source.trim()) && !s.title.trim()) return;
+      // Made on the server at its first words, not for an empty page (nothing to keep: saved).
+      if (!hasWords(s)) {
+        if (this.state.kind === "saving") this.setState({ kind: "saved" });
+        return;
+      }
       this.setState({ kind: "saving" });
       const made = await send("POST", "/api/notebooks", body);
       const id = made.data?.id;

@@ -1,8 +1,12 @@
 // The notebook's live session: one sandboxed runner that keeps the globals of the cells run in
 // it (POST /api/sessions). Made on the first run, followed on its socket (its state: idle, live,
 // stopped and why), asked to run one cell at a time (a 409 while another is still on its way is
-// waited out here, so cells run in the order they were asked for), deleted on Restart.
-import { ApiError, request, type CreatedRun, type RunOptions } from "../api";
+// waited out here, so cells run in the order they were asked for), deleted on Restart. A cell is
+// sent on that same socket when it is open ({"op": "cell"}: its events come back on it, wrapped
+// as cell_event, playground/session_socket.py), else posted (POST .../cells) and followed on its
+// run's own socket; a cell whose session socket drops mid-run is followed on its run's socket.
+import { ApiError, OPEN_WAIT_MS, opened, request, type CreatedRun, type RunOptions } from "../api";
+import type { EventFeed } from "../events";
 import { t, tn } from "../i18n";
 import { CLOSE_CODES } from "../protocol.gen";
 
@@ -22,6 +26,21 @@ export interface SessionInfo {
   names?: Record<string, string>;
   memory_bytes?: number | null;
   stopped_reason?: string | null;
+  /** On an exclusive chip (a TPU's): the chips it holds, until when if it stays idle, how many wait. */
+  lease?: { chips: string; until: string | null; waiting: number } | null;
+}
+
+/** "you hold TPU chip 0 until 14:32 · 3 waiting": a session's lease of its chip, or null. */
+export function leaseText(info: SessionInfo): string | null {
+  const lease = info.lease;
+  if (!lease) return null;
+  const chip = (info.device || "").split(":")[0] === "tpu"
+    ? t("TPU chip {chips}", { chips: lease.chips }) : t("chip {chips}", { chips: lease.chips });
+  const until = lease.until ? new Date(lease.until) : null;
+  const time = until && !Number.isNaN(until.getTime())
+    ? until.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : null;
+  const held = time ? t("you hold {chip} until {time}", { chip, time }) : t("you hold {chip}", { chip });
+  return lease.waiting > 0 ? `${held} · ${tn("{n} waiting", "{n} waiting", lease.waiting, { n: lease.waiting })}` : held;
 }
 
 /** What the page shows of the session: none yet, being made, or as the server says. */
@@ -53,6 +72,47 @@ function readInfo(data: unknown): SessionInfo | null {
   };
 }
 
+/** A cell's events as its session's socket carries them, for the cell's RunStream. */
+class CellFeed implements EventFeed {
+  private early: unknown[] = [];
+  private onMessage: ((data: unknown) => void) | null = null;
+  private onClose: (() => void) | null = null;
+  closed = false;
+
+  constructor(
+    readonly runId: string,
+    private readonly onRelease: (feed: CellFeed) => void,
+  ) {}
+
+  push(data: unknown): void {
+    if (this.closed) return;
+    if (this.onMessage) this.onMessage(data);
+    else this.early.push(data);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClose?.();
+  }
+
+  listen(onMessage: (data: unknown) => void, onClose: () => void): void {
+    this.onMessage = onMessage;
+    this.onClose = onClose;
+    for (const data of this.early.splice(0)) onMessage(data);
+    if (this.closed) onClose();
+  }
+
+  release(): void {
+    this.onMessage = this.onClose = null;
+    this.closed = true;
+    this.onRelease(this);
+  }
+}
+
+/** What a cell sent on the session's socket is answered: started (its run), or refused. */
+type CellAnswer = { type: "cell_started"; run: CreatedRun } | { type: "refused"; status?: number; error?: string };
+
 export class LiveSession {
   private info: SessionInfo | null = null;
   private making: Promise<SessionInfo> | null = null;
@@ -60,6 +120,12 @@ export class LiveSession {
   private retryTimer: number | undefined;
   private retryMs = 500;
   private view: SessionView = { phase: "none" };
+  /** Waits for the answer to a cell sent on the socket (null: the socket closed first). */
+  private answer: ((answer: CellAnswer | null) => void) | null = null;
+  /** The cell whose events the socket carries. */
+  private feed: CellFeed | null = null;
+  /** Cells started on the session's socket, and posted: how this page's cells went. */
+  readonly sent = { socket: 0, post: 0 };
 
   constructor(
     /** The runtime and device a new session asks for. */
@@ -127,7 +193,11 @@ export class LiveSession {
     for (;;) {
       try {
         const body = options && Object.keys(options).length ? { code, options } : { code };
-        return await request<CreatedRun>("POST", `${sessionPath(info.id)}/cells`, body);
+        const started = await this.sendCell(body);
+        if (started) return started;
+        const run = await request<CreatedRun>("POST", `${sessionPath(info.id)}/cells`, body);
+        this.sent.post += 1;
+        return run;
       } catch (error) {
         if (error instanceof ApiError && error.status === 409 && Date.now() < giveUpAt) {
           // The cell before it is still being let go: wait for the session, then ask again.
@@ -140,6 +210,50 @@ export class LiveSession {
         throw error;
       }
     }
+  }
+
+  /** Starts a cell on the session's socket: its run (whose events the socket carries), or null
+   *  when the socket is not open (the cell is then posted). A refusal throws ApiError as the
+   *  POST's would. */
+  private async sendCell(body: { code: string; options?: RunOptions }): Promise<CreatedRun | null> {
+    const socket = this.socket;
+    // A socket still opening (a new session's first cell) is waited for a moment.
+    if (!socket || !(await opened(socket, OPEN_WAIT_MS)) || socket !== this.socket || this.answer || this.feed) {
+      return null;
+    }
+    const answered = new Promise<CellAnswer | null>((resolve) => (this.answer = resolve));
+    socket.send(JSON.stringify({ op: "cell", ...body }));
+    const answer = await answered;
+    if (answer === null) throw new ApiError(0, t("the connection closed before the cell started; try again"));
+    if (answer.type === "refused") throw new ApiError(answer.status ?? 400, answer.error ?? t("the cell was refused"));
+    const feed = new CellFeed(answer.run.id, (done) => {
+      if (this.feed === done) this.feed = null;
+    });
+    this.feed = feed;
+    this.sent.socket += 1;
+    return { ...answer.run, feed };
+  }
+
+  /** A cell's message on the session's socket: the answer to the cell sent, or one of its events. */
+  private onCellMessage(data: { type?: unknown; run?: unknown; event?: unknown }): void {
+    if (data.type === "cell_event") {
+      if (this.feed && data.run === this.feed.runId) this.feed.push(data.event);
+      return;
+    }
+    const answer = this.answer;
+    this.answer = null;
+    answer?.(data as CellAnswer);
+  }
+
+  /** The socket closed: a cell waiting for its answer is told so, and one running goes on on its
+   *  run's own socket. */
+  private dropCell(): void {
+    const answer = this.answer;
+    this.answer = null;
+    answer?.(null);
+    const feed = this.feed;
+    this.feed = null;
+    feed?.close();
   }
 
   /** Ends the session (Restart, or the page's own stop). */
@@ -199,13 +313,19 @@ export class LiveSession {
       } catch {
         return;
       }
-      if ((data as { type?: unknown })?.type !== "state") return;
+      const type = (data as { type?: unknown })?.type;
+      if (type === "cell_started" || type === "cell_event" || type === "refused") {
+        this.onCellMessage(data as { type?: unknown });
+        return;
+      }
+      if (type !== "state") return;
       const next = readInfo({ ...(this.info ?? {}), ...(data as object), id: info.id });
       if (next) this.adopt(next);
     };
     socket.onclose = (close) => {
       if (socket !== this.socket) return;
       this.socket = null;
+      this.dropCell();
       if (!this.info || this.info.id !== info.id || this.info.state === "stopped") return;
       if (close.code === CLOSE_CODES.not_found) {
         void this.refresh(info.id);
@@ -226,6 +346,7 @@ export class LiveSession {
     window.clearTimeout(this.retryTimer);
     const socket = this.socket;
     this.socket = null;
+    this.dropCell();
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000);
   }
 }

@@ -28,19 +28,51 @@ import {
 } from "../course-page";
 import { byId, copyText, maybeById } from "../dom";
 import { bindHeader } from "../header";
-import { t } from "../i18n";
+import { language, t } from "../i18n";
 
-/** The checks a new assignment starts with: how to write them, and nothing that counts yet. */
-const CHECKS_TEMPLATE = `# Hidden checks: students never see this code. It runs after the student's code, in the
-# same sandbox, with the student's names in scope. Each check has a name, points and a message
-# the student sees. Helpers and examples: docs/CHECKS.md.
-from jaxplay.grading import check, allclose
+/** `text` as Python comment lines of at most `width` characters: broken at spaces, or anywhere
+ *  in a text without them (Chinese). */
+function commentLines(text: string, width = 96): string[] {
+  const lines: string[] = [];
+  let line = "";
+  const spaced = text.includes(" ");
+  for (const word of spaced ? text.split(" ") : Array.from(text)) {
+    const next = line === "" ? word : spaced ? `${line} ${word}` : line + word;
+    if (next.length + 2 > width && line !== "") {
+      lines.push(line);
+      line = word;
+    } else {
+      line = next;
+    }
+  }
+  if (line !== "") lines.push(line);
+  return lines.map((l) => `# ${l}`);
+}
 
-# check("f(2) is 4", allclose(f(2.0), 4.0), points=1)
-#
-# with check("keeps the shape", points=1):
-#     assert f(jnp.ones(3)).shape == (3,), "f(x) must have x's shape"
-`;
+/** The checks a new assignment starts with, in the page's language: how to write them, and
+ *  nothing that counts yet. */
+function checksTemplate(): string {
+  const width = language === "zh-hans" ? 60 : 96;
+  const said = [
+    t("Hidden checks: students never see this code."),
+    // Where checks run: the one sentence the authoring form and the guide (/courses/checks)
+    // say too, in both languages (tests/courses/test_teaching_pages.py).
+    t("The checks run after the student's code, in a process of their own: the checker, a sandboxed runner that no student code ever runs in."),
+    t("A name the checks use but do not define is the student's: the checker asks their runner for it."),
+    t("Each check has a name, points and a message the student sees."),
+    t("How checks work, with helpers and examples: {url}", { url: `${location.origin}/courses/checks` }),
+  ];
+  return [
+    ...said.flatMap((sentence) => commentLines(sentence, width)),
+    "from jaxplay.grading import check, allclose",
+    "",
+    `# check("f(2) is 4", allclose(f(2.0), 4.0), points=1)`,
+    "#",
+    "# with check(\"keeps the shape\", points=1):",
+    `#     assert f(jnp.ones(3)).shape == (3,), "f(x) must have x's shape"`,
+    "",
+  ].join("\n");
+}
 
 /** Runs `action` while `button` shows it is busy; errors go to `errorBox`. */
 async function busy(button: HTMLButtonElement, errorBox: HTMLElement, action: () => Promise<void>): Promise<void> {
@@ -164,7 +196,7 @@ function bindCoursePage(): void {
       const button = form.querySelector<HTMLButtonElement>("button[type=submit]")!;
       void busy(button, error, async () => {
         const made = await createAssignment(courseId, {
-          title: title.value.trim(), description: "", starter_code: "", checks: CHECKS_TEMPLATE,
+          title: title.value.trim(), description: "", starter_code: "", checks: checksTemplate(),
         });
         go(`/assignments/${made.id}/#edit`, t("Assignment created: describe it, give it starter code and checks, then save."));
       });

@@ -22,7 +22,7 @@ import "../notebook/cell.css";
 import { DevicePicker } from "../devices";
 import { byId, el, maybeById } from "../dom";
 import { bindHeader } from "../header";
-import { t } from "../i18n";
+import { t, tn } from "../i18n";
 import { themeName } from "../languages";
 import { monaco } from "../monaco";
 import { RuntimePicker } from "../runtimes";
@@ -31,17 +31,33 @@ import { editorWorkerUrl } from "../workbench";
 import { ProfileToggle } from "../profile/toggle";
 import { downloadFile, fileName, forkShared, importFile, NotebookShareDialog } from "../notebook/files";
 import {
-  copyKey, hasWriting, readCopy, readNotebookData, sameCells, toIpynb, writeCopy, type LocalCell, type LocalCopy,
+  copyKey, draftUrl, hasWriting, latestDraft, LIST_SEPARATOR, setLatestDraft, readCopy, readNotebookData, sameCells, toIpynb, writeCopy, type LocalCell, type LocalCopy,
 } from "../notebook/model";
 import { Notebook, type SessionLine } from "../notebook/notebook";
 import { Saver, type SaveState } from "../notebook/saver";
 
 const DEFAULT_TITLE = t("Untitled notebook");
+// How many of the session's names the Restart dialog lists before "and N more".
+const RESTART_NAMES_SHOWN = 12;
+
+/** `template` with its one "{names}" placeholder replaced by the node `names`. */
+function sentence(template: string, names: Node): (string | Node)[] {
+  const at = template.indexOf("{names}");
+  return at < 0 ? [template] : [template.slice(0, at), names, template.slice(at + "{names}".length)];
+}
 
 function notebookPage(): void {
   const data = readNotebookData();
   const readOnly = !data.editable;
-  const key = copyKey(data.id);
+  // Signed out, "New notebook" opens the draft written last, at its own address.
+  if (!readOnly && data.id === null && !data.signed_in) {
+    data.draft ??= latestDraft();
+    if (data.draft) {
+      setLatestDraft(data.draft);
+      history.replaceState(null, "", draftUrl(data.draft));
+    }
+  }
+  const key = copyKey(data.id, data.draft);
   const copy = readOnly ? null : readCopy(key);
   const notices: { text: string; action?: { label: string; run(): void } }[] = [];
 
@@ -234,7 +250,7 @@ function notebookPage(): void {
     saver = new Saver(data, snapshot, showSave, (id) => {
       // The new notebook has a page of its own now: the address says so (a reload opens it).
       history.replaceState(null, "", `/notebooks/${id}`);
-    }, data.version ?? copy?.version ?? null, synced);
+    }, data.version ?? copy?.version ?? null, synced, (draft) => history.replaceState(null, "", draftUrl(draft)));
     showSave(saver.current);
     saver.flushLocal();
     if (!synced) saver.changed();
@@ -257,7 +273,30 @@ function notebookPage(): void {
   on("run-stale", () => void notebook.runStale());
   on("run-above", () => void notebook.runAbove());
   on("interrupt-button", () => notebook.interrupt());
-  on("restart-button", () => void notebook.restart());
+  // Restart asks first, naming what is lost (the session's names) and what is kept (the cells):
+  // one click must not throw away a long training run's state.
+  const restartDialog = maybeById<HTMLDialogElement>("restart-dialog");
+  on("restart-button", () => {
+    const { names, cells: ran } = notebook.sessionNames();
+    if (!restartDialog || ran === 0) {
+      void notebook.restart();
+      return;
+    }
+    const lost = byId("restart-lost");
+    const shown = names.slice(0, RESTART_NAMES_SHOWN);
+    const list = el("span", null, ...shown.flatMap((name, i) => [...(i ? [LIST_SEPARATOR] : []), el("code", null, name)]),
+      names.length > shown.length ? t(" and {n} more", { n: names.length - shown.length }) : "");
+    lost.replaceChildren(...(names.length
+      ? sentence(tn("Lost: what {n} cell defined in this session, {names}.", "Lost: what {n} cells defined in this session, {names}.", ran, { n: ran }), list)
+      : [tn("Lost: what {n} cell left in this session.", "Lost: what {n} cells left in this session.", ran, { n: ran })]));
+    restartDialog.showModal();
+    byId("restart-confirm").focus();
+  });
+  restartDialog?.querySelectorAll<HTMLElement>("[data-close]").forEach((b) => b.addEventListener("click", () => restartDialog.close()));
+  on("restart-confirm", () => {
+    restartDialog?.close();
+    void notebook.restart();
+  });
   on("restore-button", () => void notebook.restore());
   on("add-code", () => addAtEnd("code"));
   on("add-markdown", () => addAtEnd("markdown"));
@@ -329,7 +368,8 @@ function notebookPage(): void {
         location.href = forked.url;
         return;
       }
-      const draft = copyKey(null);
+      // The fork is the draft "New notebook" opens: the one written last (kept aside first).
+      const draft = copyKey(null, latestDraft());
       const existing = readCopy(draft);
       if (existing && hasWriting(existing.cells)) writeCopy(`${draft}.replaced`, existing);
       writeCopy(draft, {
@@ -397,6 +437,8 @@ function notebookPage(): void {
       code: (i: number) => notebook.cells[i]?.source,
       setCode: (i: number, code: string) => notebook.cells[i]?.setSource(code),
       stale: () => notebook.cells.map((c) => c.element.dataset.stale === "true"),
+      /** What cell i defines and reads, as the server said for its code as it is now (null: not yet). */
+      names: (i: number) => notebook.namesOf(i),
       problems: (i: number) => {
         const model = notebook.cells[i]?.editor?.editor.getModel();
         return model ? monaco.editor.getModelMarkers({ resource: model.uri }).map((m) => `${m.owner} ${String(typeof m.code === "object" ? m.code?.value : m.code)} ${m.message}`) : [];
@@ -404,6 +446,8 @@ function notebookPage(): void {
       compiledNames: (i: number) => notebook.cells[i]?.results.compiled?.names() ?? [],
       runId: (i: number) => notebook.cells[i]?.session.id ?? null,
       session: () => notebook.session.lastId,
+      /** How its cells were sent: on the session's socket, or posted. */
+      sent: () => ({ ...notebook.session.sent }),
       runAll: () => notebook.runAll(),
       save: () => saver?.save(),
     },

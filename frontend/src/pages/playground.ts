@@ -35,6 +35,7 @@ import { t } from "../i18n";
 import { Keymaps } from "../keymaps";
 import { RuntimePicker } from "../runtimes";
 import { LibrariesMenu } from "../libraries";
+import { overflowMenu } from "../overflow";
 import { isMac } from "../platform";
 import { startRunWithInput } from "../run";
 import { ShareDialog, type ShareSource } from "../share";
@@ -60,6 +61,9 @@ print("f(x)  =", fast_f(x))
 print("f'(2) =", df(2.0))
 print("devices:", jax.devices())
 `;
+
+/** The widths at which the top bar is a phone's (pages/playground.css says the same). */
+const PHONE = "(max-width: 600px)";
 
 /** `snippet`: on a shared snippet's page, the snippet. */
 function playgroundPage(snippet: SnippetData | null): void {
@@ -233,6 +237,20 @@ function playgroundPage(snippet: SnippetData | null): void {
       })
     : null;
   maybeById("compare-button")?.addEventListener("click", () => void compare?.open());
+  // On a phone the JAX version, Compare, the language, the theme and, signed out, Sign in and Sign
+  // up live in the bar's More menu: the device (whose name needs the room), Profile, Run, Share
+  // and a signed-in account keep the one row.
+  const more = maybeById<HTMLButtonElement>("more-button");
+  if (more) {
+    const moving = [
+      document.querySelector<HTMLElement>(".topbar-playground .runtime-picker"),
+      maybeById("compare-button"),
+      document.querySelector<HTMLElement>(".topbar-playground .language-form"),
+      maybeById("theme-toggle"),
+      document.querySelector<HTMLElement>(".topbar-playground .account-links"),
+    ];
+    overflowMenu(more, byId("more-menu"), moving.filter((x): x is HTMLElement => x !== null), PHONE);
+  }
 
   if (page) page.start(bench);
   else bench.start();

@@ -69,6 +69,7 @@ export class CompiledPane implements Pane {
   readonly title = t("Compiled");
   readonly element: HTMLElement;
   onChange?: (count: number | null) => void;
+  readonly showsZero = true;
 
   private entries: Entry[] = [];
   private selected: Entry | null = null;
@@ -135,6 +136,7 @@ export class CompiledPane implements Pane {
     delete this.jaxprsGrid.dataset.entry;
     this.source.highlight(null, false);
     this.render();
+    this.onChange?.(null);
   }
 
   idle(): void {
@@ -159,7 +161,11 @@ export class CompiledPane implements Pane {
     } else if (event.type === "finished") {
       this.showPending(null);
       this.finished = true;
-      if (this.entries.length === 0) this.render();
+      if (this.entries.length === 0) {
+        this.render();
+        // "0" on the tab: that nothing compiled is said, not left to a missing badge.
+        this.onChange?.(0);
+      }
     }
   }
 
@@ -358,8 +364,11 @@ export class CompiledPane implements Pane {
       el(
         "p",
         "pane-placeholder-title",
-        this.finished ? t("This run compiled no functions.") : t("Nothing compiled yet."),
+        this.finished ? t("This run compiled nothing") : t("Nothing compiled yet."),
       ),
+      ...(this.finished
+        ? [el("p", "compiled-none-why", t("This run compiled nothing new: every jitted call it made found its function already compiled for those shapes (earlier in this session, or in the compile cache), and a run that calls no jitted function has nothing to compile."))]
+        : []),
       el(
         "p",
         null,

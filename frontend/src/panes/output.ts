@@ -4,7 +4,7 @@ import type { ErrorEvent, RunEvent } from "../events";
 import { copyText, el, strokeIcon } from "../dom";
 import { explanationText } from "../explanations";
 import { richText, str } from "../format";
-import { formatNumber, t } from "../i18n";
+import { formatNumber, t, tn } from "../i18n";
 import { isMac } from "../platform";
 import { KEYS, local } from "../storage";
 import { isTextDisplay } from "./figures";
@@ -183,6 +183,24 @@ class OutputView {
     this.placeholder.hidden = false;
   }
 
+  /** The quick fix an explanation speaks of, one click away on the card ("Replace all"): the
+   *  editor's own, applied to the editor's code (the workbench says which, ``offerFixes``). */
+  fixFor: (event: ErrorEvent) => QuickFix | null = () => null;
+
+  private fixButton(fix: QuickFix): HTMLElement {
+    const button = el("button", "button button-small button-primary error-fix", fix.label);
+    button.type = "button";
+    button.title = fix.title;
+    const done = el("span", "error-fix-done");
+    done.setAttribute("role", "status");
+    button.addEventListener("click", () => {
+      const n = fix.apply();
+      button.disabled = true;
+      done.textContent = tn("Replaced {n} character: run again.", "Replaced {n} characters: run again.", n, { n });
+    }, { once: true });
+    return el("div", "error-fix-row", button, done);
+  }
+
   private showError(event: ErrorEvent): void {
     this.placeholder.hidden = true;
     const title = document.createElement("div");
@@ -196,6 +214,8 @@ class OutputView {
 
     const explanation = explanationText(event as unknown as Record<string, unknown>);
     if (explanation) this.errorBox.append(el("p", "error-explanation", ...richText(explanation)));
+    const fix = explanation ? this.fixFor(event) : null;
+    if (fix) this.errorBox.append(this.fixButton(fix));
 
     if (typeof event.line === "number") {
       const where = document.createElement("button");
@@ -280,6 +300,14 @@ function idleHint(): string {
  * as the run until a new one starts, then beside the new run's output (two columns) whenever the
  * "Saved output" toggle is on.
  */
+/** A fix that an error's explanation offers, applied by a button on its card. */
+export interface QuickFix {
+  label: string;
+  title: string;
+  /** Applies it; how many places it changed. */
+  apply(): number;
+}
+
 export class OutputPane implements Pane {
   readonly id = "output";
   readonly title = t("Output");
@@ -334,6 +362,12 @@ export class OutputPane implements Pane {
     this.element = el("div", "output-pane", this.bar, this.columns);
     this.idle();
   }
+  /** The fixes an error card offers, for this page's editor (``OutputView.fixFor``): the live
+   *  run's card only, as the saved output's code is not the editor's. */
+  offerFixes(fixFor: (event: ErrorEvent) => QuickFix | null): void {
+    this.live.fixFor = fixFor;
+  }
+
 
   /** What the pane says before any run (a snippet page: that it has not been run yet). */
   setIdleHint(text: string): void {

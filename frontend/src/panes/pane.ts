@@ -26,6 +26,9 @@ export interface Pane {
    *  (Timeline: for a profiled run) says so through onPresent. */
   readonly initiallyPresent?: boolean;
   onPresent?: (present: boolean) => void;
+  /** Whether a count of 0 is news worth its badge ("0" on Compiled: a run that compiled nothing,
+   *  its calls served from the cache); otherwise 0 shows no badge. */
+  readonly showsZero?: boolean;
 }
 
 /**
@@ -47,6 +50,24 @@ export class Tabs {
     for (const pane of panes) this.add(pane);
     if (panes.length > 0) this.select(panes[0].id);
     bar.addEventListener("keydown", (e) => this.onKey(e));
+    this.markOverflow();
+  }
+
+  /** A bar wider than its room (a phone's, once a profiled run adds Timeline) scrolls sideways
+   *  with no scroll bar drawn: its edges fade where tabs are out of view, so that they are seen
+   *  to be there (``data-more``: "start", "end", "both" or "none"). */
+  private markOverflow(): void {
+    const bar = this.bar;
+    const mark = () => {
+      const start = bar.scrollLeft > 1;
+      const end = bar.scrollLeft + bar.clientWidth < bar.scrollWidth - 1;
+      bar.dataset.more = start && end ? "both" : start ? "start" : end ? "end" : "none";
+    };
+    bar.addEventListener("scroll", mark, { passive: true });
+    if (typeof ResizeObserver !== "undefined") new ResizeObserver(mark).observe(bar);
+    // A tab shown or hidden (Timeline, after a profiled run) changes what fits.
+    new MutationObserver(mark).observe(bar, { subtree: true, attributes: true, attributeFilter: ["hidden"] });
+    mark();
   }
 
   select(id: string): void {
@@ -114,7 +135,7 @@ export class Tabs {
     pane.onChange = (n) => {
       const before = this.counts.get(pane.id) ?? 0;
       this.counts.set(pane.id, n ?? 0);
-      count.hidden = n === null || n === 0;
+      count.hidden = n === null || (n === 0 && !pane.showsZero);
       count.textContent = n === null ? "" : formatNumber(n);
       if (!n) delete tab.dataset.news;
       else if (n > before && this.active !== pane.id) tab.dataset.news = "true";

@@ -2,9 +2,13 @@
 // says where its trace is. The summary (per device: busy and idle, collective wait, time per op
 // kind, top ops) is a table at once, from the event: the keyboard's and the screen reader's view.
 // The trace is fetched when the tab is first in view, with its progress, and drawn on a canvas
-// (profile/render.ts): a lane per device under the host's, zoomed and panned as XProf's. A click
-// on a slice shows it below; a device op links to its line of optimised HLO in the Compiled tab,
-// a Python slice to its line of the snippet.
+// (profile/render.ts): a lane per device under the host's, zoomed and panned as XProf's, opening
+// on the devices' steps (0 shows the whole trace). Its keys work as soon as the tab is shown,
+// while nothing else has the keyboard. A click on a slice shows it in a panel beside the canvas
+// (under it on a narrow pane, scrolled into view); a device op links to its line of optimised
+// HLO in the Compiled tab, a Python slice to its line of the snippet. The names the trace uses
+// (lanes, rows, op kinds) are explained in a line each (profile/glossary.ts), and simulated CPU
+// devices are named as such: what their collectives measure is threads waiting, not a network.
 import { el } from "../dom";
 import type { CompiledEvent, ProfileEvent, RunEvent } from "../events";
 import { bytes, count, duration, num, percent, str } from "../format";
@@ -12,6 +16,7 @@ import { formatNumber, t, tn } from "../i18n";
 import { TimelineView, type TimelineStats } from "../profile/render";
 import { summaryOfEvent, summaryOfTrace, topOps, type DeviceSummary } from "../profile/summary";
 import { fetchTrace } from "../profile/load";
+import { kindNote, laneNote, opNote, rowNote, simulatedDevices } from "../profile/glossary";
 import { COLLECTIVE, KINDS, WAIT, argNumber, argText, kindLabel, parseTrace, type Trace } from "../profile/trace";
 import { findHlo } from "./compiled";
 import { partsText } from "../explanations";
@@ -56,6 +61,7 @@ export class TimelinePane implements Pane {
   private readonly stage = el("div", "tl-stage");
   private readonly legend = el("ul", "tl-legend");
   private readonly details = el("section", "tl-details");
+  private readonly glossary = el("details", "tl-glossary");
   private readonly tables = el("div", "tl-tables");
   private readonly download = el("a", "button button-small tl-download", t("Download trace"));
 
@@ -73,11 +79,21 @@ export class TimelinePane implements Pane {
     this.legend.setAttribute("aria-label", t("Colours of the op kinds"));
     this.download.title = t("The trace as a .json.gz file (Chrome Trace Event Format): Perfetto and chrome://tracing open it");
 
-    const zoom = zoomButtons({ zoom: (f) => this.view.zoom(f), fit: () => this.view.fit() });
+    const zoom = zoomButtons({
+      zoom: (f) => this.view.zoom(f),
+      fit: () => this.view.fit(),
+      devices: () => this.view.frameDevices(),
+    });
     const head = el("div", "tl-head", this.facts, el("span", "spacer"), this.download, zoom);
-    this.stage.append(this.view.element, keysHint());
-    this.body.append(head, this.notices, this.progress, this.stage, this.legend, this.details, this.tables);
+    this.stage.append(el("div", "tl-canvas-column", this.view.element, keysHint(true)), this.details);
+    this.body.append(head, this.notices, this.progress, this.stage, this.legend, this.glossary, this.tables);
     this.element.append(this.placeholder, this.body);
+    // The keys work as soon as the tab is shown: a key pressed while nothing else has the
+    // keyboard (no field, no editor, no menu) goes to the timeline, as a click on it would.
+    document.addEventListener("keydown", (e) => {
+      if (e.defaultPrevented || !this.trace || !this.inView() || !freeForKeys(e.target, this.element)) return;
+      this.view.handleKey(e);
+    });
     this.reset();
   }
 
@@ -196,6 +212,7 @@ export class TimelinePane implements Pane {
         signal: abort.signal,
         onProgress: (n) => progress(n),
         onReceived: () => this.view.markStart(),
+        onBuilding: () => this.progress.replaceChildren(el("span", "spinner"), t("building the timeline…")),
       });
       if (abort.signal.aborted) return;
       this.loading = "done";
@@ -239,6 +256,7 @@ export class TimelinePane implements Pane {
     this.stage.hidden = this.trace === null;
     this.legend.hidden = this.trace === null;
     this.details.hidden = this.trace === null;
+    this.glossary.hidden = this.trace === null;
     this.progress.hidden = this.loading !== "loading" && this.loading !== "failed";
     if (this.loading === "none" && !error && !str(event.url) && !this.trace) this.progress.hidden = true;
     const url = str(event.url);
@@ -246,7 +264,8 @@ export class TimelinePane implements Pane {
     // The server names the file and sends it as one (?download=1).
     if (url) this.download.href = `${url}${url.includes("?") ? "&" : "?"}download=1`;
     this.renderLegend();
-    this.showDetails(this.view.selected);
+    this.renderGlossary();
+    this.renderDetails(this.view.selected);
     this.renderTables();
   }
 
@@ -289,13 +308,75 @@ export class TimelinePane implements Pane {
 
   private renderNotices(event: ProfileEvent): void {
     this.notices.replaceChildren();
-    const { error, cut } = profileNotices(event, this.trace?.cut || null);
+    const { error, cut } = profileNotices(event, this.trace?.cut || null, this.trace?.cutParts ?? null);
     if (error) {
       const p = el("p", "tl-notice tl-notice-error", el("strong", null, t("Profiling failed: ")), error);
       p.setAttribute("role", "alert");
       this.notices.append(p);
     }
     if (cut) this.notices.append(el("p", "tl-notice", cut));
+    const simulated = this.simulatedCount();
+    if (simulated) {
+      const p = el("p", "tl-notice tl-notice-info tl-simulated", el("strong", null, t("Simulated devices. ")),
+        t("These {n} devices are {n} threads of one CPU: an all-reduce here measures waiting, not a network. The time collectives take, and its share, say how the threads kept pace with one another, not how fast devices would talk.", { n: formatNumber(simulated) }));
+      this.notices.append(p);
+    }
+  }
+
+  /** The devices' names: the summary's, else the trace's device lanes'. */
+  private deviceNames(): string[] {
+    if (this.summary.length) return this.summary.map((row) => row.device);
+    return this.trace?.lanes.filter((lane) => lane.device).map((lane) => lane.name) ?? [];
+  }
+
+  /** How many simulated devices the run had (0: real ones, or one). */
+  private simulatedCount(): number {
+    const names = this.deviceNames();
+    return simulatedDevices(this.trace, names) ? names.length : 0;
+  }
+
+  private simulated(): boolean {
+    return this.simulatedCount() > 0;
+  }
+
+  /** What the names on the timeline mean: its lanes, rows and op kinds, a line each. */
+  private renderGlossary(): void {
+    const trace = this.trace;
+    this.glossary.replaceChildren();
+    if (!trace) return;
+    const simulated = this.simulated();
+    const dl = el("dl", "tl-glossary-list");
+    const add = (term: string, note: string | null, swatch?: string) => {
+      if (!note) return;
+      const dt = el("dt", null);
+      if (swatch) {
+        const chip = el("span", "tl-swatch");
+        chip.style.setProperty("--swatch", `var(--tl-${swatch})`);
+        dt.append(chip, " ");
+      }
+      dt.append(asName(el("span", null, term)));
+      dl.append(dt, el("dd", null, note));
+    };
+    const lanes = new Set<string>();
+    for (const lane of trace.lanes) {
+      // One line for a run of devices of one kind: "TFRT_CPU_0 … TFRT_CPU_7".
+      const note = laneNote(lane.name, simulated);
+      const key = note ?? lane.name;
+      if (lanes.has(key)) continue;
+      lanes.add(key);
+      const alike = trace.lanes.filter((other) => laneNote(other.name, simulated) === note && note !== null);
+      add(alike.length > 1 ? `${alike[0].name} … ${alike[alike.length - 1].name}` : lane.name, note);
+    }
+    const rows = new Set<string>();
+    for (const lane of trace.lanes) for (const row of lane.rows) rows.add(row.name.replace(/\s+\d+$/, ""));
+    for (const row of rows) add(row, rowNote(row));
+    const used = new Set<number>();
+    for (let i = 0; i < trace.count; i++) used.add(trace.kind[i]);
+    KINDS.forEach((kind, i) => {
+      if (used.has(i)) add(kindLabel(kind), kindNote(kind), kind);
+    });
+    const summary = el("summary", null, t("What the names mean"));
+    this.glossary.append(summary, dl);
   }
 
   private renderLegend(): void {
@@ -309,7 +390,7 @@ export class TimelinePane implements Pane {
       const swatch = el("span", `tl-swatch${i === WAIT ? " tl-swatch-wait" : ""}`);
       swatch.style.setProperty("--swatch", `var(--tl-${kind})`);
       const item = el("li", null, swatch, kind === "wait" ? t("wait (hatched)") : kindLabel(kind));
-      if (i === COLLECTIVE) item.title = t("A collective's wait for its peers is hatched");
+      item.title = i === COLLECTIVE ? `${kindNote(kind)} ${t("A collective's wait for its peers is hatched")}` : kindNote(kind) ?? "";
       this.legend.append(item);
     });
   }
@@ -317,12 +398,23 @@ export class TimelinePane implements Pane {
   // ---- The selected slice ---------------------------------------------------------------
 
   private showDetails(id: number | null): void {
+    this.renderDetails(id);
+    // Beside the canvas it is in view already; under it (a narrow pane), it is brought up.
+    if (id === null || !this.inView()) return;
+    const below = this.details.getBoundingClientRect().top >= this.view.element.getBoundingClientRect().bottom;
+    if (below) this.details.scrollIntoView({ block: "nearest" });
+  }
+
+  private renderDetails(id: number | null): void {
     const trace = this.trace;
     if (id === null || !trace) {
-      this.details.replaceChildren(el("p", "tl-details-hint", t("Click a slice for its details; the table below sums each device up.")));
+      this.details.replaceChildren(
+        el("h2", "tl-details-title", t("Selected slice")),
+        el("p", "tl-details-hint", t("Click a slice for its details: what it is, how long it took, and its line of HLO or code.")),
+      );
       return;
     }
-    const rows = sliceFacts(trace, id);
+    const rows = sliceFacts(trace, id, this.simulated());
     const parent = trace.parent[id];
     // A wait links to the op it lies in (a collective's rendezvous names no HLO op of its own).
     const linked = argText(trace, id, "hlo_op") === null && trace.kind[id] === WAIT && parent >= 0 ? parent : id;
@@ -390,26 +482,36 @@ export class TimelinePane implements Pane {
   private renderTables(): void {
     this.tables.replaceChildren();
     if (!this.summary.length) return;
-    this.tables.append(summaryTable(this.summary));
+    this.tables.append(summaryTable(this.summary, this.simulatedCount()));
     const ops = topOps(this.summary, TOP_OPS);
-    if (ops.length) this.tables.append(opsTable(ops, this.summary));
+    if (ops.length) this.tables.append(opsTable(ops, this.summary, this.simulatedCount()));
   }
 }
 
-/** The keys and the mouse, as a line under the canvas. */
-export function keysHint(): HTMLElement {
+/** The keys and the mouse, as a line under the canvas (`devices`: F frames the devices' steps). */
+export function keysHint(devices = false): HTMLElement {
   const key = (name: string) => el("kbd", null, name);
+  const keys = { w: key("W"), s: key("S"), a: key("A"), d: key("D"), fit: key("0"), f: key("F"), ctrl: key("Ctrl") };
   return el(
     "p",
     "tl-keys",
-    ...sentence(t("{w}{s} zoom · {a}{d} pan · {fit} fit · drag to pan · {ctrl}+wheel to zoom · click a slice for its details"), {
-      w: key("W"), s: key("S"), a: key("A"), d: key("D"), fit: key("0"), ctrl: key("Ctrl"),
-    }),
+    ...(devices
+      ? sentence(t("{w}{s} zoom · {a}{d} pan · {f} devices' steps · {fit} whole trace · drag to pan · {ctrl}+wheel to zoom · click a slice for its details"), keys)
+      : sentence(t("{w}{s} zoom · {a}{d} pan · {fit} fit · drag to pan · {ctrl}+wheel to zoom · click a slice for its details"), keys)),
   );
 }
 
-/** Zoom in, Zoom out and Fit, as buttons. */
-export function zoomButtons(act: { zoom(factor: number): void; fit(): void }): HTMLElement {
+/** Whether a key pressed on `target` is free for the timeline: it is on the page's body, the
+ *  pane itself or a tab, not in a field, the editor, a menu or a dialog. */
+function freeForKeys(target: EventTarget | null, pane: HTMLElement): boolean {
+  if (!(target instanceof Element) || target === document.body || target === document.documentElement) return true;
+  if (target.closest("input, textarea, select, [contenteditable=''], [contenteditable='true'], .monaco-editor, dialog, [role=menu], .menu")) return false;
+  if (pane.contains(target)) return !target.closest("button, a");
+  return target.getAttribute("role") === "tab";
+}
+
+/** Zoom in, Zoom out and Fit, as buttons; with `devices`, Devices' steps and Whole trace, named. */
+export function zoomButtons(act: { zoom(factor: number): void; fit(): void; devices?(): void }): HTMLElement {
   const button = (text: string, title: string, glyph: string, onClick: () => void) => {
     const b = el("button", "button button-small button-icon tl-zoom", el("span", "tl-zoom-glyph", glyph));
     b.type = "button";
@@ -418,30 +520,51 @@ export function zoomButtons(act: { zoom(factor: number): void; fit(): void }): H
     b.addEventListener("click", onClick);
     return b;
   };
+  const named = (text: string, title: string, className: string, onClick: () => void) => {
+    const b = el("button", `button button-small ${className}`, text);
+    b.type = "button";
+    b.title = title;
+    b.addEventListener("click", onClick);
+    return b;
+  };
+  const devices = act.devices;
   return el(
     "div",
     "tl-zoom-buttons",
     button(t("Zoom in"), t("Zoom in (W)"), "+", () => act.zoom(0.6)),
     button(t("Zoom out"), t("Zoom out (S)"), "−", () => act.zoom(1 / 0.6)),
-    button(t("Fit"), t("Show the whole run (0)"), "⤢", () => act.fit()),
+    ...(devices
+      ? [
+          named(t("Devices' steps"), t("Frame the devices' work, from their first op to their last (F)"), "tl-frame-devices", () => devices()),
+          named(t("Whole trace"), t("Show the whole trace: Python and XLA's compile on the host too (0)"), "tl-whole", () => act.fit()),
+        ]
+      : [button(t("Fit"), t("Show the whole run (0)"), "⤢", () => act.fit())]),
   );
 }
 
 /** What a slice is: where, when, how long; a collective's wait; its HLO op; its args. */
-export function sliceFacts(trace: Trace, id: number): [string, Node | string][] {
+export function sliceFacts(trace: Trace, id: number, simulated = false): [string, Node | string][] {
   const lane = trace.lanes[trace.lane[id]];
   const row = lane.rows[trace.row[id]];
   const start = trace.ts[id] - trace.start;
   const dur = trace.dur[id];
+  const kind = KINDS[trace.kind[id]];
+  // What it is, in words: its own name's pattern, else its kind's; and its lane's and row's.
+  const what = opNote(trace.names[id]) ?? kindNote(kind);
+  const where = [laneNote(lane.name, simulated), rowNote(row.name)].filter((x): x is string => x !== null);
   const rows: [string, Node | string][] = [
+    ...(what ? [[t("what"), el("span", "tl-note", what)] as [string, Node]] : []),
     // The lane's and the thread's names are the trace's own.
-    [t("where"), asName(el("span", null, `${lane.name} · ${row.name}`))],
+    [t("where"), el("span", null, asName(el("span", null, `${lane.name} · ${row.name}`)), ...where.map((note) => el("span", "tl-where-note", note)))],
     [t("start"), t("{time} into the trace", { time: duration(start / 1000) })],
     [t("duration"), duration(dur / 1000)],
   ];
   const wait = argNumber(trace, id, "wait_us");
   if (trace.kind[id] === COLLECTIVE && wait !== null) {
     rows.push([t("waited"), t("{time} for its peers ({share} of it)", { time: duration(wait / 1000), share: percent(dur > 0 ? wait / dur : 0) })]);
+  }
+  if (simulated && (trace.kind[id] === COLLECTIVE || trace.kind[id] === WAIT)) {
+    rows.push([t("on simulated devices"), el("span", "tl-note", t("the peers are threads of one CPU: this is waiting for them, not a network"))]);
   }
   const parent = trace.parent[id];
   if (trace.kind[id] === WAIT && parent >= 0) rows.push([t("waiting in"), el("code", null, trace.names[parent])]);
@@ -499,6 +622,11 @@ export function loadFailure(error: unknown, retry: () => void): Node[] {
   return [el("span", "tl-error-text", t("Could not load the trace: {why}. ", { why })), button];
 }
 
+function withTitle<T extends HTMLElement>(element: T, title: string | null): T {
+  if (title) element.title = title;
+  return element;
+}
+
 function us(value: number): string {
   return duration(value / 1000);
 }
@@ -520,7 +648,7 @@ function scrollable(table: HTMLTableElement, label: string): HTMLElement {
 
 /** One row per device: span, busy and idle (and their shares), collective wait, the largest
  *  kinds of op, and the device's top op. */
-function summaryTable(rows: DeviceSummary[]): HTMLElement {
+function summaryTable(rows: DeviceSummary[], simulated = 0): HTMLElement {
   const totals = new Map<string, number>();
   for (const row of rows) for (const [kind, time] of row.kinds) totals.set(kind, (totals.get(kind) ?? 0) + time);
   const kinds = [...totals].sort((a, b) => b[1] - a[1]).slice(0, KIND_COLUMNS).map(([k]) => k);
@@ -567,12 +695,15 @@ function summaryTable(rows: DeviceSummary[]): HTMLElement {
     "tl-table-note",
     t("Busy is the time a device's top-level ops took, idle the rest of its span; collective wait, what its collectives spent waiting for their peers; then the kinds of op that took the most time."),
   );
+  if (simulated) {
+    note.append(" ", el("strong", "tl-table-simulated", t("Measured on {n} simulated devices, threads of one CPU: collective time here is threads waiting for one another, not a network.", { n: formatNumber(simulated) })));
+  }
   const table = el("table", "data-table tl-summary", caption, el("thead", null, head), body);
   return el("section", "tl-table", el("h2", "tl-table-title", t("Per device")), note, scrollable(table, t("Per device")));
 }
 
 /** The ops that took the most time, all devices together. */
-function opsTable(ops: ReturnType<typeof topOps>, rows: DeviceSummary[]): HTMLElement {
+function opsTable(ops: ReturnType<typeof topOps>, rows: DeviceSummary[], simulated = 0): HTMLElement {
   const busy = rows.reduce((n, r) => n + r.busy, 0);
   const head = el(
     "tr",
@@ -590,8 +721,8 @@ function opsTable(ops: ReturnType<typeof topOps>, rows: DeviceSummary[]): HTMLEl
       el(
         "tr",
         null,
-        asName(th(op.name, "row", "cell-label")),
-        el("td", null, kindLabel(op.kind)),
+        withTitle(asName(th(op.name, "row", "cell-label")), opNote(op.name) ?? kindNote(op.kind)),
+        withTitle(el("td", null, kindLabel(op.kind)), kindNote(op.kind)),
         // A plain number in the locale's form; a large one with its SI prefix (1.20 k).
         el("td", "cell-num", op.count < 1000 ? formatNumber(op.count) : count(op.count)),
         el("td", "cell-num", formatNumber(op.devices)),
@@ -602,6 +733,9 @@ function opsTable(ops: ReturnType<typeof topOps>, rows: DeviceSummary[]): HTMLEl
   }
   const caption = el("caption", "visually-hidden", t("Top ops"));
   const note = el("p", "tl-table-note", t("The {n} ops that took the most time, all devices together.", { n: formatNumber(ops.length) }));
+  if (simulated && ops.some((op) => op.kind === "collective")) {
+    note.append(" ", el("strong", "tl-table-simulated", t("On {n} threads of one CPU a collective's time is mostly waiting for the slowest thread: it would not take that share on real devices.", { n: formatNumber(simulated) })));
+  }
   const table = el("table", "data-table tl-ops", caption, el("thead", null, head), body);
   return el("section", "tl-table", el("h2", "tl-table-title", t("Top ops")), note, scrollable(table, t("Top ops")));
 }
@@ -632,10 +766,11 @@ function peersTable(trace: Trace, selected: number, peers: number[]): HTMLElemen
 
 /** Why a profile has no trace, and what of its trace was cut, in the page's language when their
  *  sentences came with them (executor/runner/profile.py); else as sent. */
-export function profileNotices(event: ProfileEvent, tracesCut: string | null = null): { error: string | null; cut: string | null } {
+export function profileNotices(event: ProfileEvent, tracesCut: string | null = null,
+  tracesCutParts: unknown = null): { error: string | null; cut: string | null } {
   const error = str(event.error);
   const cut = str(event.cut) ?? tracesCut;
-  const cutSaid = str(event.cut) !== null ? partsText(event.cut_parts) : null;
+  const cutSaid = partsText(str(event.cut) !== null ? event.cut_parts : tracesCutParts);
   return {
     error: error === null ? null : (partsText(event.error_parts)?.join("") ?? error),
     cut: cut === null ? null : (cutSaid ? cutSaid.reduce((first, next) => t("{first}; {next}", { first, next })) : cut),

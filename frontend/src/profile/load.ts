@@ -10,10 +10,23 @@ export interface FetchOptions {
   onProgress?(received: number): void;
   /** All of it is here: it is parsed next. */
   onReceived?(): void;
+  /** The server is still building it (202, after the run's end): asked again shortly. */
+  onBuilding?(): void;
 }
 
-export async function fetchTrace(url: string, { signal, onProgress, onReceived }: FetchOptions): Promise<Trace> {
-  const response = await fetch(url, { credentials: "same-origin", signal, headers: { Accept: "application/json" } });
+/** How often, and how many times, a trace being built is asked for again. */
+const BUILDING_RETRY_MS = 500;
+const BUILDING_TRIES = 240;
+
+export async function fetchTrace(url: string, { signal, onProgress, onReceived, onBuilding }: FetchOptions): Promise<Trace> {
+  let response = await fetch(url, { credentials: "same-origin", signal, headers: { Accept: "application/json" } });
+  for (let tries = 0; response.status === 202; tries++) {
+    if (tries >= BUILDING_TRIES) throw new Error(t("the timeline was not built in time"));
+    onBuilding?.();
+    await new Promise((resolve) => setTimeout(resolve, BUILDING_RETRY_MS));
+    if (signal.aborted) throw new DOMException("aborted", "AbortError");
+    response = await fetch(url, { credentials: "same-origin", signal, headers: { Accept: "application/json" } });
+  }
   if (!response.ok) throw new Error(await failure(response));
   const chunks: Uint8Array[] = [];
   let received = 0;

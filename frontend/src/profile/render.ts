@@ -175,26 +175,53 @@ export class TimelineView {
       this.pointer = null;
       this.tooltip.hidden = true;
     });
-    this.canvas.addEventListener("keydown", (e) => this.onKey(e));
+    this.canvas.addEventListener("keydown", (e) => this.handleKey(e));
   }
 
-  /** Shows `trace` (null: nothing), the whole of it. */
+  /**
+   * Shows `trace` (null: nothing), opening on the devices' work: the span from their first op to
+   * their last, the host's lanes folded to their first levels. In a profiled run the host's
+   * Python and XLA's compile come first and can take most of the trace (2.7 s of 3.2 s for the
+   * gallery's shard_map example), which leaves the devices' steps a strip at the right edge;
+   * 0 shows the whole trace, F the devices' steps again.
+   */
   setTrace(trace: Trace | null): void {
     this.trace = trace;
     this.selectedId = null;
     this.scrollY = 0;
     this.labelWidths.clear();
     this.folded.clear();
-    this.layout();
-    // The devices in view at first: the host's lanes fold when there is no room for all.
-    if (trace && this.contentHeight + AXIS_H > this.tallest()) {
+    if (trace && trace.lanes.some((lane) => lane.device)) {
       trace.lanes.forEach((lane, i) => {
         if (!lane.device) this.folded.add(i);
       });
-      this.layout();
     }
-    this.fit(false);
+    this.layout();
+    this.extent = Math.max(this.sharedExtent ?? 0, this.ownSpan());
+    if (!this.frameDevices(false)) this.fit(false);
     this.describe();
+  }
+
+  /** The devices' work, µs after the trace's start; null when no device did any. */
+  deviceFrame(): { start: number; end: number } | null {
+    const trace = this.trace;
+    if (!trace || trace.deviceStart === null || trace.deviceEnd === null) return null;
+    return { start: trace.deviceStart - trace.start, end: trace.deviceEnd - trace.start };
+  }
+
+  /** Shows the devices' work with a little room either side; false when there is none. When it
+   *  is most of the trace anyway (over 60 %), the whole trace is shown. */
+  frameDevices(byUser = true): boolean {
+    const frame = this.deviceFrame();
+    if (!frame) return false;
+    const span = Math.max(frame.end - frame.start, MIN_SPAN);
+    if (span > this.ownSpan() * 0.6) {
+      this.fit(byUser);
+      return true;
+    }
+    const pad = span * 0.03;
+    this.moveTo(frame.start - pad, frame.end + pad, byUser);
+    return true;
   }
 
   /** From now until the next frame on screen is the time to first draw. */
@@ -430,7 +457,7 @@ export class TimelineView {
       : this.options.label;
     this.canvas.setAttribute(
       "aria-label",
-      t("{what}. W and S zoom in and out, A and D pan left and right, 0 fits the whole run, E folds or unfolds the host's lane; the left and right arrows step through the slices of the selected one's row.", { what }),
+      t("{what}. W and S zoom in and out, A and D pan left and right, 0 shows the whole trace, F the devices' steps, E folds or unfolds the host's lane; the left and right arrows step through the slices of the selected one's row.", { what }),
     );
   }
 
@@ -684,6 +711,19 @@ export class TimelineView {
       ctx.fillText(text, x0 + 4, this.labels[i + 2] + SLICE_H / 2 + 0.5);
     }
 
+    // Before the devices' first op and after their last, the host worked alone (Python, XLA's
+    // compile): washed out, so that the devices' steps stand out when the whole trace is shown.
+    const frame = this.deviceFrame();
+    if (frame) {
+      const left = this.gutter + (frame.start - this.t0) * scale;
+      const right = this.gutter + (frame.end - this.t0) * scale;
+      ctx.globalAlpha = 0.55;
+      ctx.fillStyle = p.surface;
+      if (left > this.gutter) ctx.fillRect(this.gutter, AXIS_H, left - this.gutter, height - AXIS_H);
+      if (right < width) ctx.fillRect(Math.max(right, this.gutter), AXIS_H, width - Math.max(right, this.gutter), height - AXIS_H);
+      ctx.globalAlpha = 1;
+    }
+
     const selected = this.selectedId;
     const box = selected === null ? undefined : this.boxOf(selected);
     if (selected !== null && box) {
@@ -897,8 +937,10 @@ export class TimelineView {
     }
   }
 
-  private onKey(e: KeyboardEvent): void {
-    if (e.ctrlKey || e.metaKey || e.altKey || !this.trace) return;
+  /** Acts on a key (W/S/A/D, 0, F, E, the arrows, Escape) pressed on the canvas, or passed on by
+   *  the pane while nothing else on the page has the keyboard; whether it did. */
+  handleKey(e: KeyboardEvent): boolean {
+    if (e.ctrlKey || e.metaKey || e.altKey || !this.trace) return false;
     switch (e.key) {
       case "w":
       case "W":
@@ -924,30 +966,35 @@ export class TimelineView {
       case "Home":
         this.fit();
         break;
+      case "f":
+      case "F":
+        if (!this.frameDevices()) return false;
+        break;
       case "e":
       case "E":
-        if (!this.laneBoxes.some((b) => b.foldable && !this.trace!.lanes[b.lane].device)) return;
+        if (!this.laneBoxes.some((b) => b.foldable && !this.trace!.lanes[b.lane].device)) return false;
         this.toggleFold(null);
         break;
       case "ArrowLeft":
       case "ArrowRight": {
-        if (this.selectedId === null) return;
+        if (this.selectedId === null) return false;
         const next = neighbour(this.trace, this.selectedId, e.key === "ArrowLeft" ? -1 : 1);
         if (next !== null) this.select(next, true);
         break;
       }
       case "ArrowUp":
       case "ArrowDown":
-        if (!this.scrollTo(this.scrollY + (e.key === "ArrowUp" ? -1 : 1) * ROW_H * 2)) return;
+        if (!this.scrollTo(this.scrollY + (e.key === "ArrowUp" ? -1 : 1) * ROW_H * 2)) return false;
         break;
       case "Escape":
-        if (this.selectedId === null) return;
+        if (this.selectedId === null) return false;
         this.select(null);
         break;
       default:
-        return;
+        return false;
     }
     e.preventDefault();
+    return true;
   }
 
   /** The lane at a height of the canvas. */

@@ -105,8 +105,16 @@ export interface Trace {
   /** The first start and the last end (µs). */
   readonly start: number;
   readonly end: number;
-  /** What the trace says it left out ("" when whole). */
+  /** What the trace says it left out ("" when whole), and the same as its sentences' parts
+   *  (`[{template, args}]`) for a reader of another language. */
   readonly cut: string;
+  readonly cutParts: unknown;
+  /** The platform the trace says its devices are ("cpu", "gpu", "tpu"; "" when it does not). */
+  readonly platform: string;
+  /** Where most of the devices' work lies (µs): the shortest stretch holding 80 % of their ops'
+   *  time; null without any device events. */
+  readonly deviceStart: number | null;
+  readonly deviceEnd: number | null;
 }
 
 export class TraceError extends Error {}
@@ -275,7 +283,62 @@ export function parseTrace(data: unknown): Trace {
     start: first,
     end: last,
     cut: typeof other.cut === "string" ? other.cut : "",
+    cutParts: other.cut_parts ?? null,
+    platform: typeof other.platform === "string" ? other.platform : "",
+    ...deviceSpan(lanes, out.ts, out.dur),
   };
+}
+
+/** Where the devices' work lies: the shortest stretch of the trace that holds most (80 %) of
+ *  their top-level ops' time. Not their first op to their last: a run's eager ops before its
+ *  training loop (a random key, an array put on the devices) are a few scattered slivers that
+ *  would stretch the frame over the whole trace. Found on 512 bins of the trace's span. */
+function deviceSpan(lanes: TraceLane[], ts: Float64Array, dur: Float64Array): { deviceStart: number | null; deviceEnd: number | null } {
+  let first = Infinity;
+  let last = -Infinity;
+  const tops: number[] = [];
+  for (const lane of lanes) {
+    if (!lane.device) continue;
+    for (const row of lane.rows) {
+      const top = row.levels[0];
+      if (!top) continue;
+      for (const id of top.ids) {
+        tops.push(id);
+        if (ts[id] < first) first = ts[id];
+        if (ts[id] + dur[id] > last) last = ts[id] + dur[id];
+      }
+    }
+  }
+  if (!Number.isFinite(first)) return { deviceStart: null, deviceEnd: null };
+  const span = last - first;
+  if (span <= 0) return { deviceStart: first, deviceEnd: last };
+  const BINS = 512;
+  const width = span / BINS;
+  const bins = new Float64Array(BINS);
+  let total = 0;
+  for (const id of tops) {
+    // An op's time spread over the bins it covers.
+    const a = ts[id] - first;
+    const b = a + Math.max(dur[id], 1e-3);
+    for (let i = Math.min(BINS - 1, Math.floor(a / width)); i < BINS && i * width < b; i++) {
+      const share = Math.min(b, (i + 1) * width) - Math.max(a, i * width);
+      if (share > 0) {
+        bins[i] += share;
+        total += share;
+      }
+    }
+  }
+  // The shortest run of bins holding 80 % of it (two pointers).
+  const want = total * 0.8;
+  let best: [number, number] = [0, BINS - 1];
+  let sum = 0;
+  let lo = 0;
+  for (let hi = 0; hi < BINS; hi++) {
+    sum += bins[hi];
+    while (lo < hi && sum - bins[lo] >= want) sum -= bins[lo++];
+    if (sum >= want && hi - lo < best[1] - best[0]) best = [lo, hi];
+  }
+  return { deviceStart: first + best[0] * width, deviceEnd: first + (best[1] + 1) * width };
 }
 
 /** Nests one thread's events by time (a child lies inside its parent) into levels. */
