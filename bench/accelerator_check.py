@@ -203,7 +203,11 @@ def table(results: dict) -> str:
     row("print(1): the run's own wall time, finished after start (median ms)", same.get("wall_ms"))
     two = results.get("print1_two_people", {})
     row("two people alternating: queued → finished (median ms)", two.get("finished_ms"))
-    row("a chip's open (the node's chip_open_ms, median)", results.get("node", {}).get("chip_open_ms"))
+    node = results.get("node", {})
+    row("a chip's open alone, \"warm\" → \"warmed\" (the node's chip_open_ms, median)", node.get("chip_open_ms"))
+    row("its runner's start before it, paid while the chip is held (chip_start_ms, median)", node.get("chip_start_ms"))
+    row("a chip's turnaround: its holder taken or closed → the next runner ready (chip_turnaround_s)",
+        node.get("chip_turnaround_s"))
     row("one person's next runs reused the chip's runner", same.get("reused"))
     once = results.get("two_at_once", {})
     row("two submitted at once: statuses, queued → started (ms), waited for the chip (ms)",
@@ -251,7 +255,8 @@ def main(argv=None) -> int:
 
         described = registry.describe_kind(check.redis, args.device.partition("@")[0])
         check.results["node"] = {k: described.get(k) for k in ("device_kind", "device_count", "chips", "chips_ready",
-                                                                 "chip_turnaround_s", "chip_open_ms", "jax_version")}
+                                                                 "chip_turnaround_s", "chip_open_ms", "chip_start_ms",
+                                                                 "jax_version")}
     except Exception as exc:  # noqa: BLE001 - the figures above stand without it
         check.results["node_error"] = str(exc)
     Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .runner import exclusive, protocol
+from .runner.exclusive import DEFER_BACKEND_VAR
 from .sandbox import Launcher
 from .supervisor import Runner, discard, wait_ready
 
@@ -123,8 +124,16 @@ def chip_env(chips: list[int], count: int, host_bounds: str = "") -> dict[str, s
 class Chip:
     index: int
     slot: int
+    # The slot of its next runner, started while this one holds the chip (the two take turns).
+    spare_slot: int = -1
     state: str = EMPTY
     runner: Runner | None = None
+    # The chip's next runner: started, with jax imported, but not opening the chip until the chip
+    # is free (its backend deferred); None, or being started (``standby_starting``).
+    standby: Runner | None = None
+    standby_starting: bool = False
+    # The slots of its runners being closed (not yet reaped).
+    closing_slots: set[int] = field(default_factory=set)
     # Whose run or lease holds it (TAKEN), and since when.
     holder: str | None = None
     lease: bool = False
@@ -161,13 +170,17 @@ class Held:
 
 class ChipPool:
     def __init__(self, launcher: Launcher, *, count: int, first_slot: int, standin: str = "",
-                 standin_open_ms: int = 0, host_bounds: str = "", keep_s: float = 0.0):
+                 standin_open_ms: int = 0, host_bounds: str = "", keep_s: float = 0.0,
+                 premapped_bytes: int = 0):
         self.launcher = launcher
+        # libtpu's host buffer for transfers (TPU_PREMAPPED_BUFFER_SIZE), which it maps and pins
+        # when the chip opens and unmaps at the holder's exit: 0 leaves libtpu's own (4 GiB).
+        self.premapped_bytes = premapped_bytes
         # How long a runner is kept for its person's next run (0: never kept).
         self.keep_s = keep_s
         self.count = count
-        self.chips = [Chip(index=i, slot=first_slot + i) for i in range(count)]
         self.host_slot = first_slot + count  # the one runner of a run for the whole host
+        self.chips = [Chip(index=i, slot=first_slot + i, spare_slot=self.host_slot + 1 + i) for i in range(count)]
         self.host_bounds = host_bounds
         self.standin = standin
         self.standin_open_ms = standin_open_ms
@@ -181,7 +194,10 @@ class ChipPool:
         self.failures = 0
         self.last_error: str | None = None
         self.changed = threading.Event()
+        # The chip's open alone (a started runner's "warm" to "warmed"), and a runner's start before
+        # it (its process and imports: paid while the chip is still held, by the standby).
         self.open_times_ms: deque[float] = deque(maxlen=KEPT)
+        self.start_times_ms: deque[float] = deque(maxlen=KEPT)
         self.turnarounds_s: deque[float] = deque(maxlen=KEPT)
 
     # Lifecycle ---------------------------------------------------------------------------------
@@ -208,10 +224,15 @@ class ChipPool:
             idle = [c for c in self.chips if c.state == READY]
             for chip in idle:
                 chip.state = EMPTY
+            standbys = [c.standby for c in self.chips if c.standby is not None]
+            for chip in self.chips:
+                chip.standby = None
         for chip in idle:
             runner, chip.runner = chip.runner, None
             if runner is not None:
                 discard(runner, self.launcher)
+        for runner in standbys:
+            discard(runner, self.launcher)
 
     def _make_standin(self) -> None:
         """The stand-in device's lock files (runner/exclusive.py), one a chip, which every runner
@@ -224,7 +245,13 @@ class ChipPool:
             os.chmod(path, 0o644)
 
     def env_for(self, chips: list[int]) -> dict[str, str]:
+        """A runner's own environment: the chips it sees, its backend deferred to "warm" (it may be
+        started while another process holds them), libtpu's transfer buffer unless the host's
+        environment sets its own, and the stand-in device's folder where there is one."""
         env = chip_env(chips, self.count, self.host_bounds)
+        env[DEFER_BACKEND_VAR] = "1"
+        if self.premapped_bytes and "TPU_PREMAPPED_BUFFER_SIZE" not in os.environ:
+            env["TPU_PREMAPPED_BUFFER_SIZE"] = str(self.premapped_bytes)
         if self.standin:
             env.update({exclusive.FOLDER_VAR: self.standin, exclusive.OPEN_MS_VAR: str(self.standin_open_ms),
                         "TPU_VISIBLE_CHIPS": ",".join(str(c) for c in chips)})
@@ -348,6 +375,7 @@ class ChipPool:
         """What the heartbeat says of the chips (``/api/devices``, the metrics)."""
         with self._cond:
             return {
+                "chip_start_ms": statistics.median(self.start_times_ms) if self.start_times_ms else None,
                 "chips": self.count,
                 "chips_ready": sum(1 for c in self.chips if c.state == READY),
                 "chips_taken": sum(1 for c in self.chips if c.state == TAKEN),
@@ -445,6 +473,10 @@ class ChipPool:
         kept for someone who did not come back in time)."""
         runner, chip.runner, chip.state = chip.runner, None, OPENING  # until its runner is reaped
         chip.kept_for, chip.runs_cells = None, False
+        # The chip is handed over from here: its close, then the next runner's open.
+        chip.last_taken_at = time.monotonic()
+        if runner is not None:
+            chip.closing_slots.add(runner.slot)
 
         def close() -> None:
             try:
@@ -452,6 +484,8 @@ class ChipPool:
                     discard(runner, self.launcher)
             finally:
                 with self._cond:
+                    if runner is not None:
+                        chip.closing_slots.discard(runner.slot)
                     chip.state = EMPTY
                     self._dispatch()
                     self._cond.notify_all()
@@ -460,21 +494,29 @@ class ChipPool:
 
     def _keep(self, chip: Chip) -> None:
         """A chip's keeper: whenever the chip has no runner (and no run of the whole host waits
-        for it), start one and have it open the chip."""
+        for it), have its next runner open it; and while the chip is held, start that next
+        runner (the standby: its process and imports, not the chip), so that a handover is the
+        last holder's exit and the chip's open alone."""
         backoff = RETRY_FIRST_S
+        standby_after = 0.0  # after a standby that could not start, not before this
         while not self._stop.is_set():
             with self._cond:
-                while not self._stop.is_set() and (chip.state != EMPTY or self._host_wanted()):
-                    if chip.state == READY and (chip.kept_for or chip.runs_cells) and \
-                            time.monotonic() >= chip.kept_until:
-                        self._close_async(chip)  # its person did not come back: a fresh one, ready
-                    self._cond.wait(min(1.0, max(0.05, chip.kept_until - time.monotonic())) if chip.kept_for else 1.0)
-                if self._stop.is_set():
+                action = self._await_work(chip, standby_after)
+                if action is None:
                     return
-                chip.state = OPENING
-            t0 = time.monotonic()
+                slot = self._free_slot(chip)
+                standby = None
+                if action == "open":
+                    standby, chip.standby = chip.standby, None
+            if action == "standby":
+                if not self._start_standby(chip, slot):
+                    standby_after = time.monotonic() + RETRY_MOST_S
+                continue
+            if standby is not None and not standby.alive():
+                discard(standby, self.launcher)
+                standby = None
             try:
-                runner = self._open([chip.index], chip.slot)
+                runner = self._open([chip.index], slot, standby)
             except Exception as exc:  # noqa: BLE001 - a launcher fails in its own ways; said, tried again
                 self.failures += 1
                 self.last_error = str(exc)
@@ -488,7 +530,6 @@ class ChipPool:
             backoff = RETRY_FIRST_S
             self.failures = 0
             now = time.monotonic()
-            self.open_times_ms.append((now - t0) * 1000)
             with self._cond:
                 if self._stop.is_set() or self._host_wanted():
                     chip.state = OPENING
@@ -509,23 +550,83 @@ class ChipPool:
                     self._cond.notify_all()
             self.changed.set()
 
-    def _open(self, chips: list[int], slot: int) -> Runner:
-        """A runner that has opened ``chips``: started, "ready", told "warm" and "warmed" (a
-        runner forked from a template starts its backend only then; one started on its own has
-        started it before "ready" and answers at once)."""
+    def _await_work(self, chip: Chip, standby_after: float) -> str | None:
+        """Under the lock: wait until the chip wants its runner opened ("open": it is free and no
+        run of the whole host waits) or a standby started ("standby"); None when the pool stops.
+        Meanwhile a runner kept past its time is closed."""
+        while not self._stop.is_set():
+            if chip.state == EMPTY and not self._host_wanted():
+                chip.state = OPENING
+                return "open"
+            if chip.standby is None and not chip.standby_starting and time.monotonic() >= standby_after \
+                    and self._free_slot(chip) is not None:
+                chip.standby_starting = True
+                return "standby"
+            if chip.state == READY and (chip.kept_for or chip.runs_cells) and time.monotonic() >= chip.kept_until:
+                self._close_async(chip)  # its person did not come back: a fresh one, ready
+            wait = 1.0 if chip.standby is not None or chip.standby_starting else \
+                max(0.05, min(1.0, standby_after - time.monotonic()))
+            if chip.kept_for:
+                wait = min(wait, max(0.05, chip.kept_until - time.monotonic()))
+            self._cond.wait(wait)
+        return None
+
+    def _start_standby(self, chip: Chip, slot: int) -> bool:
+        """Start the chip's next runner (its process and imports) while the chip is held; False
+        when it could not start (said in the log: the chip's open then starts one afresh)."""
+        runner = None
+        try:
+            runner = self._start([chip.index], slot)
+        except Exception as exc:  # noqa: BLE001 - a launcher fails in its own ways
+            log.warning("chip %s: its next runner could not start (%s)", chip.index, exc)
+        with self._cond:
+            chip.standby_starting = False
+            if runner is not None and not self._stop.is_set():
+                chip.standby, runner = runner, None
+            self._cond.notify_all()
+        if runner is not None:  # the pool stopped meanwhile
+            discard(runner, self.launcher)
+            return True
+        return chip.standby is not None
+
+    def _free_slot(self, chip: Chip) -> int | None:
+        """Under the lock: of the chip's two slots, one that no runner of it has (its runner, its
+        standby, one being closed)."""
+        used = {r.slot for r in (chip.runner, chip.standby) if r is not None} | chip.closing_slots
+        return next((slot for slot in (chip.slot, chip.spare_slot) if slot not in used), None)
+
+    def _start(self, chips: list[int], slot: int) -> Runner:
+        """A runner for ``chips``, started and "ready": its process and imports, its backend
+        deferred (``env_for``), so that it touches no chip yet."""
+        t0 = time.monotonic()
         proc = self.launcher.start(slot, env=self.env_for(chips))
         runner = Runner(proc=proc, slot=slot)
         try:
-            info = wait_ready(runner, OPEN_TIMEOUT_S)
+            wait_ready(runner, OPEN_TIMEOUT_S)
+        except BaseException:
+            discard(runner, self.launcher)
+            raise
+        self.start_times_ms.append((time.monotonic() - t0) * 1000)
+        return runner
+
+    def _open(self, chips: list[int], slot: int, runner: Runner | None = None) -> Runner:
+        """A runner that has opened ``chips``: ``runner`` (a standby, started and "ready"), else one
+        started now, told "warm" and "warmed": its backend starts only then."""
+        if runner is None:
+            runner = self._start(chips, slot)
+        try:
+            t0 = time.monotonic()
             runner.proc.stdin.write(protocol.request("warm"))
             runner.proc.stdin.flush()
             warmed = _read_message(runner, "warmed", OPEN_TIMEOUT_S)
             if warmed.get("warm_ms") is None:
                 why = warmed.get("error") or _stderr_tail(runner) or "its backend did not start"
                 raise RuntimeError(f"its runner could not open chip {','.join(map(str, chips))}: {why}")
+            self.open_times_ms.append((time.monotonic() - t0) * 1000)
+            runner.info.update({k: v for k, v in warmed.items() if k not in ("type", "warm_ms", "error")})
             runner.warmth = "warm"
             if len(chips) == 1:
-                self.last_info = info
+                self.last_info = runner.info
         except BaseException:
             discard(runner, self.launcher)
             raise

@@ -184,7 +184,8 @@ class Executor:
         self.chips: ChipPool | None = ChipPool(
             self.launcher, count=chips, first_slot=self.pool.slot_count, standin=settings.STANDIN_DEVICE,
             standin_open_ms=settings.STANDIN_OPEN_MS, host_bounds=settings.TPU_HOST_BOUNDS,
-            keep_s=settings.CHIP_KEEP_S) if chips else None
+            keep_s=settings.CHIP_KEEP_S,
+            premapped_bytes=settings.TPU_PREMAPPED_BYTES if settings.KIND == "tpu" else 0) if chips else None
         # Notebook sessions held here (executor/sessions.py): their cells come on the node's queue.
         # On exclusive chips a session leases a chip's runner, in the chips' line.
         self.sessions = SessionHost(redis_client=redis, name=name, launcher=launcher,

@@ -189,7 +189,8 @@ def _chips(workers: list[dict]) -> dict:
             "chips_ready": sum(w.get("chips_ready", 0) for w in with_chips),
             "chip_waiting": sum(w.get("chip_waiting", 0) for w in with_chips),
             "chip_turnaround_s": max(turnarounds) if turnarounds else None,
-            "chip_open_ms": max((w["chip_open_ms"] for w in with_chips if w.get("chip_open_ms")), default=None)}
+            "chip_open_ms": max((w["chip_open_ms"] for w in with_chips if w.get("chip_open_ms")), default=None),
+            "chip_start_ms": max((w["chip_start_ms"] for w in with_chips if w.get("chip_start_ms")), default=None)}
 
 
 def describe_kind(redis, kind: str, window: float | None = None) -> dict:

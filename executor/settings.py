@@ -167,6 +167,12 @@ ACCELERATOR_SESSION_IDLE_S = env_int("ACCELERATOR_SESSION_IDLE_S", 300, minimum=
 # How long a chip's runner is kept for the same person's next run after theirs ended (their plain
 # runs then wait for no open), unless someone else is next in line; 0: every run a fresh process.
 CHIP_KEEP_S = env_int("EXECUTOR_CHIP_KEEP_S", 20, minimum=0)
+# libtpu's host buffer for transfers between host and chip (TPU_PREMAPPED_BUFFER_SIZE), which it
+# maps and pins when the chip opens and unmaps when its holder exits. libtpu's own 4 GiB made a
+# v5e's open take 6.7-7.4 s and its holder's exit 1.8-2.3 s; 512 MiB, 2.6 s and 0.8 s, with
+# transfers of up to 256 MiB as fast (docs/BENCHMARKS.md, "On a TPU v5e"); a larger one goes
+# through a slower path. 0: libtpu's own. A TPU_PREMAPPED_BUFFER_SIZE in the worker's environment wins.
+TPU_PREMAPPED_BYTES = env_int("EXECUTOR_TPU_PREMAPPED_BYTES", 512 * 1024 * 1024, minimum=0)
 # The tests' stand-in for an exclusive device (runner/exclusive.py): a folder of lock files, one a
 # chip, each held with flock by the runner that opened it, as libtpu holds its lockfile; and the
 # milliseconds a stand-in chip takes to open (a v5e's takes 7 to 10 s). Unset on a real node.

@@ -213,7 +213,11 @@ CHIPS = {
     "chip_turnaround_s": {"type": ["number", "null"],
                           "description": "A chip's time between two holders lately (the run, its runner's exit, "
                                          "the next one's open): what a wait is reckoned from"},
-    "chip_open_ms": {"type": ["number", "null"], "description": "How long a chip's runner took to open it lately"},
+    "chip_open_ms": {"type": ["number", "null"],
+                     "description": "How long a chip's runner took to open it lately (the chip's open alone)"},
+    "chip_start_ms": {"type": ["number", "null"],
+                      "description": "How long a chip's next runner took to start before that (its process and "
+                                     "imports), paid while the chip's last holder still ran"},
 }
 
 

@@ -27,6 +27,10 @@ import time
 FOLDER_VAR = "JAXPLAY_STANDIN_DEVICE"
 OPEN_MS_VAR = "JAXPLAY_STANDIN_OPEN_MS"
 LOCKFILE_ERROR = "ABORTED: Internal error when accessing libtpu multi-process lockfile"
+# Set by the pool of an exclusive device (executor/chips.py), real or stand-in: the runner imports
+# jax but starts no backend before "ready", so that it can be started while another process still
+# holds the chip, and opens the chip only when told "warm" ("warmed" then says what it found).
+DEFER_BACKEND_VAR = "JAXPLAY_DEFER_BACKEND"
 
 _held: list[int] = []
 

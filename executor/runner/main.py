@@ -95,10 +95,18 @@ def _die_with_parent() -> None:
         pass
 
 
+def backend_deferred() -> bool:
+    """Whether this runner starts no backend before "ready" (exclusive.DEFER_BACKEND_VAR)."""
+    return os.environ.get(exclusive.DEFER_BACKEND_VAR) == "1"
+
+
 def warm_up(cpu_devices: int | None) -> dict:
     """Import numpy and jax and initialise the backend: the second this takes is paid while the
-    runner waits in the pool, not by the user."""
-    exclusive.open_device()  # a stand-in exclusive device's lock, where the tests set one
+    runner waits in the pool, not by the user. Where the backend is deferred (an exclusive
+    device's next runner), only the imports: the chip is opened at "warm"."""
+    deferred = backend_deferred()
+    if not deferred:
+        exclusive.open_device()  # a stand-in exclusive device's lock, where the tests set one
     if cpu_devices:
         jaxcompat.prepare_cpu_devices(cpu_devices)
     import numpy  # noqa: F401
@@ -109,15 +117,20 @@ def warm_up(cpu_devices: int | None) -> dict:
         jaxcompat.set_cpu_devices(cpu_devices)
     import jaxlib
 
-    devices = jax.devices()
+    info = {"jax_version": jax.__version__, "jaxlib_version": getattr(jaxlib, "__version__", None)}
+    if deferred:
+        return info
     jax.numpy.zeros(1).block_until_ready()
-    info = {
-        "platform": jax.default_backend(),
-        "device_kind": devices[0].device_kind,
-        "device_count": len(devices),
-        "jax_version": jax.__version__,
-        "jaxlib_version": getattr(jaxlib, "__version__", None),
-    }
+    return {**backend_info(), **info}
+
+
+def backend_info() -> dict:
+    """What the started backend has: its platform, devices and (a GPU's or TPU's) memory."""
+    import jax
+
+    devices = jax.devices()
+    info = {"platform": jax.default_backend(), "device_kind": devices[0].device_kind,
+            "device_count": len(devices)}
     try:  # a GPU's or TPU's memory; the CPU backend has no stats (the worker adds the host's)
         stats = devices[0].memory_stats() or {}
     except Exception:  # noqa: BLE001 - a backend without them
@@ -132,7 +145,8 @@ def warm_backend(channel: EventChannel) -> None:
     the pool asks a waiting runner for this while the node is idle (executor/pool.py), so a run
     that uses jax finds the backend started, its first operation's one-time set-up done and
     XLA's compiler warm. Nothing of it is captured or counted (``capture.quiet``), and it runs
-    confined as the snippet will (the same process, after "ready")."""
+    confined as the snippet will (the same process, after "ready"). A runner whose backend was
+    deferred says with "warmed" what the backend has (what "ready" says of others)."""
     t0 = time.perf_counter()
     from . import capture
 
@@ -143,7 +157,12 @@ def warm_backend(channel: EventChannel) -> None:
 
         x = jnp.zeros((), jnp.float32)
         jax.jit(lambda v: v + 1)(x).block_until_ready()
-    channel.send("warmed", warm_ms=round((time.perf_counter() - t0) * 1000, 1))
+    found = {}
+    if backend_deferred():
+        found = backend_info()
+        common.mark_ready()  # the chip's host mappings are the runtime's, not a run's (host_peak_kb)
+        confine()  # before it says so: from "warmed" on, it is as confined as any runner
+    channel.send("warmed", warm_ms=round((time.perf_counter() - t0) * 1000, 1), **found)
 
 
 def _user_stream(fd: int) -> io.TextIOWrapper:
@@ -205,8 +224,27 @@ def run_snippet(source: str, channel: EventChannel, namespace: dict | None = Non
     return status
 
 
+# The confinement still to set, where it waits for the backend (a deferred one: see ``confine``).
+_unconfined: list = []
+
+
+def confine(args=None) -> None:
+    """Set the confinement (``_confine``) now, or, for a runner whose backend is deferred, once the
+    chip is open: its open is the runtime's, as a warm-up is, so it is neither under the
+    snippet's CPU limit nor inside the seccomp filter (libtpu's open makes calls the filter
+    refuses to a snippet). Called with ``args`` before "ready", without after the chip's open
+    and before any request runs; the second time it does nothing."""
+    if args is not None:
+        if backend_deferred():
+            _unconfined.append(args)
+        else:
+            _confine(args)
+    elif _unconfined:
+        _confine(_unconfined.pop())
+
+
 def _confine(args) -> None:
-    """What the sandbox must set from inside, after warm-up and before "ready"."""
+    """What the sandbox must set from inside, after warm-up and before the runner's request."""
     if args.cpu_s:
         # RLIMIT_CPU counts from the process's start; the launcher's hard limit leaves room for
         # the warm-up, and this gives the snippet its own cpu_s from here on.
@@ -247,7 +285,7 @@ def main(argv: list[str]) -> None:
     info = warm_up(args.cpu_devices or None)
     hooks.prepare(channel, font_cache=args.font_cache, compile_cache=args.compile_cache)  # capture, figures
     info["libraries"] = hooks.libraries()
-    _confine(args)
+    confine(args)
     common.mark_ready()
     channel.send("ready", warmup_ms=round((time.perf_counter() - t0) * 1000, 1), **info)
     serve(channel, sys.stdin.buffer)
@@ -258,6 +296,7 @@ def serve(channel: EventChannel, stdin) -> None:
     ``protocol.RUNNER_REQUESTS``), then be that (``ROLES``) until it exits. Never returns."""
     request = _first_request(channel, stdin)
     exclusive.open_device()  # a chip is held from before the code runs (done at the warm-up, if any)
+    confine()
     role = ROLES.get(request.get("op"))
     if role is None:
         raise ValueError(f"a runner is not asked {str(request.get('op'))[:40]!r}: it is one of {', '.join(ROLES)}")

@@ -205,7 +205,10 @@ RUNNER_MESSAGES: dict[str, Event] = {
     ),
     "warmed": Event("After the pool's {\"op\": \"warm\"} (an idle node): the backend is started and a tiny "
                     "function compiled; null when that failed, and why (a chip held by another process: "
-                    "executor/chips.py).", {"warm_ms": NUM, "error": STR}),
+                    "executor/chips.py). A runner that started no backend before \"ready\" (an exclusive "
+                    "device's next runner, started while the chip is still held) says here what it found.",
+                    {"warm_ms": NUM, "error": STR, "platform": STR, "device_kind": STR, "device_count": INT,
+                     "memory_bytes": INT}),
     "exit": Event("The snippet ended without a crash: succeeded or failed; with what it used as the runner "
                   "reads it (CPU, host memory without a device's mappings, the accelerator's peak), which the "
                   "supervisor takes where the sandbox has no counters of its own.",

@@ -495,10 +495,12 @@ def test_a_pmap_run_with_profile_on_shows_8_device_lanes_linked_to_compiled(page
     page.locator("#panel-timeline canvas").focus()
     # An op of the pmapped function (JAX's own, such as y[0, 0]'s gather, are not in Compiled)
     # with no wait inside it (a collective's are slices of their own).
-    kinds = ("fusion", "matmul", "elementwise", "reduce", "copy", "other", "collective")
-    queries = [{"lane": "TFRT_CPU_0", "compiled": True, "kind": kind} for kind in kinds]
-    query = next((q for q in queries if page.evaluate("q => !!window.playground.timelineLocate(q)", q)), None)
-    assert query is not None, "no device op on TFRT_CPU_0 of a function in the Compiled tab"
+    # Waited for: the chart measures its width in an animation frame, which a loaded machine delays.
+    kinds = ["fusion", "matmul", "elementwise", "reduce", "copy", "other", "collective"]
+    query = page.wait_for_function(
+        """kinds => kinds.map(kind => ({lane: "TFRT_CPU_0", compiled: true, kind}))
+                         .find(q => window.playground.timelineLocate(q)) || null""",
+        arg=kinds, timeout=15_000).json_value()  # times out: no such op in view
     found = zoom_onto(page, query, min_px=10)
     page.mouse.click(found["x"], found["y"])
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -253,3 +253,35 @@ def test_restrict_lowers_a_warm_runners_limits_to_the_runs(launcher, started):
     launcher.restrict(started, replace(LIMITS, memory_bytes=4 * 1024**3, pids=1000))
     assert memory_file.read_text().strip() == str(512 * 1024**2)
     assert pids_file.read_text().strip() == "48"
+
+
+def test_a_runner_whose_backend_is_deferred_is_confined_once_it_has_opened_it(launcher):
+    """An exclusive device's next runner (executor/chips.py) is started while another process
+    holds the chip: it starts no backend before "ready", opens it at "warm" outside the seccomp
+    filter and the snippet's CPU limit (the runtime's, as a warm-up is), and is confined before
+    any request runs: the same filter and limits as any runner."""
+    from executor.runner.exclusive import DEFER_BACKEND_VAR
+
+    proc = launcher.start(SLOT, env={DEFER_BACKEND_VAR: "1"})
+    try:
+        ready = read_event(proc)
+        assert ready["type"] == "ready"
+        pid = launcher.runner_pid(proc)
+        if launcher.name == "bwrap":  # a forked runner is confined by its template before "ready"
+            assert "device_kind" not in ready  # no backend yet
+            assert status_of(pid)["Seccomp"] == "0"
+        proc.stdin.write(protocol.request("warm"))
+        proc.stdin.flush()
+        warmed = read_event(proc)
+        assert warmed["type"] == "warmed" and warmed["warm_ms"] > 0, warmed
+        assert warmed["platform"] == "cpu" and warmed["device_count"] >= 1  # what "ready" says of others
+        assert status_of(pid)["Seccomp"] == "2"
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        soft, hard = (int(v) for v in next(line for line in limits.splitlines()
+                                           if line.startswith("Max cpu time"))[26:].split()[:2])
+        assert LIMITS.cpu_s < soft <= LIMITS.cpu_s + 10 and hard == soft + 1
+        proc.stdin.write(protocol.request("run", code="print(6 * 7)", options={}, wall_s=LIMITS.wall_s))
+        proc.stdin.close()
+        assert proc.stdout.read() == b"42\n"
+    finally:
+        discard(Runner(proc=proc, slot=SLOT), launcher)

@@ -141,6 +141,33 @@ def test_one_chip_serves_two_runs_in_turn_the_second_told_where_it_stands(make_p
     assert not waiting.is_alive()
 
 
+def test_the_next_runner_starts_while_the_chip_is_held_and_opens_it_once_free(make_pool):
+    """The handover is the holder's exit and the chip's open alone: the chip's next runner (its
+    process and imports) was started while alice held the chip, without touching it (the stand-in
+    refuses a second holder), and it is the one bob's run gets."""
+    pool = make_pool(1)
+    wait_ready(pool, 1)
+    alice = pool.take("alice")
+    chip = pool.chips[0]
+    eventually(lambda: chip.standby is not None, "no next runner was started while alice held the chip")
+    standby = chip.standby
+    assert standby.alive() and standby.slot != alice.slot
+    got: dict = {}
+    thread = threading.Thread(target=lambda: got.update(runner=pool.take("bob")))
+    thread.start()
+    eventually(lambda: pool.waiting() == 1, "bob never got in line")
+    finished, _ = run_code(pool, alice, "print('alice')")
+    thread.join(60)
+    assert finished["status"] == SUCCEEDED
+    bob = got["runner"]
+    assert bob.proc.pid == standby.proc.pid  # the runner started while the chip was held
+    assert bob.info.get("device_count") == 1  # what it found, said when it opened the chip
+    finished, out = run_code(pool, bob, "print('bob')")
+    assert finished["status"] == SUCCEEDED and out == "bob\n"
+    described = pool.describe()
+    assert described["chip_open_ms"] >= OPEN_MS and described["chip_start_ms"] > 0, described
+
+
 def test_a_multi_chip_host_is_split_per_chip_and_a_run_may_hold_them_all(make_pool):
     pool = make_pool(2)
     wait_ready(pool, 2)
