@@ -107,8 +107,10 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def measured(stdout: str) -> list[str]:
     lines = []
     for line in TIMES.sub("T", stdout).splitlines():
-        if line.startswith("The slowest run took"):
-            continue  # %timeit's word on a run much slower than the rest: said when the machine is busy
+        if line.startswith(("The slowest run took", "Note: stopped after")):
+            # %timeit's word on a run much slower than the rest, and on the repeats its time
+            # budget cut short: both said when the machine is busy.
+            continue
         if "×" in line:
             line = NUMBER.sub("N", line)
         lines.append(" ".join(line.split()))
