@@ -42,7 +42,6 @@ from executor import logs, sessionstate
 from executor.runner import protocol
 from web.clients import Client, scope_client
 from web.db import socket_db
-from web.errors import ActionError
 from web.languages import activate_scope_language
 
 from .access import access_session
@@ -69,18 +68,15 @@ def _load(session_id, person):
 
 
 @socket_db
-def _start_cell(session_id, payload, client: Client, user, run_id: uuid.UUID) -> tuple[str, dict]:
-    session = access_session(session_id, client.person)
-    if session is None:
-        raise ActionError(_("no such session"), status=404)
-    run = check_run_cell(session, payload, client=client, owner=user, run_id=run_id)
+def _start_cell(session, payload, client: Client, user, run_id: uuid.UUID) -> tuple[str, dict]:
+    """``session``: the socket's, found its maker's when it connected (which nothing changes)."""
+    run = check_run_cell(session, payload, client=client, owner=user, run_id=run_id, held=True)
     return str(run.id), run_summary(run)
 
 
 @socket_db
 def _detail(session) -> dict:
-    session.refresh_from_db()
-    return session_detail(session, session_state(session))
+    return session_detail(session, session_state(session, held=True))
 
 
 class SessionConsumer(RunConsumer):
@@ -163,7 +159,7 @@ class SessionConsumer(RunConsumer):
                                      "its finished event") % {"run": self.cell_run}, running=self.cell_run)
             return
         admitted = await self.admit(
-            lambda new_id: _start_cell(self.session.id, payload, self.client, self.scope.get("user"), new_id),
+            lambda new_id: _start_cell(self.session, payload, self.client, self.scope.get("user"), new_id),
             wait=not self.refused_since_start)
         if admitted is None:
             return

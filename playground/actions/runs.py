@@ -66,12 +66,13 @@ def check_options(options) -> dict:
 
 
 def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None,
-                    session=None) -> Run:
+                    session=None, node: str | None = None) -> Run:
     """``client``: who starts it (``web.clients.request_client``, ``scope_client``), for ``owner``
     (the account signed in, if any): the run counts against the person and, signed out, their
     room. ``run_id``: the new run's id, when the caller needs it before the run exists (a run
     socket waits for its stream while the run is admitted); a new one by default. ``session``: a
-    notebook session's cell (actions/sessions.py has taken the session for it)."""
+    notebook session's cell (actions/sessions.py has taken the session for it), and ``node``, the
+    node holding its runner, found online (None before its first cell has started it)."""
     parsed = stages.now()
     if not isinstance(payload, dict):
         raise ActionError(_("the request body must be a JSON object"))
@@ -79,7 +80,8 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     stdin = check_stdin(payload.get("stdin"))
     device = devices.check_device(payload.get("device", settings.RUN_DEFAULT_DEVICE))
     runtime, note = runtimes.check_runtime(payload.get("runtime"))
-    devices.check_online(device, runtime)
+    if node is None:  # a cell's node was found online with the session's state
+        devices.check_online(device, runtime)
     snippet = payload.get("snippet")
     if snippet is not None and not (isinstance(snippet, str) and SLUG.fullmatch(snippet)):
         # Checked before admission: a run admitted and queued must not fail on it afterwards.
@@ -95,7 +97,7 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
                            run_id=run_id, priority=priority, runtime=runtime, options=options, session=session,
-                           stdin=stdin)
+                           stdin=stdin, node=node)
     except BaseException:
         quotas.release(str(run_id))
         raise
@@ -140,7 +142,8 @@ def check_stdin(stdin) -> str:
 
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
                  limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
-                 priority: int = 0, runtime: str | None = None, session=None, stdin: str = "") -> Run:
+                 priority: int = 0, runtime: str | None = None, session=None, stdin: str = "",
+                 node: str | None = None) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
@@ -148,17 +151,20 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     queue's priority step its admission gave (quotas.priority; 0, the first, by default).
     ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue.
     ``session``: a notebook session's cell, which goes to the node holding the session's runner.
-    ``stdin``: what the snippet reads as its standard input (checked: ``check_stdin``)."""
+    ``stdin``: what the snippet reads as its standard input (checked: ``check_stdin``). ``node``: the
+    node holding a session's runner, when the caller read it (else it is read at the queueing)."""
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
     runtime = runtimes.current(runtime)  # a retired id (an assignment's, say) runs on its successor
-    queued = ev.make_event(ev.QUEUED, position=registry.queue_depth(get_redis(), registry.route(device, runtime)) + 1)
+    # A cell for a node's session waits behind nothing (a session runs one at a time): not the kind's queue.
+    ahead = 0 if node else registry.queue_depth(get_redis(), registry.route(device, runtime))
+    queued = ev.make_event(ev.QUEUED, position=ahead + 1)
     queued["seq"] = 1
     with transaction.atomic():
         run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,
                                  options=options or {}, session=session, stdin=stdin)
         RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
-        transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority))
+        transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority, node))
     return run
 
 
@@ -174,7 +180,7 @@ def run_limits(asked: dict | None, device: str | None = None) -> dict:
 
 
 def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | None = None,
-             priority: int = 0) -> None:
+             priority: int = 0, node: str | None = None) -> None:
     from web.celery import app
 
     stages.stamp(run.id, "stored")
@@ -185,7 +191,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
     if run.session_id is not None:
         # A session's cell goes to the node that holds its runner, once one does (its first cell
         # starts it on whichever node of the kind takes it, through its kind's queue).
-        node = (sessionstate.read(get_redis(), str(run.session_id)) or {}).get("node")
+        node = node or (sessionstate.read(get_redis(), str(run.session_id)) or {}).get("node")
         cell = {"id": str(run.session_id), "idle_s": run.session.idle_timeout_s}
     message = submit.run_message(str(run.id), run.code, run.options, run_limits(limits, run.device), grade, cell,
                                  stdin=run.stdin)

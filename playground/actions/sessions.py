@@ -118,9 +118,17 @@ def do_create_session(*, device: str, runtime: str, client: str, room: str = "",
         raise
 
 
-def session_state(session: Session) -> dict:
+def session_state(session: Session, *, held: bool = False) -> dict:
     """Its live state (``sessionstate.read``), with what the web side learns itself: a session
-    Redis forgot, or whose node stopped beating, is stopped, and its row says so from then on."""
+    Redis forgot, or whose node stopped beating, is stopped, and its row says so from then on.
+    ``held``: ``session`` was read a while ago (its socket holds it): its row, which only a stop
+    changes, is read again only when the live state is not a running session's."""
+    if held:
+        live = sessionstate.read(get_redis(), str(session.id))
+        if live is not None and live["state"] != sessionstate.STOPPED and (
+                not live["node"] or live["node"] in {w.get("name") for w in devices.online_workers(session.device)}):
+            return live
+        session.refresh_from_db(fields=["ended_at", "stopped_reason"])
     if session.ended_at is not None:
         return {**_stopped(session.stopped_reason or ENDED)}
     redis = get_redis()
@@ -159,11 +167,13 @@ def _stopped(reason: str) -> dict:
             "cells_run": 0, "names": {}, "memory_bytes": None, "last_used": None, "node": None, "stop": False}
 
 
-def check_run_cell(session: Session, payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None) -> Run:
+def check_run_cell(session: Session, payload, *, client: Client, owner=None, run_id: uuid.UUID | None = None,
+                   held: bool = False) -> Run:
     """A cell of the session: a run admitted as any (the person's shares) that runs in the
     session's runner. One at a time: 409 while another is queued or running; 410 once stopped.
     ``run_id``: the new run's id, when the caller waits for its events before it exists (the
-    session's socket); a new one by default."""
+    session's socket); a new one by default. ``held``: the session was read a while ago (its
+    socket's: ``session_state``)."""
     if not isinstance(payload, dict):
         raise ActionError(_('the request body must be a JSON object: {"code", "options"?}'))
     unknown = sorted(set(payload) - {"code", "options"})
@@ -172,7 +182,7 @@ def check_run_cell(session: Session, payload, *, client: Client, owner=None, run
                           % {"name": repr(unknown[0][:40])})
     code = check_code(payload.get("code"))
     check_options(payload.get("options"))
-    state = session_state(session)
+    state = session_state(session, held=held)
     if state["state"] == sessionstate.STOPPED:
         raise _gone(state)
     run_id = run_id or uuid.uuid4()
@@ -182,7 +192,7 @@ def check_run_cell(session: Session, payload, *, client: Client, owner=None, run
     try:
         return check_start_run({"code": code, "options": payload.get("options"), "device": session.device,
                                 "runtime": session.runtime}, client=client, owner=owner, run_id=run_id,
-                               session=session)
+                               session=session, node=state.get("node"))
     except BaseException:
         sessionstate.give_back(get_redis(), str(session.id), str(run_id))
         raise
