@@ -610,6 +610,7 @@ class Executor:
             self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits, person=self.person_of(run_id),
                                       on_wait=on_wait, cancelled=cancelled)
         relay.stamp("runner")
+        given_back = False
         try:
             if session is None:
                 log.warning("session %s: cell %s not run: %s", session_id, run_id, why_not)
@@ -629,14 +630,16 @@ class Executor:
                     should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                     tick=self._ticker(run_id, relay, alive), on_message=on_message,
                     lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                    keep_profile=relay.profile)
+                    keep_profile=relay.profile, run_id=run_id)
+                given_back = True  # by run_cell: the session's state and its freedom told in one
         except Exception as exc:  # an executor fault is not the cell's
             log.exception("session %s: cell %s failed", session_id, run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
-        try:  # free for the next cell before anyone hears this one ended
-            sessionstate.give_back(self.redis, session_id, run_id)
-        except redis.exceptions.RedisError:
-            log.warning("session %s: could not mark its cell %s done", session_id, run_id)
+        if not given_back:
+            try:  # free for the next cell before anyone hears this one ended
+                sessionstate.give_back(self.redis, session_id, run_id)
+            except redis.exceptions.RedisError:
+                log.warning("session %s: could not mark its cell %s done", session_id, run_id)
         relay.emit(ev.FINISHED, **finished)
         client = self._give_share_back(run_id, finished)
         if compiled and self.compile_cache is not None:

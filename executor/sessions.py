@@ -471,8 +471,9 @@ class SessionHost:
         return len(held)
 
     def run_cell(self, session: LiveSession, code: str, options: dict, limits: Limits, emit, *,
-                 should_cancel, tick, on_message, lookup, keep_profile=None) -> dict:
-        """Run one cell; the ``finished`` fields. The session's state is told as it changes."""
+                 should_cancel, tick, on_message, lookup, keep_profile=None, run_id: str | None = None) -> dict:
+        """Run one cell; the ``finished`` fields. The session's state is told as it changes, and
+        the session is free for its next cell (``run_id``'s given back) before this returns."""
         with session.lock:
             session.last_used = time.monotonic()
             supervision = CellSupervision(
@@ -493,8 +494,15 @@ class SessionHost:
         if ended is not None:
             self.end(session, f"{ended}: {finished['message']}" if finished.get("message") else ended)
         else:
-            self._tell(session, state=sessionstate.IDLE, cells_run=session.cells, names=session.names,
-                       memory_bytes=done.get("memory_bytes"), last_used=time.time(), **self.lease_fields(session))
+            fields = dict(state=sessionstate.IDLE, cells_run=session.cells, names=session.names,
+                          memory_bytes=done.get("memory_bytes"), last_used=time.time(), **self.lease_fields(session))
+            try:
+                if run_id is None:
+                    sessionstate.update(self.redis, session.id, **fields)
+                else:  # its state and its freedom for the next cell in one round trip (a cell's end waits on it)
+                    sessionstate.cell_over(self.redis, session.id, run_id, **fields)
+            except redis.exceptions.RedisError:
+                log.warning("could not tell session %s's state", session.id)
         return finished
 
     def _shapes_to(self, session: LiveSession, supervision: CellSupervision):

@@ -119,20 +119,39 @@ def forget(redis, session_id: str) -> None:
 
 def update(redis, session_id: str, **fields) -> None:
     """Set fields (dicts as JSON) and tell the session's sockets its whole state."""
+    pipe = redis.pipeline()
+    _set(pipe, session_id, fields)
+    pipe.execute()
+    announce(redis, session_id)
+
+
+def cell_over(redis, session_id: str, run_id: str, **fields) -> bool:
+    """A cell ended and its session lives on: its fields set (``update``'s) and the session given
+    back for the next cell (``give_back``'s), in one round trip, then its sockets told the state
+    once. Whether ``run_id`` was the cell in flight (else the fields are set all the same)."""
+    pipe = redis.pipeline()
+    _set(pipe, session_id, fields)
+    pipe.eval(_GIVE_BACK_LUA, 1, key(session_id), run_id)
+    pipe.hgetall(key(session_id))
+    *_, given, raw = pipe.execute()
+    announce(redis, session_id, raw)
+    return bool(given)
+
+
+def _set(pipe, session_id: str, fields: dict) -> None:
     mapping = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in fields.items() if v is not None}
     drop = [k for k, v in fields.items() if v is None]
-    pipe = redis.pipeline()
     if mapping:
         pipe.hset(key(session_id), mapping=mapping)
     if drop:
         pipe.hdel(key(session_id), *drop)
     pipe.expire(key(session_id), TTL_S)
-    pipe.execute()
-    announce(redis, session_id)
 
 
-def announce(redis, session_id: str) -> None:
-    state = read(redis, session_id)
+def announce(redis, session_id: str, raw: dict | None = None) -> None:
+    """Tell the session's sockets its whole state (``raw``: its hash as just read)."""
+    state = read(redis, session_id) if raw is None else \
+        (decode({_text(k): _text(v) for k, v in raw.items()}) if raw else None)
     if state is not None:
         pipe = redis.pipeline()
         pipe.xadd(log_key(session_id), {"state": json.dumps(state)}, maxlen=LOG_MAXLEN, approximate=True)
