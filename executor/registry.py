@@ -117,12 +117,17 @@ def leave(redis, name: str, kind: str, specific: str | None = None) -> None:
     pipe.execute()
 
 
+def executors_key(device: str) -> str:
+    """The zset of a kind's (or specific kind's) workers, each scored by its last beat."""
+    return f"executors:{device.partition('@')[0]}"
+
+
 def online_workers(redis, device: str, window: float | None = None) -> list[dict]:
     """What each online worker of a kind (``gpu``) or specific kind (``gpu:h200``) said last;
     of a route (``cpu@jax-0.4.38``), only those serving its runtime."""
     window = ONLINE_WINDOW_S if window is None else window
     device, _, runtime = device.partition("@")
-    names = redis.zrangebyscore(f"executors:{device}", time.time() - window, "+inf")
+    names = redis.zrangebyscore(executors_key(device), time.time() - window, "+inf")
     if not names:
         return []
     infos = redis.mget([f"executor:{n.decode() if isinstance(n, bytes) else n}" for n in names])

@@ -118,24 +118,21 @@ def forget(redis, session_id: str) -> None:
 
 
 def update(redis, session_id: str, **fields) -> None:
-    """Set fields (dicts as JSON) and tell the session's sockets its whole state."""
+    """Set fields (dicts as JSON) and tell the session's sockets its whole state: one round trip."""
     pipe = redis.pipeline()
     _set(pipe, session_id, fields)
+    pipe.eval(_ANNOUNCE_LUA, 2, key(session_id), log_key(session_id))
     pipe.execute()
-    announce(redis, session_id)
 
 
 def cell_over(redis, session_id: str, run_id: str, **fields) -> bool:
     """A cell ended and its session lives on: its fields set (``update``'s) and the session given
-    back for the next cell (``give_back``'s), in one round trip, then its sockets told the state
-    once. Whether ``run_id`` was the cell in flight (else the fields are set all the same)."""
+    back for the next cell (``give_back``'s), its sockets told the state once: one round trip.
+    Whether ``run_id`` was the cell in flight (else the fields are set all the same)."""
     pipe = redis.pipeline()
     _set(pipe, session_id, fields)
-    pipe.eval(_GIVE_BACK_LUA, 1, key(session_id), run_id)
-    pipe.hgetall(key(session_id))
-    *_, given, raw = pipe.execute()
-    announce(redis, session_id, raw)
-    return bool(given)
+    pipe.eval(_CELL_OVER_LUA, 2, key(session_id), log_key(session_id), run_id)
+    return bool(pipe.execute()[-1])
 
 
 def _set(pipe, session_id: str, fields: dict) -> None:
@@ -148,53 +145,93 @@ def _set(pipe, session_id: str, fields: dict) -> None:
     pipe.expire(key(session_id), TTL_S)
 
 
-def announce(redis, session_id: str, raw: dict | None = None) -> None:
-    """Tell the session's sockets its whole state (``raw``: its hash as just read)."""
-    state = read(redis, session_id) if raw is None else \
-        (decode({_text(k): _text(v) for k, v in raw.items()}) if raw else None)
-    if state is not None:
-        pipe = redis.pipeline()
-        pipe.xadd(log_key(session_id), {"state": json.dumps(state)}, maxlen=LOG_MAXLEN, approximate=True)
-        pipe.expire(log_key(session_id), TTL_S)
-        pipe.execute()
+def announce(redis, session_id: str) -> None:
+    """Tell the session's sockets its whole state."""
+    redis.eval(_ANNOUNCE_LUA, 2, key(session_id), log_key(session_id))
 
+
+# A change is told on the session's stream (log_key), which its sockets follow: an entry holding
+# the session's hash as it is after the change (its fields, as ``read`` decodes them), appended
+# by the same script as the change, so that telling costs no round trip of its own. KEYS[1] the
+# session, KEYS[2] its stream.
+_ANNOUNCE = f"""
+local function announce()
+  local raw = redis.call('HGETALL', KEYS[1])
+  if #raw > 0 then
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', {LOG_MAXLEN}, '*', unpack(raw))
+    redis.call('EXPIRE', KEYS[2], {TTL_S})
+  end
+end
+"""
+
+_ANNOUNCE_LUA = _ANNOUNCE + "announce()\nreturn 1\n"
 
 # Take the session for one cell: only when it is not stopped and no other cell is in flight.
-_TAKE_LUA = """
+_TAKE_LUA = _ANNOUNCE + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 'missing' end
 if state == 'stopped' then return 'stopped' end
 local busy = redis.call('HGET', KEYS[1], 'busy')
 if busy and busy ~= ARGV[1] then return 'busy:' .. busy .. ':' .. (redis.call('HGET', KEYS[1], 'busy_at') or '0') end
 redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'busy_at', ARGV[2], 'state', 'live')
+announce()
 return 'ok'
 """
 
-_GIVE_BACK_LUA = """
-if redis.call('HGET', KEYS[1], 'busy') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'busy', 'busy_at')
-  if redis.call('HGET', KEYS[1], 'state') == 'live' then redis.call('HSET', KEYS[1], 'state', 'idle') end
-  return 1
+_GIVE_BACK = """
+local function give_back()
+  if redis.call('HGET', KEYS[1], 'busy') == ARGV[1] then
+    redis.call('HDEL', KEYS[1], 'busy', 'busy_at')
+    if redis.call('HGET', KEYS[1], 'state') == 'live' then redis.call('HSET', KEYS[1], 'state', 'idle') end
+    return 1
+  end
+  return 0
 end
-return 0
+"""
+
+_GIVE_BACK_LUA = _ANNOUNCE + _GIVE_BACK + """
+local given = give_back()
+if given == 1 then announce() end
+return given
+"""
+
+_CELL_OVER_LUA = _ANNOUNCE + _GIVE_BACK + """
+local given = give_back()
+announce()
+return given
+"""
+
+# The session's hash, and when its node (if it has one) last beat in KEYS[2] (the zset of its
+# device's executors, executor/registry.py): its state and whether its node is online, at once.
+_READ_LIVE_LUA = """
+local raw = redis.call('HGETALL', KEYS[1])
+local node = redis.call('HGET', KEYS[1], 'node')
+local seen = false
+if node and node ~= '' then seen = redis.call('ZSCORE', KEYS[2], node) end
+return {raw, seen}
 """
 
 
 def take(redis, session_id: str, run_id: str) -> str:
     """"ok", "missing", "stopped" or "busy:<run id>:<since>" (the cell in flight, taken at that
     time.time())."""
-    answer = _text(redis.eval(_TAKE_LUA, 1, key(session_id), run_id, f"{time.time():.3f}"))
-    if answer == "ok":
-        announce(redis, session_id)
-    return answer
+    return _text(redis.eval(_TAKE_LUA, 2, key(session_id), log_key(session_id), run_id, f"{time.time():.3f}"))
 
 
 def give_back(redis, session_id: str, run_id: str) -> bool:
     """The cell ``run_id`` is over (or never ran): the session takes the next."""
-    done = bool(redis.eval(_GIVE_BACK_LUA, 1, key(session_id), run_id))
-    if done:
-        announce(redis, session_id)
-    return done
+    return bool(redis.eval(_GIVE_BACK_LUA, 2, key(session_id), log_key(session_id), run_id))
+
+
+def read_live(redis, session_id: str, executors_key: str, window_s: float) -> tuple[dict | None, bool]:
+    """The session's state (``read``'s) and whether its node beat within ``window_s`` in
+    ``executors_key`` (registry.executors_key of its device), in one round trip."""
+    raw, seen = redis.eval(_READ_LIVE_LUA, 2, key(session_id), executors_key)
+    if not raw:
+        return None, False
+    fields = {_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)}
+    beats = seen is not None and seen is not False and float(_text(seen)) >= time.time() - window_s
+    return decode(fields), beats
 
 
 def stop(redis, session_id: str, reason: str, *, request: bool = False) -> None:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
-from executor import sessionstate
+from executor import registry, sessionstate
 from web.clients import Client
 from web.errors import ActionError
 from web.ratelimit import check_rate_in_room
@@ -123,26 +123,24 @@ def session_state(session: Session, *, held: bool = False) -> dict:
     Redis forgot, or whose node stopped beating, is stopped, and its row says so from then on.
     ``held``: ``session`` was read a while ago (its socket holds it): its row, which only a stop
     changes, is read again only when the live state is not a running session's."""
+    state, beats = None, False
+    if held or session.ended_at is None:
+        state, beats = sessionstate.read_live(get_redis(), str(session.id), registry.executors_key(session.device),
+                                              settings.EXECUTOR_ONLINE_WINDOW_S)
     if held:
-        live = sessionstate.read(get_redis(), str(session.id))
-        if live is not None and live["state"] != sessionstate.STOPPED and (
-                not live["node"] or live["node"] in {w.get("name") for w in devices.online_workers(session.device)}):
-            return live
+        if state is not None and state["state"] != sessionstate.STOPPED and (not state["node"] or beats):
+            return state
         session.refresh_from_db(fields=["ended_at", "stopped_reason"])
     if session.ended_at is not None:
         return {**_stopped(session.stopped_reason or ENDED)}
-    redis = get_redis()
-    state = sessionstate.read(redis, str(session.id))
     if state is None:
         reason = FORGOTTEN
         do_end_session(session, reason, request=False)
         return _stopped(reason)
-    if state["state"] != sessionstate.STOPPED and state["node"]:
-        online = {w.get("name") for w in devices.online_workers(session.device)}
-        if state["node"] not in online:
-            reason = NODE_LOST
-            do_end_session(session, reason, request=False)
-            return {**state, **_stopped(reason)}
+    if state["state"] != sessionstate.STOPPED and state["node"] and not beats:
+        reason = NODE_LOST
+        do_end_session(session, reason, request=False)
+        return {**state, **_stopped(reason)}
     if state["state"] == sessionstate.STOPPED:
         if Session.objects.filter(pk=session.pk, ended_at__isnull=True).update(
                 ended_at=timezone.now(), stopped_reason=state["stopped_reason"] or ""):
