@@ -607,8 +607,8 @@ class Executor:
         started_now = session_id not in self.sessions.sessions
         on_wait, cancelled = self.chip_waiter(run_id, relay)
         session, why_not = (None, "its node is stopping") if self.draining else \
-            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits, person=self.person_of(run_id),
-                                      on_wait=on_wait, cancelled=cancelled)
+            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits,
+                                      person=lambda: self.person_of(run_id), on_wait=on_wait, cancelled=cancelled)
         relay.stamp("runner")
         given_back = False
         try:

@@ -35,6 +35,7 @@ import select
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import redis
@@ -362,11 +363,11 @@ class SessionHost:
 
     # -- a cell ----------------------------------------------------------------------------------
 
-    def session_for(self, session_id: str, idle_s: float, limits: Limits, *, person: str = "",
+    def session_for(self, session_id: str, idle_s: float, limits: Limits, *, person: str | Callable[[], str] = "",
                     on_wait=None, cancelled=None) -> tuple[LiveSession | None, str | None]:
         """The session's runner on this node, started now for its first cell; else why not. On
         exclusive chips, ``person``'s lease of a chip, waited for in line (``on_wait``, ``cancelled``:
-        as ChipPool.take's)."""
+        as ChipPool.take's); ``person`` may be a function, asked only when the runner is started."""
         with self._lock:
             session = self.sessions.get(session_id)
         if session is not None:
@@ -387,7 +388,8 @@ class SessionHost:
                               "stop one of yours or try again later")
             self.starting += 1
         try:
-            return self._start(session_id, idle_s, limits, person=person, on_wait=on_wait, cancelled=cancelled)
+            return self._start(session_id, idle_s, limits, person=person() if callable(person) else person,
+                               on_wait=on_wait, cancelled=cancelled)
         finally:
             with self._lock:
                 self.starting -= 1
