@@ -128,11 +128,13 @@ def update(redis, session_id: str, **fields) -> None:
 def cell_over(redis, session_id: str, run_id: str, **fields) -> bool:
     """A cell ended and its session lives on: its fields set (``update``'s) and the session given
     back for the next cell (``give_back``'s), its sockets told the state once: one round trip.
-    Whether ``run_id`` was the cell in flight (else the fields are set all the same)."""
-    pipe = redis.pipeline()
-    _set(pipe, session_id, fields)
-    pipe.eval(_CELL_OVER_LUA, 2, key(session_id), log_key(session_id), run_id)
-    return bool(pipe.execute()[-1])
+    A session stopped meanwhile (ended from another tab, say) stays stopped, and one Redis no
+    longer knows is not made again. Whether ``run_id`` was the cell in flight."""
+    mapping = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in fields.items() if v is not None}
+    drop = [k for k, v in fields.items() if v is None]
+    pairs = [str(item) for pair in mapping.items() for item in pair]
+    return bool(redis.eval(_CELL_OVER_LUA, 2, key(session_id), log_key(session_id), run_id, len(mapping),
+                           *pairs, *drop))
 
 
 def _set(pipe, session_id: str, fields: dict) -> None:
@@ -170,7 +172,7 @@ _ANNOUNCE_LUA = _ANNOUNCE + "announce()\nreturn 1\n"
 _TAKE_LUA = _ANNOUNCE + """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return 'missing' end
-if state == 'stopped' then return 'stopped' end
+if state == 'stopped' or redis.call('HGET', KEYS[1], 'stop') then return 'stopped' end
 local busy = redis.call('HGET', KEYS[1], 'busy')
 if busy and busy ~= ARGV[1] then return 'busy:' .. busy .. ':' .. (redis.call('HGET', KEYS[1], 'busy_at') or '0') end
 redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'busy_at', ARGV[2], 'state', 'live')
@@ -195,7 +197,20 @@ if given == 1 then announce() end
 return given
 """
 
-_CELL_OVER_LUA = _ANNOUNCE + _GIVE_BACK + """
+# ARGV: the cell's run id, how many fields to set, those fields' names and values, the names to drop.
+_CELL_OVER_LUA = _ANNOUNCE + _GIVE_BACK + f"""
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return 0 end
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  if not (state == 'stopped' and ARGV[i] == 'state') then redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HDEL', KEYS[1], ARGV[i])
+  i = i + 1
+end
+redis.call('EXPIRE', KEYS[1], {TTL_S})
 local given = give_back()
 announce()
 return given

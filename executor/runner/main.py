@@ -240,7 +240,8 @@ def confine(args=None) -> None:
         else:
             _confine(args)
     elif _unconfined:
-        _confine(_unconfined.pop())
+        _confine(_unconfined[0])  # kept until it has held: a runner that cannot confine itself runs nothing
+        _unconfined.clear()
 
 
 def _confine(args) -> None:

@@ -128,7 +128,9 @@ def session_state(session: Session, *, held: bool = False) -> dict:
         state, beats = sessionstate.read_live(get_redis(), str(session.id), registry.executors_key(session.device),
                                               settings.EXECUTOR_ONLINE_WINDOW_S)
     if held:
-        if state is not None and state["state"] != sessionstate.STOPPED and (not state["node"] or beats):
+        # Not when its end was asked for (a DELETE from another tab) or its row says it ended.
+        if state is not None and state["state"] != sessionstate.STOPPED and not state["stop"] \
+                and session.ended_at is None and (not state["node"] or beats):
             return state
         session.refresh_from_db(fields=["ended_at", "stopped_reason"])
     if session.ended_at is not None:

@@ -164,6 +164,48 @@ def test_a_stopped_session_refuses_a_cell_with_410_and_still_answers(stack):
     assert status == 410 and gone["state"] == "stopped"
 
 
+def test_a_session_ended_from_another_tab_while_its_cell_runs_stays_ended_for_every_socket(stack):
+    """Ended (DELETE) while a cell runs: the cell's end does not make the session idle again, and
+    neither the socket that held it all along nor a new one runs a next cell in it (410, or the
+    socket said "stopped" and closed), as the POST says."""
+    client = "198.51.100.64"
+    session = stack.new_session(client)
+
+    def refuses_a_cell(socket) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            socket.send({"op": "cell", "code": "print(z)\n"})
+        except ConnectionClosed as closed:  # it had said "stopped" and closed (a normal close)
+            assert closed.rcvd is not None and closed.rcvd.code == 1000, closed
+            return
+        try:
+            answer = socket.next(timeout=15)
+            assert answer["type"] == "refused" and answer["status"] == 410, answer
+        except AssertionError as closed:
+            assert "socket closed" in str(closed), closed
+            assert socket.states and socket.states[-1]["state"] == "stopped", socket.states
+
+    with stack.session_socket(session, client) as socket:
+        assert socket.cell("z = 1\n")[1].finished["status"] == ev.SUCCEEDED
+        socket.send({"op": "cell", "code": "import time\ntime.sleep(1.5)\nprint(z)\n"})
+        assert socket.next()["type"] == "cell_started"
+        status, _ = stack.call("DELETE", session["url"], client=client)
+        assert status in (200, 204)
+        while True:  # the cell in flight ends, whatever its status
+            message = socket.next()
+            if message["type"] == "cell_event" and message["event"]["type"] == "finished":
+                break
+        time.sleep(0.3)  # the node's own word on the cell's end, written by now
+        state = sessionstate.read(stack_redis(stack), session["id"])
+        assert state is not None and state["state"] == "stopped", state
+        refuses_a_cell(socket)
+    with stack.session_socket(session, client) as fresh:
+        refuses_a_cell(fresh)
+    status, gone = stack.call("POST", f"{session['url']}/cells", {"code": "print(z)"}, client=client)
+    assert status == 410 and gone["state"] == "stopped"
+
+
 def test_a_cell_whose_socket_drops_is_followed_on_its_run_socket(stack):
     client = "198.51.100.64"
     session = stack.new_session(client)
