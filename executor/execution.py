@@ -434,6 +434,7 @@ class Executor:
             finished = protocol.finished_fields(ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0)
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
+            self._give_share_back(run_id, finished)
             relay.emit(ev.FINISHED, **finished)
             return
         except Exception as exc:  # the run must still end
@@ -441,6 +442,7 @@ class Executor:
             finished = protocol.finished_fields(ev.LOST, ev.ended("no_runner", error=str(exc)), wall_ms=0)
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
+            self._give_share_back(run_id, finished)
             relay.emit(ev.FINISHED, **finished)
             return
         keep = [False]  # the runner lives on after a cell: kept for its person's next run
@@ -492,8 +494,8 @@ class Executor:
         try:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
+            client = self._give_share_back(run_id, finished)  # free before anyone hears it ended
             relay.emit(ev.FINISHED, **finished)
-            client = self._give_share_back(run_id, finished)
         finally:
             release(runner)
         if compiled and self.compile_cache is not None:
@@ -640,8 +642,8 @@ class Executor:
                 sessionstate.give_back(self.redis, session_id, run_id)
             except redis.exceptions.RedisError:
                 log.warning("session %s: could not mark its cell %s done", session_id, run_id)
+        client = self._give_share_back(run_id, finished)  # free before anyone hears it ended
         relay.emit(ev.FINISHED, **finished)
-        client = self._give_share_back(run_id, finished)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
 
@@ -692,9 +694,11 @@ class Executor:
 
     def _give_share_back(self, run_id: str, finished: dict) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not
-        when the recorder stores it (which may trail under a burst); the recorder's release is
-        the backstop, and only one of the two counts. Returns whose run it was, if this call
-        released it (the compile cache takes each person's reports in turn)."""
+        when the recorder stores it (which may trail under a burst): before its ``finished`` is
+        logged, so that a script that starts its next run when it reads this one's end is never
+        refused for it. The recorder's release is the backstop, and only one of the two counts.
+        Returns whose run it was, if this call released it (the compile cache takes each
+        person's reports in turn)."""
         try:
             return shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
         except redis.exceptions.RedisError as exc:

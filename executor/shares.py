@@ -3,11 +3,11 @@
 The web side admits a run (playground/quotas.py: a slot in ``quota:active:<client>``, the client
 remembered under ``quota:client:<run>``; a run of someone signed out takes one in their room's
 too, ``quota:active:<room>``, the room remembered under ``quota:room:<run>``). The share is given
-back when the run ends: by the executor as soon as it has appended the run's ``finished`` (so a
-person whose runs all ended is never refused for them while the recorder catches up), and by the
-recorder once it stores the end, as the backstop for an executor that died. ``GETDEL`` of both in
-one transaction makes the two one release: whichever comes first gives the slots back and counts
-the run's seconds; the other finds nothing.
+back when the run ends: by the executor just before it appends the run's ``finished`` (so a
+person who reads that end and starts the next run is never refused for it, nor for runs the
+recorder has not stored yet), and by the recorder once it stores the end, as the backstop for an
+executor that died. One script takes both keys and does the rest, so the two are one release:
+whichever comes first gives the slots back and counts the run's seconds; the other finds nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from __future__ import annotations
 import time
 
 
+ACTIVE_PREFIX = "quota:active:"
+SECONDS_PREFIX = "quota:seconds:"
+
+
 def active_key(client: str) -> str:
-    return f"quota:active:{client}"
+    return f"{ACTIVE_PREFIX}{client}"
 
 
 def client_key(run_id: str) -> str:
@@ -28,30 +32,46 @@ def room_key(run_id: str) -> str:
 
 
 def budget_key(client: str, kind: str, window: int, now: float) -> str:
-    return f"quota:seconds:{client}:{kind}:{window}:{int(now // window)}"
+    return f"{SECONDS_PREFIX}{client}:{kind}:{window}:{int(now // window)}"
 
 
 BUDGET_WINDOWS = (3600, 86400)
 
 
 def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None) -> str | None:
-    """The run ended: its slots are free and its seconds are counted, once. Whose run it was
-    (the person key it was admitted for) if this call did, else None."""
-    taking = redis.pipeline()  # MULTI: one release takes both
-    taking.getdel(client_key(run_id))
-    taking.getdel(room_key(run_id))
-    client, room = (o.decode() if isinstance(o, bytes) else o for o in taking.execute())
-    owners = [o for o in (client, room) if o is not None]
-    if not owners:
+    """The run ended: its slots are free and its seconds are counted, once, in one script (a
+    run's person key gone means its slots are free). Whose run it was (the person key it was
+    admitted for) if this call did, else None."""
+    seconds = f"{wall_ms / 1000:.6f}" if wall_ms and kind else ""
+    client = redis.eval(_RELEASE_LUA, 2, client_key(run_id), room_key(run_id), run_id, seconds, kind or "",
+                        f"{time.time():.6f}")
+    if not client:
         return None
-    pipe = redis.pipeline()
-    now = time.time()
-    for owner in owners:
-        pipe.zrem(active_key(owner), run_id)
-        if wall_ms and kind:
-            for window in BUDGET_WINDOWS:
-                key = budget_key(owner, kind, window, now)
-                pipe.incrbyfloat(key, wall_ms / 1000)
-                pipe.expire(key, window + 60)
-    pipe.execute()
-    return client
+    client = client.decode() if isinstance(client, bytes) else client
+    return client or None
+
+
+# KEYS: the run's person key and room key; ARGV: the run id, its seconds ("" to count none), the
+# device kind, the time. Whichever release comes first takes both keys and does the rest; the
+# other finds nothing. Returns the person key ("" when only a room was held), false when none.
+_RELEASE_LUA = f"""
+local client = redis.call('GET', KEYS[1])
+local room = redis.call('GET', KEYS[2])
+if not client and not room then return false end
+redis.call('DEL', KEYS[1], KEYS[2])
+local owners = {{}}
+if client then table.insert(owners, client) end
+if room then table.insert(owners, room) end
+for _, owner in ipairs(owners) do
+  redis.call('ZREM', '{ACTIVE_PREFIX}' .. owner, ARGV[1])
+  if ARGV[2] ~= '' then
+    for _, window in ipairs({{{", ".join(str(w) for w in BUDGET_WINDOWS)}}}) do
+      local key = '{SECONDS_PREFIX}' .. owner .. ':' .. ARGV[3] .. ':' .. window
+        .. ':' .. math.floor(tonumber(ARGV[4]) / window)
+      redis.call('INCRBYFLOAT', key, ARGV[2])
+      redis.call('EXPIRE', key, window + 60)
+    end
+  end
+end
+return client or ''
+"""
