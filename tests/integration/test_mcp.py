@@ -358,6 +358,18 @@ def test_more_runs_at_once_than_the_share_allows_is_the_apis_429(limits_stack):
     released(limits_stack, held["id"])
 
 
+def test_a_script_that_starts_its_next_run_as_it_reads_the_end_is_never_refused(limits_stack):
+    """One run at a time is this address's share: each next run, POSTed the moment the last one's
+    finished reaches the script's socket, is admitted (the share is given back before that
+    finished is logged, not after)."""
+    client = "203.0.113.41"
+    for i in range(3):  # within the 4 a minute
+        status, run, _ = limits_stack.post_as(client, "/api/runs", {"code": f"print({i})"})
+        assert status == 201, (i, run)
+        watched = limits_stack.watch(run["id"], client=client, timeout=60)
+        assert watched.finished["status"] == "succeeded" and watched.text() == f"{i}\n"
+
+
 def test_more_runs_a_minute_than_the_share_allows_is_the_apis_429(limits_stack):
     client = "203.0.113.31"
     if time.time() % 60 > 30:  # the window is the clock's minute: all of it within one
