@@ -35,11 +35,13 @@ def open_playground(page: Page, reload: bool = False, path: str = "/") -> None:
 
 
 @contextmanager
-def playground_in(browser: Browser, live_stack, locale: str, height: int = 860) -> Iterator[Page]:
+def playground_in(browser: Browser, live_stack, locale: str, height: int = 860, width: int = 1280,
+                  **options) -> Iterator[Page]:
     """The playground in a fresh profile whose browser asks for ``locale`` (Accept-Language picks
-    the page's language), editor ready. Fails on any uncaught script error."""
-    context = browser.new_context(base_url=live_stack.url, locale=locale, viewport={"width": 1280, "height": height},
-                                  color_scheme="light")
+    the page's language), editor ready (``options``: the browser context's others, such as
+    ``reduced_motion``). Fails on any uncaught script error."""
+    context = browser.new_context(base_url=live_stack.url, locale=locale, viewport={"width": width, "height": height},
+                                  color_scheme="light", **options)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -18,7 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from bench.profile_page import SYNTHETIC_TRACE_JS
 from playground.gallery import examples
 
-from .playground import SCREENS, assert_accessible, open_playground, set_code, wait_until_finished
+from .playground import SCREENS, assert_accessible, open_playground, playground_in, set_code, wait_until_finished
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,17 +31,9 @@ def fresh(browser: Browser, live_stack, size: str, language: str) -> Iterator[Pa
     """A fresh profile on the playground at ``size`` in ``language``; closed after, failing the
     test on any uncaught script error."""
     width, height = SIZES[size]
-    context = browser.new_context(base_url=live_stack.url, viewport={"width": width, "height": height},
-                                  locale=LOCALES[language], color_scheme="light", reduced_motion="reduce")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
-        open_playground(page)
+    with playground_in(browser, live_stack, LOCALES[language], height=height, width=width,
+                       reduced_motion="reduce") as page:
         yield page
-    finally:
-        context.close()
-    assert errors == [], f"uncaught errors on the page: {errors}"
 
 
 def shoot(page: Page, name: str) -> None:
