@@ -43,14 +43,9 @@ def median(values):
 class Check:
     def __init__(self, redis_url: str, device: str, wall_s: float):
         import redis as redis_py
-        from celery import Celery
-
-        from executor.celeryconf import COMMON, broker_url
 
         # A run that opens a chip can keep a small host busy for seconds: the blocking reads wait longer.
         self.redis = redis_py.Redis.from_url(redis_url, socket_timeout=60)
-        self.app = Celery("check", broker=broker_url(redis_url))
-        self.app.conf.update(COMMON)
         self.device = device
         self.limits = {"wall_s": wall_s}
         self.results: dict = {}
@@ -62,7 +57,7 @@ class Check:
         run_id = str(uuid.uuid4())
         if person:  # who runs it, as the web side's admission records it (one person's runs may share a runner)
             self.redis.set(shares.client_key(run_id), person, ex=3600)
-        result = submit.submit(self.app, self.redis, self.device, code, self.limits, self.limits["wall_s"] + 120,
+        result = submit.submit(self.redis, self.device, code, self.limits, self.limits["wall_s"] + 120,
                                options=options, run_id=run_id, **kw)
         events = result["events"]
         result["run_id"] = run_id
@@ -179,7 +174,7 @@ class Check:
     def cell(self, sid: str, cell: dict, code: str, queue: str | None = None) -> dict:
         from executor import submit
 
-        result = submit.submit(self.app, self.redis, self.device, code, self.limits, self.limits["wall_s"] + 120,
+        result = submit.submit(self.redis, self.device, code, self.limits, self.limits["wall_s"] + 120,
                                session=cell, queue=queue)
         events = result["events"]
         summary = {"status": events[-1].get("status"), "wall_ms": events[-1].get("wall_ms"),

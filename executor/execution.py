@@ -242,8 +242,8 @@ class Executor:
         if self.busy or time.monotonic() - self.idle_since < self.IDLE_GRACE_S:
             return False
         try:
-            queues = {settings.QUEUE, registry.queue_name(self.route)}
-            return not any(registry.queue_depth(self.redis, queue) for queue in queues)
+            routes = {registry.route(settings.KIND, settings.RUNTIME.id), self.route}
+            return not any(registry.queue_depth(self.redis, route) for route in routes)
         except redis.exceptions.RedisError:
             return False
 

@@ -71,8 +71,20 @@ _PRIORITY_SEP = "\x06\x16"
 
 def queue_lists(device: str) -> list[str]:
     """The Redis lists that hold a device's queue, in the order a worker takes from them."""
-    queue = queue_name(device)
+    return priority_lists(queue_name(device))
+
+
+def priority_lists(queue: str) -> list[str]:
+    """The Redis lists of a queue by its name (``exec.cpu``, ``sessions.<node>``), the first
+    taken first."""
     return [queue if step == 0 else f"{queue}{_PRIORITY_SEP}{step}" for step in PRIORITY_STEPS]
+
+
+def queue_list(queue: str, priority: int = 0) -> str:
+    """The list of a queue by its name that holds its messages of ``priority``: the highest step
+    at or below it, as kombu picks it."""
+    step = max((s for s in PRIORITY_STEPS if s <= max(priority, 0)), default=0)
+    return priority_lists(queue)[PRIORITY_STEPS.index(step)]
 
 
 def queue_depth(redis, device: str) -> int:

@@ -2,7 +2,7 @@
 message, one definition for the web side, the executor and a client with nothing but the broker.
 
     web (playground.actions.runs)  ─┐
-                                    ├─ send_run ─▶ queue exec.<kind>[.<specific>] ─▶ executor.run
+                                    ├─ send_run ─▶ queue exec.<kind>[.<specific>] ─▶ executor/runqueue.py
     python -m executor.submit  ─────┘                                                    │
                       ▲                                                                  │
                       └──── XREAD the run's event log (seq 1 = queued, … , finished) ◀───┘
@@ -16,7 +16,10 @@ instead), with no web side, database or Django: how a new node is tried from the
 from __future__ import annotations
 
 import argparse
+import base64
 import json
+import os
+import socket
 import sys
 import time
 import uuid
@@ -61,23 +64,69 @@ def run_message(run_id: str, code: str, options: dict | None, limits: dict,
             **({"stdin": stdin} if stdin else {})}
 
 
-def send_run(app, device: str, message: dict, priority: int = 0) -> None:
+def send_run(redis, device: str, message: dict, priority: int = 0) -> None:
     """Queue a run on its device's queue (``gpu:h200`` → ``exec.gpu.h200``) at a priority step
     (``registry.PRIORITY_STEPS``, 0 first). Its log must hold its ``queued`` event (seq 1)
     already: the executor appends after it."""
-    send_to_queue(app, registry.queue_name(device), message, priority)
+    send_to_queue(redis, registry.queue_name(device), message, priority)
 
 
-def send_to_queue(app, queue: str, message: dict, priority: int = 0) -> None:
-    """``send_run`` to a queue by its name (a draining node sends back what it took from one)."""
-    app.send_task(RUN_TASK, kwargs=message, queue=queue, priority=priority, **task_reprs(message["run_id"]))
+def send_to_queue(redis, queue: str, message: dict, priority: int = 0) -> None:
+    """``send_run`` to a queue by its name: one ``LPUSH`` of the task's message onto the queue's
+    list for the priority, as kombu's Redis transport would have put it there (``task_message``).
+    A Celery publish cost the web side a few milliseconds of CPU a run, and it looked the queue's
+    binding up first: a run published before a worker had declared its queue (a Redis restart)
+    went nowhere. The list needs no binding; the executors' readers (executor/runqueue.py) and a
+    Celery worker (the node's sessions queue) read it alike."""
+    redis.lpush(registry.queue_list(queue, priority), task_message(queue, message, priority))
+
+
+def task_message(queue: str, message: dict, priority: int = 0) -> bytes:
+    """``executor.run`` with ``message`` as its keyword arguments, in Celery's task protocol 2 as
+    kombu's Redis transport stores a message (JSON, the body base64): what ``app.send_task`` would
+    have pushed, with headers that name only the run (``task_reprs``)."""
+    task_id = str(uuid.uuid4())
+    body = json.dumps([[], message, {"callbacks": None, "errbacks": None, "chain": None, "chord": None}],
+                      separators=(",", ":"))
+    reprs = task_reprs(message["run_id"])
+    return json.dumps({
+        "body": base64.b64encode(body.encode()).decode(),
+        "content-encoding": "utf-8",
+        "content-type": "application/json",
+        "headers": {"lang": "py", "task": RUN_TASK, "id": task_id, "shadow": None, "eta": None, "expires": None,
+                    "group": None, "group_index": None, "retries": 0, "timelimit": [None, None],
+                    "root_id": task_id, "parent_id": None, **reprs, "origin": _ORIGIN, "ignore_result": True,
+                    "replaced_task_nesting": 0, "stamped_headers": None, "stamps": {}},
+        "properties": {"correlation_id": task_id, "reply_to": None, **reprs, "delivery_mode": 2,
+                       "delivery_info": {"exchange": "", "routing_key": queue}, "priority": priority,
+                       "body_encoding": "base64", "delivery_tag": task_id},
+    }, separators=(",", ":")).encode()
+
+
+_ORIGIN = f"{os.getpid()}@{socket.gethostname()}"
 
 
 def task_reprs(run_id: str) -> dict:
     """How a run's task shows itself in Celery's events and logs: by its run, not a repr of its
     arguments (a snippet's code, a batch of events), which Celery would otherwise make for every
-    message (a tenth of the web side's CPU for starting a print(1))."""
+    message."""
     return {"argsrepr": "", "kwargsrepr": f"run {run_id}"}
+
+
+def read_task_message(raw: bytes) -> dict | None:
+    """The keyword arguments of an ``executor.run`` message taken off a queue's list (as
+    ``task_message`` or Celery's own publish made it), or None for anything else."""
+    try:
+        envelope = json.loads(raw)
+        if envelope.get("headers", {}).get("task") != RUN_TASK:
+            return None
+        body = envelope["body"]
+        if envelope.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        kwargs = json.loads(body)[1]
+        return kwargs if isinstance(kwargs, dict) and isinstance(kwargs.get("run_id"), str) else None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        return None
 
 
 def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
@@ -96,7 +145,7 @@ def follow(redis, run_id: str, timeout_s: float) -> list[dict]:
     raise TimeoutError(f"run {run_id} did not finish within {timeout_s:.0f} s ({len(out)} events so far)")
 
 
-def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float, *, options: dict | None = None,
+def submit(redis, device: str, code: str, limits: dict, timeout_s: float, *, options: dict | None = None,
            session: dict | None = None, queue: str | None = None, extra: dict | None = None,
            run_id: str | None = None) -> dict:
     """One run, start to finish: ``{"id", "events", "queued_to_started_ms", "queued_to_finished_ms",
@@ -114,9 +163,9 @@ def submit(app, redis, device: str, code: str, limits: dict, timeout_s: float, *
     sent = time.time()
     message = {**run_message(run_id, code, options, limits, session=session), **(extra or {})}
     if queue:
-        send_to_queue(app, queue, message)
+        send_to_queue(redis, queue, message)
     else:
-        send_run(app, device, message)
+        send_run(redis, device, message)
     events = follow(redis, run_id, timeout_s)
     started = next((e for e in events if e["type"] == ev.STARTED), None)
     output = next((e for e in events if e["type"] in (ev.STDOUT, ev.STDERR)), None)
@@ -169,9 +218,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown device {args.device!r}: a kind (cpu, gpu, tpu) or a specific kind such as gpu:h200")
 
     import redis as redis_py
-    from celery import Celery
-
-    from .celeryconf import COMMON, broker_url
 
     if args.redis is None:
         # As the worker reads it (executor/settings.py), without importing the worker's settings:
@@ -181,15 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     if not registry.online_workers(client, args.device):
         print(f"no {args.device} executor is online on {args.redis}", file=sys.stderr)
         return 2
-    app = Celery("submit", broker=broker_url(args.redis))
-    app.conf.update(COMMON)
     limits = {"wall_s": args.wall, **({"memory_bytes": args.memory_mb * 1024**2} if args.memory_mb else {})}
     failed = 0
     for path in args.snippets:
         with open(path, encoding="utf-8") as f:
             code = f.read()
         for _ in range(args.repeat):
-            result = submit(app, client, args.device, code, limits, timeout_s=args.wall + 120)
+            result = submit(client, args.device, code, limits, timeout_s=args.wall + 120)
             failed += result["events"][-1].get("status") != ev.SUCCEEDED
             if args.summary:
                 print(json.dumps(summary(path, result)), flush=True)

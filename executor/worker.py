@@ -1,13 +1,19 @@
-"""The executor worker: a Celery app that consumes ``exec.<kind>`` and ``exec.<kind>.<specific>``
-(``exec.gpu.h200``, added by itself once it knows its devices) and needs only the broker URL.
+"""The executor worker: a Celery worker that takes the runs of ``exec.<kind>`` and
+``exec.<kind>.<specific>`` (``exec.gpu.h200``, added by itself once it knows its devices) and
+needs only the broker URL.
 
     celery -A executor.worker worker -Q exec.cpu -P threads -c 2
       ├─ at start              learn the devices from a first runner; refuse a kind they do not match
       ├─ heartbeat thread      executors:<kind> in Redis, every HEARTBEAT_S
       ├─ runner pool thread    keeps POOL_SIZE warm runners
-      ├─ task threads          executor.run: take a runner, supervise it, relay events
-      └─ cells thread          the cells of the sessions it holds, from its Redis stream
-                               (executor/cellstream.py), each in a thread of its own
+      ├─ run threads           one a slot (-c): take a run off the exec queues' lists when free
+                               (executor/runqueue.py), supervise its runner, relay its events
+      ├─ cells thread          the cells of the sessions it holds, from its Redis stream
+      │                        (executor/cellstream.py), each in a thread of its own
+      └─ task threads          Celery's: executor.run from the node's sessions queue (scripts)
+
+The exec queues are Celery's lists, read by the run threads, not by Celery's consumer: a run's
+delivery through Celery cost the node a few milliseconds of CPU, a BRPOP one round trip.
 
 The threads pool, not prefork: a task mostly waits on its runner's pipes, and all task threads
 share one warm pool (a prefork child would each need its own, 200 MiB a runner).
@@ -25,6 +31,7 @@ from celery import Celery, signals
 
 from . import logs, registry, runtimes, settings, submit
 from .cellstream import CellReader
+from .runqueue import RunReader
 from .celeryconf import COMMON, broker_url, share_redis_clients
 from .execution import Executor, build_launcher
 from .sandbox import human_bytes
@@ -118,13 +125,18 @@ def _on_after_setup(sender=None, instance=None, **_):
         executor.stop()
         raise SystemExit(1)
     executor.start_heartbeat()
+    # The exec queues it was told (-Q) and its own: read by its run threads, not Celery's consumer.
+    run_queues = list(dict.fromkeys([*(q for q in consumed if q.startswith("exec.")), settings.QUEUE,
+                                     registry.queue_name(executor.route)]))
     _start_cells(executor)
+    _start_runs(executor, run_queues)
     _start_analysers()
     if queues is not None:
-        # and the queue of the notebook sessions it holds (executor/sessions.py)
-        for name in (settings.QUEUE, registry.queue_name(executor.route), executor.sessions.queue):
-            if name not in queues.consume_from:
-                queues.select_add(name)
+        # Celery's consumer takes only the queue of the notebook sessions it holds
+        # (executor/sessions.py), which scripts send cells to.
+        if executor.sessions.queue not in queues.consume_from:
+            queues.select_add(executor.sessions.queue)
+        queues.deselect([q for q in run_queues if q in queues.consume_from])
     memory = info.get("memory_bytes")
     log.info("executor %s is %s (runtime %s): %s × %s on the %s platform, %s, JAX %s, jaxlib %s; consuming %s",
              executor.name, executor.device, settings.RUNTIME.id, info.get("device_count"), info.get("device_kind"),
@@ -132,7 +144,7 @@ def _on_after_setup(sender=None, instance=None, **_):
              "memory unknown" if not memory else f"{human_bytes(memory)} of host memory"
              if info.get("platform") == "cpu" else f"{human_bytes(memory)} each",
              info.get("jax_version"), info.get("jaxlib_version"),
-             ", ".join(sorted(queues.consume_from if queues is not None else [settings.QUEUE])))
+             ", ".join(run_queues))
     if settings.DEVICE_KIND_CONFIGURED and str(info.get("platform")) not in PLATFORMS[settings.KIND]:
         log.warning("!!! executor %s poses as %s on a %s platform (EXECUTOR_DEVICE_KIND=%s): runs for %s "
                     "run on %s", executor.name, executor.device, info.get("platform"), settings.DEVICE_KIND,
@@ -176,6 +188,20 @@ def _on_task_postrun(**_):
 
 _analysers = None
 _cells: CellReader | None = None
+_runs: RunReader | None = None
+
+
+def _start_runs(executor: Executor, queues: list[str]) -> None:
+    """A thread a slot, each taking the node's next run off its queues when it is free."""
+    global _runs
+    if _runs is None:
+        _runs = RunReader(executor, redis.Redis.from_url(settings.REDIS_URL, socket_timeout=RUN_READ_TIMEOUT_S),
+                          queues, settings.CONCURRENCY).start()
+
+
+# A BRPOP blocks a second (runqueue.BLOCK_S); a connection silent much longer than that is dead
+# (a host cut off), and a thread waiting on it would never take a run again.
+RUN_READ_TIMEOUT_S = 15
 
 
 def _start_cells(executor: Executor) -> None:
@@ -210,6 +236,8 @@ def _on_shutting_down(**_):
 
 @signals.worker_shutdown.connect
 def _on_shutdown(**_):
+    if _runs is not None:  # the runs in progress end as any run does, before the runners go
+        _runs.stop(wait_s=settings.LIMITS.wall_s + 30)
     if _cells is not None:  # the cells in progress end as the tasks did, before the runners go
         _cells.stop(wait_s=settings.LIMITS.wall_s + 30)
     if _analysers is not None:
@@ -226,7 +254,7 @@ def run(self, run_id: str, code: str, options: dict | None = None, limits: dict 
         # Taken in the moment between the stop signal and Celery's consumer stopping: back to the
         # queue it came from, at its priority, unclaimed, for the next node.
         info = self.request.delivery_info or {}
-        submit.send_to_queue(app, info.get("routing_key") or settings.QUEUE,
+        submit.send_to_queue(executor.redis, info.get("routing_key") or settings.QUEUE,
                              submit.run_message(run_id, code, options, limits or {}, grade, stdin=stdin),
                              info.get("priority") or 0)
         log.info("run %s taken while draining; queued again for another node", run_id)

@@ -181,8 +181,6 @@ def run_limits(asked: dict | None, device: str | None = None) -> dict:
 
 def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | None = None,
              priority: int = 0, node: str | None = None) -> None:
-    from web.celery import app
-
     stages.stamp(run.id, "stored")
     logged = get_event_log().append(str(run.id), queued)
     assert logged is not None and logged["seq"] == 1, logged
@@ -200,7 +198,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
         # publish cost a cell about 7 ms; the node's reader takes it at once.
         sessionstate.send_cell(get_redis(), node, message)
     else:
-        submit.send_run(app, route, message, priority)
+        submit.send_run(get_redis(), route, message, priority)
     stages.stamp(run.id, "queued")
     metrics.count_started(run)
 

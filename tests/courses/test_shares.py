@@ -45,7 +45,7 @@ def sent(monkeypatch):
     """The runs sent to the executors' queues, with their priority (on commit)."""
     runs = []
     monkeypatch.setattr(executor_submit, "send_run",
-                        lambda app, device, message, priority=0: runs.append((message["run_id"], priority)))
+                        lambda redis, device, message, priority=0: runs.append((message["run_id"], priority)))
     return runs
 
 

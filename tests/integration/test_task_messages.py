@@ -13,13 +13,11 @@ from executor import submit
 
 
 def test_a_run_message_names_its_run_and_carries_its_code_and_checks_only_in_its_body(redis_client):
-    from web.celery import app
-
     run_id = str(uuid.uuid4())
     checks = "assert answer == 42  # the hidden check"
     queue = f"exec.cpu.nobody-{uuid.uuid4().hex[:8]}"
     message = submit.run_message(run_id, "answer = 42\n", {}, {"wall_s": 5}, {"checks": checks})
-    submit.send_to_queue(app, queue, message)
+    submit.send_to_queue(redis_client, queue, message)
     try:
         raw = redis_client.lrange(queue, 0, -1)
         assert len(raw) == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import threading
 import time
@@ -53,6 +54,7 @@ class Exchange:
         self.answered_at: float | None = None
         self.sent_when_answered: int | None = None
         self.closed = threading.Event()
+        self.marked = threading.Lock()
         self.sent = 0
         self.send_error: Exception | None = None
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -67,15 +69,25 @@ class Exchange:
                     break
                 if self.answered_at is None:
                     self.answered_at = time.monotonic()
-                    self.sent_when_answered = self.sent
+                self._mark_answered()
                 self.answer += data
         except OSError:
             pass
         self.closed.set()
 
+    def _mark_answered(self) -> None:
+        """Note how much had been sent when the answer came. Both threads note it: the reader
+        may not be scheduled for a while on a loaded machine, and the sender sees the answer
+        waiting in the socket before each chunk."""
+        with self.marked:
+            if self.sent_when_answered is None:
+                self.sent_when_answered = self.sent
+
     def send(self, chunks, during=None) -> None:
         try:
             for chunk in chunks:
+                if self.sent_when_answered is None and select.select([self.sock], [], [], 0)[0]:
+                    self._mark_answered()
                 self.sock.sendall(chunk)
                 self.sent += len(chunk)
                 if during is not None:

@@ -220,15 +220,13 @@ def test_the_stack_logs_json_lines_with_the_run(live_stack):
         web = json_lines(live_stack.logdir / "web.log")
         about_run = [line for line in executor if line.get("run") == run["id"]]
         web_missing = [line for line in web if line.get("run") == missing]
-        if (len(about_run) >= 3 and web_missing) or time.monotonic() > deadline:
+        if (len(about_run) >= 2 and web_missing) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert {line["process"] for line in executor} == {"executor"}
     assert any("started" in line["message"] for line in about_run), executor[-5:]
     assert any("ended" in line["message"] for line in about_run)
     assert web_missing and web_missing[0]["process"] == "web" and web_missing[0]["level"] == "WARNING"
-    # Celery's own lines about a task for the run name it too, on both sides.
-    assert any("executor.run" in line["message"] and "succeeded" in line["message"] for line in about_run)
     deadline = time.monotonic() + 10
     while True:
         recorder = json_lines(live_stack.logdir / "recorder.log")

@@ -215,9 +215,10 @@ def test_the_fleet_gauges_follow_a_heartbeat_and_a_queued_run(client, fleet_redi
     assert value(before, "playground_executor_queue_depth", queue="exec.gpu") == 0
     first = runtimes.FIRST
     registry.beat(broker, "gpu-metrics@test", "gpu", {"slots": 3, "busy": 1, "warm": 2, "runtime": first}, "test")
-    app = celery_app(fleet_redis.url)
-    submit.send_run(app, "gpu:test", submit.run_message(str(uuid.uuid4()), "print(1)", {}, {"wall_s": 5}), 0)
-    submit.send_run(app, "gpu", submit.run_message(str(uuid.uuid4()), "print(2)", {}, {"wall_s": 5}), 3)
+    submit.send_run(broker, "gpu:test", submit.run_message(str(uuid.uuid4()), "print(1)", {}, {"wall_s": 5}), 0)
+    # A Celery client's publish lands in the same lists (at its priority step).
+    celery_app(fleet_redis.url).send_task(submit.RUN_TASK, queue="exec.gpu", priority=3,
+                                          kwargs=submit.run_message(str(uuid.uuid4()), "print(2)", {}, {"wall_s": 5}))
     after = scrape(client)
     labels = {"kind": "gpu", "device": "gpu:test", "runtime": first}
     assert value(after, "playground_executor_workers_online", **labels) == 1

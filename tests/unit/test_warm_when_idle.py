@@ -5,6 +5,7 @@ is idle for a few milliseconds, and a queued run means more are coming: neither 
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 import redis
@@ -18,7 +19,10 @@ from tests.conftest import TEST_REDIS_URL
 def node():
     client = redis.Redis.from_url(TEST_REDIS_URL)
     executor = Executor(app=None, redis=client, name="cpu@idle-test", launcher=None)
-    lists = registry.queue_lists(settings.QUEUE)
+    # Its own specific kind's queue, which no other node of the suite's Redis reads (a live
+    # stack's executor would take what is pushed onto exec.cpu).
+    executor.specific = f"idle-{uuid.uuid4().hex[:8]}"
+    lists = registry.queue_lists(executor.route)
     client.delete(*lists)
     yield executor, client, lists
     client.delete(*lists)
