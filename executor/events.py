@@ -251,11 +251,21 @@ class EventLog:
         (the event is dropped: a run has exactly one ``finished``, always last) or its log is
         full. ``after``: the last seq this writer knows the run has; ``expect``: the seq a retry
         of this same event would have had (see the script)."""
-        res = self._append(
+        return self.appended(self.append_in(None, run_id, event, after, expect))
+
+    def append_in(self, pipe, run_id: str, event: dict[str, Any], after: int = 0, expect: int = 0):
+        """``append``'s script, on ``pipe`` (a pipeline: its answer is then ``appended``'s to
+        read, one round trip with what else the pipeline sends) or, with None, at once."""
+        return self._append(
             keys=[log_key(run_id), seq_key(run_id), done_key(run_id)],
             args=[encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S,
                   self.max_events, after, expect],
+            client=pipe,
         )
+
+    @staticmethod
+    def appended(res) -> dict[str, Any] | None:
+        """What ``append`` returns, from the script's answer."""
         if not isinstance(res, list):
             return None
         body = res[1]

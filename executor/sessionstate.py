@@ -59,9 +59,14 @@ def node_stream(node: str) -> str:
 def send_cell(redis, node: str, message: dict) -> str:
     """Append a cell's run message to its node's stream (one round trip); the entry's id."""
     pipe = redis.pipeline(transaction=False)
+    send_cell_in(pipe, node, message)
+    return _text(pipe.execute()[0])
+
+
+def send_cell_in(pipe, node: str, message: dict) -> None:
+    """``send_cell``'s commands on a pipeline the caller sends (with what else it holds)."""
     pipe.xadd(node_stream(node), {"m": json.dumps(message)}, maxlen=NODE_STREAM_MAXLEN, approximate=True)
     pipe.expire(node_stream(node), TTL_S)
-    return _text(pipe.execute()[0])
 
 
 def _text(value) -> str:
