@@ -135,16 +135,21 @@ def cell_over(redis, session_id: str, run_id: str, **fields) -> bool:
     back for the next cell (``give_back``'s), its sockets told the state once: one round trip.
     A session stopped meanwhile (ended from another tab, say) stays stopped, and one Redis no
     longer knows is not made again. Whether ``run_id`` was the cell in flight."""
-    mapping = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in fields.items() if v is not None}
-    drop = [k for k, v in fields.items() if v is None]
+    mapping, drop = _encoded(fields)
     pairs = [str(item) for pair in mapping.items() for item in pair]
     return bool(redis.eval(_CELL_OVER_LUA, 2, key(session_id), log_key(session_id), run_id, len(mapping),
                            *pairs, *drop))
 
 
-def _set(pipe, session_id: str, fields: dict) -> None:
+def _encoded(fields: dict) -> tuple[dict, list[str]]:
+    """A change of fields as the hash stores it: what to set (dicts and lists as JSON), and the
+    fields a None removes."""
     mapping = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in fields.items() if v is not None}
-    drop = [k for k, v in fields.items() if v is None]
+    return mapping, [k for k, v in fields.items() if v is None]
+
+
+def _set(pipe, session_id: str, fields: dict) -> None:
+    mapping, drop = _encoded(fields)
     if mapping:
         pipe.hset(key(session_id), mapping=mapping)
     if drop:
