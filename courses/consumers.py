@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from web.db import socket_db
+from web.db import SocketDatabase, socket_db
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 from django.utils import timezone
@@ -80,7 +80,7 @@ def _check_snapshot_rate(who: str) -> str | None:
     return None
 
 
-class CourseConsumer(CountedWebsocket, AsyncJsonWebsocketConsumer):
+class CourseConsumer(CountedWebsocket, SocketDatabase, AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.group = None
         self.token_group = None

@@ -20,7 +20,7 @@ import uuid
 from urllib.parse import parse_qs
 
 import redis.exceptions
-from web.db import socket_db
+from web.db import SocketDatabase, socket_db
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.utils.translation import gettext as _
@@ -71,7 +71,7 @@ class HoleError(Exception):
     """Events between what a socket sent and what it has are neither in the log nor stored."""
 
 
-class RunConsumer(CountedWebsocket, AsyncWebsocketConsumer):
+class RunConsumer(CountedWebsocket, SocketDatabase, AsyncWebsocketConsumer):
     # Run pages read their run's stream, not the channel layer: no channel to subscribe to.
     channel_layer_alias = None
     socket_ids: tuple[str, ...] = ()

@@ -152,3 +152,17 @@ def test_a_socket_refused_again_and_again_is_closed(live_stack):
                       "reason": f"{REFUSALS_MAX} starts refused on this socket; open another"}
     events, _ = asyncio.run(_run("print('still fine')\n"))  # a new socket starts as ever
     assert_whole_run(events, "still fine\n")
+
+
+def test_a_sockets_messages_are_not_each_a_hop_to_the_database_thread(live_stack, monkeypatch):
+    """Channels closes old connections on the database's thread before every message a consumer
+    handles; the run socket's calls all go through socket_db, which checks them there itself, so
+    its connect and its start cost no such hop (its disconnect's one is left to Channels)."""
+    import channels.db
+
+    hops = []
+    monkeypatch.setattr(channels.db, "close_old_connections", lambda: hops.append("hop"))
+    events, after_run = asyncio.run(_run("print('no hop')"))
+    assert_whole_run(events, "no hop\n")
+    assert after_run == {}
+    assert len(hops) <= 1, hops
