@@ -20,7 +20,7 @@ from . import compilecache, logs, registry, sessionstate, settings, shares, stag
 from .chips import Cancelled, ChipPool, count_chips
 from .compilecache import CompileCache
 from .profiles import Builder, ProfileKeeper
-from .submit import GRADE_TASK, send_batch, task_reprs
+from .submit import GRADE_TASK, queued_key, send_batch, task_reprs
 from .pool import RunnerPool, runner_for
 from .runner import protocol
 from .sandbox import get_launcher
@@ -382,7 +382,13 @@ class Executor:
         pipe = self.redis.pipeline(transaction=True)
         pipe.set(alive, self.name, ex=ev.ALIVE_TTL_S)
         pipe.set(ev.claim_key(run_id), self.name, nx=True, ex=CLAIM_TTL_S)
-        if not pipe.execute()[1]:
+        pipe.delete(queued_key(run_id))  # taken off its queue: nothing is left to take out
+        if session is not None:
+            # A cell sent as its session was ended (from another tab) is not run: the session's
+            # end was asked for before this claim, and the node's pass would end it only later.
+            pipe.hmget(sessionstate.key(str(session.get("id"))), "state", "stop")
+        answers = pipe.execute()
+        if not answers[1]:
             log.info("run %s was claimed before it started (cancelled); skipping", run_id)
             self.redis.delete(alive)
             return
@@ -393,7 +399,9 @@ class Executor:
         log.info("run %s started on %s", run_id, self.name)
         try:
             if session is not None:
-                self._execute_cell(run_id, code, options, requested_limits, relay, alive, session)
+                state, stop = answers[3]
+                self._execute_cell(run_id, code, options, requested_limits, relay, alive, session,
+                                   ended=state == b"stopped" or bool(stop))
             else:
                 self._execute(run_id, code, options, requested_limits, relay, alive, grade, stdin)
         finally:
@@ -595,9 +603,11 @@ class Executor:
 
         return tick
 
-    def _execute_cell(self, run_id, code, options, requested_limits, relay, alive, cell: dict) -> None:
+    def _execute_cell(self, run_id, code, options, requested_limits, relay, alive, cell: dict,
+                      ended: bool = False) -> None:
         """A notebook session's cell, on the session's runner (started here for its first cell):
-        a run as the API and the page see it, whose runner outlives it (executor/sessions.py)."""
+        a run as the API and the page see it, whose runner outlives it (executor/sessions.py).
+        ``ended``: its session's end was asked for before the cell was claimed: it is not run."""
         limits = self.launcher.limits.clamp(requested_limits)
         session_id = str(cell.get("id"))
         compiled: list = []
@@ -608,13 +618,16 @@ class Executor:
 
         started_now = session_id not in self.sessions.sessions
         on_wait, cancelled = self.chip_waiter(run_id, relay)
-        session, why_not = (None, "its node is stopping") if self.draining else \
+        session, why_not = (None, "its node is stopping") if self.draining else (None, None) if ended else \
             self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits,
                                       person=lambda: self.person_of(run_id), on_wait=on_wait, cancelled=cancelled)
         relay.stamp("runner")
         given_back = False
         try:
-            if session is None:
+            if ended:
+                log.info("session %s: cell %s not run: the session was ended", session_id, run_id)
+                finished = protocol.finished_fields(ev.CANCELLED, ev.ended("session_ended"), wall_ms=0)
+            elif session is None:
                 log.warning("session %s: cell %s not run: %s", session_id, run_id, why_not)
                 sessionstate.stop(self.redis, session_id, why_not)
                 finished = protocol.finished_fields(ev.LOST, f"the session could not run this cell: {why_not}",

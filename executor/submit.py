@@ -77,8 +77,44 @@ def send_to_queue(redis, queue: str, message: dict, priority: int = 0) -> None:
     A Celery publish cost the web side a few milliseconds of CPU a run, and it looked the queue's
     binding up first: a run published before a worker had declared its queue (a Redis restart)
     went nowhere. The list needs no binding; the executors' readers (executor/runqueue.py) and a
-    Celery worker (the node's sessions queue) read it alike."""
-    redis.lpush(registry.queue_list(queue, priority), task_message(queue, message, priority))
+    Celery worker (the node's sessions queue) read it alike.
+
+    Where the message waits is noted beside it (``queued_key``), so that a run cancelled while
+    queued takes its message out (``unqueue``): a cancelled run's message no longer counts
+    towards a full queue until a node pops it. ``redis``: a client, or a pipeline the caller
+    sends."""
+    pipe = redis.pipeline(transaction=False) if getattr(redis, "command_stack", None) is None else redis
+    key, raw = registry.queue_list(queue, priority), task_message(queue, message, priority)
+    pipe.lpush(key, raw)
+    pipe.hset(queued_key(message["run_id"]), mapping={"list": key, "message": raw})
+    pipe.expire(queued_key(message["run_id"]), QUEUED_TTL_S)
+    if pipe is not redis:
+        pipe.execute()
+
+
+# How long where a queued run's message waits is kept: as long as its log, and a node taking the
+# run deletes it as it claims the run.
+QUEUED_TTL_S = 86400
+
+
+def queued_key(run_id: str) -> str:
+    """Which list a queued run's message is in, and the message (``send_to_queue``)."""
+    return f"queued:{run_id}"
+
+
+_UNQUEUE_LUA = """
+local list = redis.call('HGET', KEYS[1], 'list')
+local message = redis.call('HGET', KEYS[1], 'message')
+redis.call('DEL', KEYS[1])
+if list and message then return redis.call('LREM', list, 1, message) end
+return 0
+"""
+
+
+def unqueue(redis, run_id: str) -> bool:
+    """Take a run's message off its queue (a run cancelled, or given up, before a node took it).
+    Whether it was still there."""
+    return bool(redis.eval(_UNQUEUE_LUA, 1, queued_key(run_id)))
 
 
 def task_message(queue: str, message: dict, priority: int = 0) -> bytes:

@@ -375,6 +375,7 @@ def do_cancel_run(run: Run) -> str:
     if run.status == ev.STATUS_RUNNING or redis.exists(ev.alive_key(run_id)):
         return run.status
     if redis.set(ev.claim_key(run_id), "cancelled", nx=True, ex=ev.EVENT_LOG_TTL_S):
+        submit.unqueue(redis, run_id)  # its message counts towards a full queue no longer
         finished = get_event_log().append(run_id, ev.finished_event(
             ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0), after=_last_seq(run_id))
         do_record_events(run_id, [finished])
@@ -467,6 +468,7 @@ def _reap(run_id: str, status: str, age_s: float) -> bool:
         message = ev.ended("stopped_responding")
     elif age_s > settings.RUN_QUEUE_TIMEOUT_S:
         message = ev.ended("not_taken", seconds=settings.RUN_QUEUE_TIMEOUT_S)
+        submit.unqueue(redis, run_id)  # if its message is still there, no node takes it now
     else:
         return False  # still queued
     finished = event_log.append(run_id, ev.finished_event(ev.LOST, message), after=_last_seq(run_id))

@@ -132,6 +132,35 @@ def test_a_full_queue_is_refused_at_once_and_nothing_is_lost(quota_stack):
         assert quota_stack.wait_finished(run["id"], timeout=120)["status"] == "succeeded"
 
 
+def test_runs_cancelled_while_queued_leave_the_queue_and_its_cap_at_once(quota_stack):
+    """A cancelled run's message is taken off the queue with it: runs started and cancelled
+    while the one slot is busy never fill the queue against the next person."""
+    import redis
+
+    from executor import registry
+
+    broker = redis.Redis.from_url(quota_stack.env["REDIS_URL"])
+    status, busy, _ = post_run(quota_stack, "198.51.100.40", SLEEP.format(s=3))
+    assert status == 201
+    deadline = time.monotonic() + 30
+    while quota_stack.get(f"/api/runs/{busy['id']}")["status"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    cancelled = []
+    for i in range(6):  # twice the queue's cap of 3, each cancelled as soon as it is queued
+        status, run, _ = post_run(quota_stack, f"198.51.100.{41 + i}", "print('never')")
+        assert status == 201, run
+        assert quota_stack.post_as(f"198.51.100.{41 + i}", f"/api/runs/{run['id']}/cancel", {})[0] == 202
+        cancelled.append(run["id"])
+    assert registry.queue_depth(broker, "cpu") == 0
+    status, waiting, _ = post_run(quota_stack, "198.51.100.50", "print('mine')")
+    assert status == 201, waiting  # not "the cpu queue is full"
+    assert quota_stack.wait_finished(waiting["id"], timeout=60)["status"] == "succeeded"
+    for run_id in cancelled:
+        finished = quota_stack.wait_finished(run_id, timeout=30)
+        assert finished["status"] == "cancelled" and finished["message"] == "cancelled before it started"
+
+
 def test_a_flooding_client_does_not_delay_another(quota_stack):
     flood = [post_run(quota_stack, "198.51.100.40", SLEEP.format(s=1)) for _ in range(10)]
     assert [s for s, _, _ in flood].count(201) == 2 and [s for s, _, _ in flood].count(429) == 8

@@ -155,6 +155,35 @@ def test_deleting_ends_it_and_its_socket_says_so(stack):
         assert closed.value.rcvd.code == 4404
 
 
+def test_a_cell_admitted_as_another_tab_ends_its_session_is_not_run(stack):
+    """The cell was admitted (the session taken for it) just before the DELETE, and reaches the
+    session's node just after: the node finds the session's end asked for as it claims the cell,
+    and ends it cancelled without running it. (Sent to the node's stream as the web side sends a
+    cell, so that the two land in this order every time.)"""
+    import uuid
+
+    import redis
+
+    from executor import sessionstate, submit
+
+    client = "198.51.100.35"
+    session = new_session(stack, client)
+    _, first = run_cell(stack, session, "z = 1\nprint('first')\n", client)
+    assert first.finished["status"] == ev.SUCCEEDED, first.finished
+    broker = redis.Redis.from_url(stack.env["REDIS_URL"])
+    node = sessionstate.read(broker, session["id"])["node"]
+    run_id = str(uuid.uuid4())
+    assert sessionstate.take(broker, session["id"], run_id) == "ok"
+    assert stack.call("DELETE", session["url"], client=client)[0] == 200
+    ev.EventLog(broker).append(run_id, ev.make_event(ev.QUEUED, position=1))
+    sessionstate.send_cell(broker, node, submit.run_message(run_id, "print('ran after its end', z)", {},
+                                                            {"wall_s": 5}, session={"id": session["id"], "idle_s": 60}))
+    events = submit.follow(broker, run_id, 30)
+    assert (events[-1]["status"], events[-1]["message"]) == (ev.CANCELLED, "the session was ended")
+    assert not [e for e in events if e["type"] in (ev.STDOUT, ev.STARTED)], events
+    assert sessionstate.read(broker, session["id"])["state"] == sessionstate.STOPPED
+
+
 def test_an_idle_session_is_stopped_and_its_socket_says_so(stack):
     from websockets.sync.client import connect
 
