@@ -140,7 +140,7 @@ def test_runs_cancelled_while_queued_leave_the_queue_and_its_cap_at_once(quota_s
     from executor import registry
 
     broker = redis.Redis.from_url(quota_stack.env["REDIS_URL"])
-    status, busy, _ = post_run(quota_stack, "198.51.100.40", SLEEP.format(s=3))
+    status, busy, _ = post_run(quota_stack, "198.51.100.140", SLEEP.format(s=2))
     assert status == 201
     deadline = time.monotonic() + 30
     while quota_stack.get(f"/api/runs/{busy['id']}")["status"] != "running":
@@ -148,12 +148,12 @@ def test_runs_cancelled_while_queued_leave_the_queue_and_its_cap_at_once(quota_s
         time.sleep(0.05)
     cancelled = []
     for i in range(6):  # twice the queue's cap of 3, each cancelled as soon as it is queued
-        status, run, _ = post_run(quota_stack, f"198.51.100.{41 + i}", "print('never')")
+        status, run, _ = post_run(quota_stack, f"198.51.100.{141 + i}", "print('never')")
         assert status == 201, run
-        assert quota_stack.post_as(f"198.51.100.{41 + i}", f"/api/runs/{run['id']}/cancel", {})[0] == 202
+        assert quota_stack.post_as(f"198.51.100.{141 + i}", f"/api/runs/{run['id']}/cancel", {})[0] == 202
         cancelled.append(run["id"])
     assert registry.queue_depth(broker, "cpu") == 0
-    status, waiting, _ = post_run(quota_stack, "198.51.100.50", "print('mine')")
+    status, waiting, _ = post_run(quota_stack, "198.51.100.150", "print('mine')")
     assert status == 201, waiting  # not "the cpu queue is full"
     assert quota_stack.wait_finished(waiting["id"], timeout=60)["status"] == "succeeded"
     for run_id in cancelled:
