@@ -96,6 +96,11 @@ class RunRelay:
         stored = patiently(f"appending to run {self.run_id}'s log",
                            lambda: self.executor.log.append(self.run_id, event, after=self.last_seq,
                                                             expect=self.last_seq + 1))
+        self.logged(type_, stored, first)
+
+    def logged(self, type_: str, stored: dict | None, first: bool = False) -> None:
+        """What follows an event's append (``stored``: the event as logged, None if the log
+        refused it): kept for the recorder, and at the end sent to it."""
         if stored is not None:
             self.last_seq = stored["seq"]
             self.pending.append(stored)
@@ -442,16 +447,14 @@ class Executor:
             finished = protocol.finished_fields(ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0)
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
-            self._give_share_back(run_id, finished)
-            relay.emit(ev.FINISHED, **finished)
+            self._end(run_id, relay, finished)
             return
         except Exception as exc:  # the run must still end
             log.exception("could not start a runner for run %s", run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("no_runner", error=str(exc)), wall_ms=0)
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
-            self._give_share_back(run_id, finished)
-            relay.emit(ev.FINISHED, **finished)
+            self._end(run_id, relay, finished)
             return
         keep = [False]  # the runner lives on after a cell: kept for its person's next run
 
@@ -502,8 +505,7 @@ class Executor:
         try:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
-            client = self._give_share_back(run_id, finished)  # free before anyone hears it ended
-            relay.emit(ev.FINISHED, **finished)
+            client = self._end(run_id, relay, finished)
         finally:
             release(runner)
         if compiled and self.compile_cache is not None:
@@ -655,8 +657,7 @@ class Executor:
                 sessionstate.give_back(self.redis, session_id, run_id)
             except redis.exceptions.RedisError:
                 log.warning("session %s: could not mark its cell %s done", session_id, run_id)
-        client = self._give_share_back(run_id, finished)  # free before anyone hears it ended
-        relay.emit(ev.FINISHED, **finished)
+        client = self._end(run_id, relay, finished)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
 
@@ -704,6 +705,25 @@ class Executor:
         finally:
             self.pool.release(runner)
         return entries, status
+
+    def _end(self, run_id: str, relay: RunRelay, finished: dict) -> str | None:
+        """The run's share given back, then its ``finished`` logged: in this order (free before
+        anyone hears it ended), in one round trip. Should that fail, each again on its own (both
+        are idempotent: a release finds nothing the second time, an append its own event).
+        Whose run it was, as ``_give_share_back`` says."""
+        event = ev.make_event(ev.FINISHED, **finished)
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            shares.release_in(pipe, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
+            self.log.append_in(pipe, run_id, event, after=relay.last_seq, expect=relay.last_seq + 1)
+            released, appended = pipe.execute()
+        except redis.exceptions.RedisError as exc:
+            log.warning("run %s: ending it in one round trip failed (%s); again step by step", run_id, exc)
+            client = self._give_share_back(run_id, finished)
+            relay.emit(ev.FINISHED, **finished)
+            return client
+        relay.logged(ev.FINISHED, ev.EventLog.appended(appended))
+        return shares.released(released)
 
     def _give_share_back(self, run_id: str, finished: dict) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not

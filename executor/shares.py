@@ -42,12 +42,22 @@ def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | Non
     """The run ended: its slots are free and its seconds are counted, once, in one script (a
     run's person key gone means its slots are free). Whose run it was (the person key it was
     admitted for) if this call did, else None."""
+    return released(release_in(redis, run_id, wall_ms=wall_ms, kind=kind))
+
+
+def release_in(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None):
+    """``release``'s script on ``redis``, a client (its answer) or a pipeline (its answer comes
+    with the pipeline's, for ``released`` to read)."""
     seconds = f"{wall_ms / 1000:.6f}" if wall_ms and kind else ""
-    client = redis.eval(_RELEASE_LUA, 2, client_key(run_id), room_key(run_id), run_id, seconds, kind or "",
-                        f"{time.time():.6f}")
-    if not client:
+    return redis.eval(_RELEASE_LUA, 2, client_key(run_id), room_key(run_id), run_id, seconds, kind or "",
+                      f"{time.time():.6f}")
+
+
+def released(answer) -> str | None:
+    """Whose run ``release``'s script gave back, from its answer (None: it gave nothing back)."""
+    if not answer:
         return None
-    client = client.decode() if isinstance(client, bytes) else client
+    client = answer.decode() if isinstance(answer, bytes) else answer
     return client or None
 
 

@@ -430,6 +430,10 @@ def test_runs_start_on_a_socket_kept_open_and_the_post_is_the_fallback(page: Pag
     page.wait_for_timeout(300)
     set_code(page, "print('posted')\n")
     page.keyboard.press("Control+Enter")
+    # The page shows the last run (run 2, succeeded) until the posted one has started: wait for
+    # the new run's output, not for a terminal status the old one already has.
+    page.wait_for_function("() => document.querySelector('#output').textContent === 'posted\\n'",
+                           timeout=RUN_TIMEOUT_MS)
     assert wait_until_finished(page) == "succeeded"
     assert output(page) == "posted\n"
     assert len(posts) == 1
