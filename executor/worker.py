@@ -246,18 +246,11 @@ def _on_shutdown(**_):
         _executor.stop()
 
 
-@app.task(name=submit.RUN_TASK, ignore_result=True, bind=True)
-def run(self, run_id: str, code: str, options: dict | None = None, limits: dict | None = None,
+@app.task(name=submit.RUN_TASK, ignore_result=True)
+def run(run_id: str, code: str, options: dict | None = None, limits: dict | None = None,
         grade: dict | None = None, session: dict | None = None, stdin: str = "") -> None:
-    executor = get_executor()
-    if executor.draining and session is None:
-        # Taken in the moment between the stop signal and Celery's consumer stopping: back to the
-        # queue it came from, at its priority, unclaimed, for the next node.
-        info = self.request.delivery_info or {}
-        submit.send_to_queue(executor.redis, info.get("routing_key") or settings.QUEUE,
-                             submit.run_message(run_id, code, options, limits or {}, grade, stdin=stdin),
-                             info.get("priority") or 0)
-        log.info("run %s taken while draining; queued again for another node", run_id)
-        return
-    # A session's cell taken while draining ends here, with its session: it lives on this node only.
-    executor.execute(run_id, code, options or {}, limits or {}, grade, session, stdin=stdin)
+    """A cell a script sent to this node's sessions queue, the one queue Celery's consumer takes
+    (a node's runs come through its run threads, whose drain hands a run taken then back:
+    executor/runqueue.py). A cell taken while draining ends here, with its session: it lives on
+    this node only."""
+    get_executor().execute(run_id, code, options or {}, limits or {}, grade, session, stdin=stdin)
