@@ -19,10 +19,12 @@ read without end; past WS_MAX_PENDING_MESSAGES / WS_MAX_PENDING_BYTES the socket
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import json
 import logging
 import os
+import sys
 
 # daphne.server first: it installs Twisted's asyncio reactor, which must happen before anything
 # imports twisted.internet.reactor (refuse() does, later).
@@ -49,6 +51,12 @@ CLOSE_HANDSHAKE_TIMEOUT_S = 5
 # autobahn's opening handshake timeout is daphne's connect timeout and this much more.
 OPENING_MARGIN_S = 5
 WEBSOCKET_CONNECT_TIMEOUT_S = 20
+# How long a SIGTERM waits for the process to end by itself: daphne cancels every application and
+# waits for all of them, and Python's exit then joins the threads that ran their database calls,
+# without end. A call stuck behind a lock (SQLite's busy wait is 20 s) held a restart for over
+# 30 s. Past this, every thread's stack is written to the log (what it was stuck on) and the
+# process exits (status 1). Below the unit's TimeoutStopSec (20 s), which would kill it unsaid.
+STOP_GRACE_S = 10
 
 
 # The refusal's words (web/locale): what came, and the limit it went over.
@@ -215,6 +223,12 @@ class LimitedServer(Server):
         self.max_request_bytes = settings.MAX_REQUEST_BYTES
         self.ws_limits = {"messages": settings.WS_MAX_PENDING_MESSAGES, "bytes": settings.WS_MAX_PENDING_BYTES,
                           "unsent": settings.WS_MAX_UNSENT_BYTES}
+
+    def kill_all_applications(self):
+        # The shutdown's first step (a "before shutdown" trigger): from here it has STOP_GRACE_S.
+        log.info("stopping: the process exits within %d s", STOP_GRACE_S)
+        faulthandler.dump_traceback_later(STOP_GRACE_S, exit=True, file=sys.stderr)
+        return super().kill_all_applications()
 
     # daphne's run() makes its HTTPFactory itself: this one is made instead.
     @property

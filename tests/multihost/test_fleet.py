@@ -340,9 +340,10 @@ class Follower(threading.Thread):
 
 
 def test_a_rolling_restart_of_the_web_processes_behind_nginx_loses_no_event(fleet):
-    # A line every 0.2 s for 30 s: both restarts fall within it (a daphne takes about 4 s to start
-    # here, and nginx's fail_timeout and a second are waited after each).
-    lines = 150
+    # A line every 0.2 s for 40 s: both restarts fall within it (a daphne takes about 4 s to start
+    # here, nginx's fail_timeout and a second are waited after each, and a stop held by a stuck
+    # call ends within web.server's STOP_GRACE_S).
+    lines = 200
     run_id = post_run(fleet, f"import time\nfor i in range({lines}):\n    print('tick', i, flush=True)\n"
                              "    time.sleep(0.2)\n")
     page = Follower(fleet, run_id)

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import socket
 import struct
+import subprocess
 import time
 
 import pytest
@@ -126,3 +128,40 @@ def test_a_socket_accepted_after_six_seconds_is_let_in(web_server):
 def test_plain_daphne_resets_a_socket_accepted_after_six_seconds(web_server):
     daphne = web_server(base_env(SLOW_ACCEPT_S="6"), module="daphne", app="tests.ops.slow_accept:application")
     assert handshake_of_a_slow_accept(daphne.port).startswith("no answer")
+
+
+def stop_with_a_call_stuck(server, wait: float = 30) -> tuple[float, str]:
+    """Start a request whose call never ends, SIGTERM the server, wait for it to exit at most
+    ``wait`` s: (seconds it took, or ``wait`` when it had not, and its log)."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(b"GET /stuck HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    time.sleep(0.5)  # the call has begun
+    t0 = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        server.proc.wait(wait)
+    except subprocess.TimeoutExpired:
+        pass
+    took = time.monotonic() - t0
+    sock.close()
+    server.stop()
+    return took, server.logfile.read_text(errors="replace")
+
+
+def test_a_stop_held_by_a_stuck_call_ends_in_time_and_says_where_it_was_stuck(web_server):
+    from web.server import STOP_GRACE_S
+
+    took, log = stop_with_a_call_stuck(web_server(base_env(), app="tests.ops.stuck_call:application"))
+    # Within the grace (below the unit's TimeoutStopSec), not after the call's 300 s.
+    assert STOP_GRACE_S - 1 < took < STOP_GRACE_S + 5, (took, log[-2000:])
+    assert "the process exits within" in log
+    # Where it was stuck: every thread's stack, the stuck call's among them.
+    assert "wait_behind_a_lock" in log and "stuck_call.py" in log, log[-3000:]
+
+
+def test_plain_daphne_waits_for_a_stuck_call_to_end(web_server):
+    from web.server import STOP_GRACE_S
+
+    took, _ = stop_with_a_call_stuck(web_server(base_env(), module="daphne", app="tests.ops.stuck_call:application"),
+                                     wait=STOP_GRACE_S + 5)
+    assert took >= STOP_GRACE_S + 5
