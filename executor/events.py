@@ -256,12 +256,14 @@ class EventLog:
     def append_in(self, pipe, run_id: str, event: dict[str, Any], after: int = 0, expect: int = 0):
         """``append``'s script, on ``pipe`` (a pipeline: its answer is then ``appended``'s to
         read, one round trip with what else the pipeline sends) or, with None, at once."""
-        return self._append(
-            keys=[log_key(run_id), seq_key(run_id), done_key(run_id)],
-            args=[encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S,
-                  self.max_events, after, expect],
-            client=pipe,
-        )
+        keys = [log_key(run_id), seq_key(run_id), done_key(run_id)]
+        args = [encode(event), "1" if event["type"] == FINISHED else "0", EVENT_LOG_TTL_S, self.max_events, after,
+                expect]
+        if pipe is None:
+            return self._append(keys=keys, args=args)
+        # On a pipeline as EVAL with the script's text: redis-py checks a registered script's
+        # SHA (SCRIPT EXISTS) before each pipeline that holds one, a round trip more than this.
+        return pipe.eval(_APPEND_LUA, len(keys), *keys, *args)
 
     @staticmethod
     def appended(res) -> dict[str, Any] | None:

@@ -81,12 +81,28 @@ class RunRelay:
         # A profiled run's raw profile, built once its end is logged (executor/profiles.py).
         self.profile = ProfileKeeper(executor, run_id)
         self.output_stamped = False  # the first output's stages (bench.stages)
+        # Events held for the run's end (``hold``): appended in its round trip, before
+        # ``finished``, or before the next event emitted meanwhile.
+        self.held: list[dict] = []
 
     def stamp(self, stage: str) -> None:
         if settings.STAGE_TIMES:
             stages.record(self.executor.redis, self.run_id, stage)
 
+    def hold(self, type_: str, **fields) -> None:
+        """An event that is the last before the run ends (a cell's ``shapes``): logged with the
+        end, in its round trip, rather than in one of its own; in order all the same (an event
+        emitted meanwhile logs it first)."""
+        self.held.append(ev.make_event(type_, **fields))
+
+    def emit_held(self) -> None:
+        held, self.held = self.held, []
+        for event in held:
+            self.emit(event.pop("type"), **{k: v for k, v in event.items() if k != "ts"})
+
     def emit(self, type_: str, **fields) -> None:
+        if self.held:
+            self.emit_held()
         first = settings.STAGE_TIMES and type_ == ev.STDOUT and not self.output_stamped
         if first:
             self.output_stamped = True
@@ -619,6 +635,7 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         started_now = session_id not in self.sessions.sessions
+        left: list[dict] = []  # the state the cell left its session in (run_cell's ``tell``)
         on_wait, cancelled = self.chip_waiter(run_id, relay)
         session, why_not = (None, "its node is stopping") if self.draining else (None, None) if ended else \
             self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits,
@@ -647,8 +664,10 @@ class Executor:
                     should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                     tick=self._ticker(run_id, relay, alive), on_message=on_message,
                     lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                    keep_profile=relay.profile, run_id=run_id)
-                given_back = True  # by run_cell: the session's state and its freedom told in one
+                    keep_profile=relay.profile, run_id=run_id, hold=relay.hold, tell=left.append)
+                # The session's state and its freedom for the next cell go with the cell's end
+                # (below), or it ended with the cell (told then).
+                given_back = True
         except Exception as exc:  # an executor fault is not the cell's
             log.exception("session %s: cell %s failed", session_id, run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
@@ -657,7 +676,10 @@ class Executor:
                 sessionstate.give_back(self.redis, session_id, run_id)
             except redis.exceptions.RedisError:
                 log.warning("session %s: could not mark its cell %s done", session_id, run_id)
-        client = self._end(run_id, relay, finished)
+        # Free for the next cell (its state told once) before anyone hears this one ended, in the
+        # end's round trip.
+        over = (lambda redis_: sessionstate.cell_over(redis_, session_id, run_id, **left[0])) if left else None
+        client = self._end(run_id, relay, finished, first=over)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
 
@@ -706,24 +728,37 @@ class Executor:
             self.pool.release(runner)
         return entries, status
 
-    def _end(self, run_id: str, relay: RunRelay, finished: dict) -> str | None:
-        """The run's share given back, then its ``finished`` logged: in this order (free before
-        anyone hears it ended), in one round trip. Should that fail, each again on its own (both
-        are idempotent: a release finds nothing the second time, an append its own event).
-        Whose run it was, as ``_give_share_back`` says."""
-        event = ev.make_event(ev.FINISHED, **finished)
+    def _end(self, run_id: str, relay: RunRelay, finished: dict, first=None) -> str | None:
+        """``first(redis_or_pipeline)`` (a cell's: its session free for the next), the run's
+        share given back, the events it held, then its ``finished`` logged: in this order (free
+        before anyone hears it ended), in one round trip. Should that fail, each again on its own
+        (all are idempotent: a session given back or a share released finds nothing the second
+        time, an append its own event). Whose run it was, as ``_give_share_back`` says."""
+        held, relay.held = relay.held, []
+        events = [*held, ev.make_event(ev.FINISHED, **finished)]
         try:
             pipe = self.redis.pipeline(transaction=False)
+            if first is not None:
+                first(pipe)
             shares.release_in(pipe, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
-            self.log.append_in(pipe, run_id, event, after=relay.last_seq, expect=relay.last_seq + 1)
-            released, appended = pipe.execute()
+            for n, event in enumerate(events):
+                self.log.append_in(pipe, run_id, event, after=relay.last_seq + n, expect=relay.last_seq + n + 1)
+            answers = pipe.execute()
         except redis.exceptions.RedisError as exc:
             log.warning("run %s: ending it in one round trip failed (%s); again step by step", run_id, exc)
+            if first is not None:
+                try:
+                    first(self.redis)
+                except redis.exceptions.RedisError as again:
+                    log.warning("run %s: its session could not be given back (%s)", run_id, again)
             client = self._give_share_back(run_id, finished)
+            relay.held = held
             relay.emit(ev.FINISHED, **finished)
             return client
-        relay.logged(ev.FINISHED, ev.EventLog.appended(appended))
-        return shares.released(released)
+        answers = answers[1:] if first is not None else answers
+        for event, appended in zip(events, answers[1:], strict=True):
+            relay.logged(event["type"], ev.EventLog.appended(appended))
+        return shares.released(answers[0])
 
     def _give_share_back(self, run_id: str, finished: dict) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not

@@ -65,8 +65,12 @@ class CellSupervision(Supervision):
     at the end (it says ``cell_done`` and waits), and the wall clock and a cancel interrupt the
     cell rather than kill the runner."""
 
-    def __init__(self, *args, cpu_s: float, should_end: callable, **kwargs):
+    def __init__(self, *args, cpu_s: float, should_end: callable, hold=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if hold is not None:
+            # The cell's ``shapes``, written just before its "cell_done", goes out with its end.
+            emit = self.emit
+            self.emit = lambda type_, **fields: (hold if type_ == ev.SHAPES else emit)(type_, **fields)
         self.handlers["cell_done"] = self.on_cell_done
         self.cell_done: dict | None = None
         self.cpu_s = cpu_s
@@ -473,15 +477,19 @@ class SessionHost:
         return len(held)
 
     def run_cell(self, session: LiveSession, code: str, options: dict, limits: Limits, emit, *,
-                 should_cancel, tick, on_message, lookup, keep_profile=None, run_id: str | None = None) -> dict:
+                 should_cancel, tick, on_message, lookup, keep_profile=None, run_id: str | None = None,
+                 hold=None, tell=None) -> dict:
         """Run one cell; the ``finished`` fields. The session's state is told as it changes, and
-        the session is free for its next cell (``run_id``'s given back) before this returns."""
+        the session is free for its next cell (``run_id``'s given back) before this returns;
+        with ``tell``, the state its cell left it in is handed to ``tell(fields)`` instead, for
+        the caller to tell with the cell's end (``sessionstate.cell_over``), unless the session
+        ended with the cell. ``hold``: where the cell's ``shapes`` goes (``RunRelay.hold``)."""
         with session.lock:
             session.last_used = time.monotonic()
             supervision = CellSupervision(
                 session.runner, self.launcher, limits, emit, should_cancel=should_cancel, tick=tick,
                 tick_every_s=0.2, on_message=on_message, lookup=lookup, keep_profile=keep_profile, cpu_s=limits.cpu_s,
-                should_end=lambda: session.end_requested)
+                should_end=lambda: session.end_requested, hold=hold)
             supervision.handlers["shapes"] = self._shapes_to(session, supervision)
             try:
                 finished, ended = supervision.run_cell({"code": code, "options": options})
@@ -498,6 +506,9 @@ class SessionHost:
         else:
             fields = dict(state=sessionstate.IDLE, cells_run=session.cells, names=session.names,
                           memory_bytes=done.get("memory_bytes"), last_used=time.time(), **self.lease_fields(session))
+            if tell is not None:
+                tell(fields)
+                return finished
             try:
                 if run_id is None:
                     sessionstate.update(self.redis, session.id, **fields)

@@ -78,6 +78,12 @@ def read(redis, session_id: str) -> dict | None:
     raw = redis.hgetall(key(session_id))
     if not raw:
         return None
+    return from_hash(raw)
+
+
+def from_hash(raw: dict) -> dict:
+    """The state from the session's hash as Redis answers it (bytes or text), or from an entry
+    of its stream, which holds the hash as a change left it."""
     return decode({_text(k): _text(v) for k, v in raw.items()})
 
 
@@ -241,6 +247,41 @@ def take(redis, session_id: str, run_id: str) -> str:
     """"ok", "missing", "stopped" or "busy:<run id>:<since>" (the cell in flight, taken at that
     time.time())."""
     return _text(redis.eval(_TAKE_LUA, 2, key(session_id), log_key(session_id), run_id, f"{time.time():.3f}"))
+
+
+# Take the session for a cell only where nothing needs a second look: it is idle or live, not
+# asked to stop, no cell is in flight, and its node (if it has one yet) beat since ARGV[3]; then
+# the hash as it was. Otherwise nothing is changed (false). KEYS[3]: its kind's heartbeats.
+_TAKE_LIVE_LUA = _ANNOUNCE + """
+local raw = redis.call('HGETALL', KEYS[1])
+if #raw == 0 then return false end
+local state = redis.call('HGET', KEYS[1], 'state')
+if (state ~= 'idle' and state ~= 'live') or redis.call('HGET', KEYS[1], 'stop')
+    or redis.call('HGET', KEYS[1], 'busy') then
+  return false
+end
+local node = redis.call('HGET', KEYS[1], 'node')
+if node and node ~= '' then
+  local seen = redis.call('ZSCORE', KEYS[3], node)
+  if not seen or tonumber(seen) < tonumber(ARGV[3]) then return false end
+end
+redis.call('HSET', KEYS[1], 'busy', ARGV[1], 'busy_at', ARGV[2], 'state', 'live')
+announce()
+return raw
+"""
+
+
+def take_live(redis, session_id: str, run_id: str, executors_key: str, window_s: float) -> dict | None:
+    """``read_live`` and ``take`` in one round trip, for a session that is plainly free: its
+    state as it was (``read``'s) once taken for ``run_id``; None, with nothing changed, when
+    it is stopped, asked to stop, forgotten, busy, or its node did not beat within ``window_s``
+    in ``executors_key`` (each of which the caller says as it does step by step)."""
+    now = time.time()
+    raw = redis.eval(_TAKE_LIVE_LUA, 3, key(session_id), log_key(session_id), executors_key, run_id,
+                     f"{now:.3f}", f"{now - window_s:.6f}")
+    if not raw:
+        return None
+    return decode({_text(raw[i]): _text(raw[i + 1]) for i in range(0, len(raw), 2)})
 
 
 def give_back(redis, session_id: str, run_id: str) -> bool:

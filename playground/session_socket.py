@@ -207,12 +207,18 @@ class SessionConsumer(RunConsumer):
             except TimeoutError:  # the run's socket has it all
                 pass
 
-    async def send_state(self, session) -> dict | None:
+    async def send_state(self, session, announced: dict | None = None) -> dict | None:
         """The session's state, told; None when the socket's token no longer stands (it closed:
-        what a session's state names, its cells' runs, is its owner's)."""
+        what a session's state names, its cells' runs, is its owner's). ``announced``: the state
+        a change told on the session's stream (the hash as the change left it), told as it is
+        while it is a live session's: read again (and its node's beat looked at) otherwise, and
+        every CHECK_S when nothing changes."""
         if await self.token_revoked():
             return None
-        detail = await _detail(session or self.session)
+        if announced is not None and announced["state"] != sessionstate.STOPPED and not announced["stop"]:
+            detail = session_detail(session or self.session, announced)
+        else:
+            detail = await _detail(session or self.session)
         await self.send(text_data=json.dumps({"type": "state", **detail}))
         return detail
 
@@ -229,9 +235,11 @@ class SessionConsumer(RunConsumer):
                 except REDIS_DOWN:
                     await asyncio.sleep(1.0)
                     answer = None
+                announced = None
                 if answer:
-                    after = answer[0][1][-1][0]
-                detail = await self.send_state(session)
+                    after, fields = answer[0][1][-1]
+                    announced = sessionstate.from_hash(fields)
+                detail = await self.send_state(session, announced)
             if detail is None:
                 return
             await self.last_cell_ended()

@@ -182,13 +182,20 @@ def check_run_cell(session: Session, payload, *, client: Client, owner=None, run
                           % {"name": repr(unknown[0][:40])})
     code = check_code(payload.get("code"))
     check_options(payload.get("options"))
-    state = session_state(session, held=held)
-    if state["state"] == sessionstate.STOPPED:
-        raise _gone(state)
     run_id = run_id or uuid.uuid4()
-    taken = _take(session, str(run_id))
-    if taken == "stopped":
-        raise _gone(session_state(session))
+    # Most often the session is plainly free: read and taken in one round trip. Otherwise (it
+    # stopped, is busy, was forgotten, its node is silent) step by step, each said as it is.
+    state = None
+    if session.ended_at is None:
+        state = sessionstate.take_live(get_redis(), str(session.id), str(run_id),
+                                       registry.executors_key(session.device), settings.EXECUTOR_ONLINE_WINDOW_S)
+    if state is None:
+        state = session_state(session, held=held)
+        if state["state"] == sessionstate.STOPPED:
+            raise _gone(state)
+        taken = _take(session, str(run_id))
+        if taken == "stopped":
+            raise _gone(session_state(session))
     try:
         return check_start_run({"code": code, "options": payload.get("options"), "device": session.device,
                                 "runtime": session.runtime}, client=client, owner=owner, run_id=run_id,

@@ -48,3 +48,24 @@ def test_seqs_go_on_from_what_the_writer_knows_after_redis_forgot(redis_client):
         log.append(run, ev.make_event(ev.STDOUT, text="x"))
     redis_client.delete(ev.log_key(run), ev.seq_key(run))  # as a restarted Redis would
     assert log.append(run, ev.make_event(ev.STDOUT, text="y"), after=5)["seq"] == 6
+
+
+def test_appends_on_a_pipeline_go_in_its_one_round_trip_in_order(redis_client):
+    # A run's end appends what it held and its finished in one pipeline: no SCRIPT EXISTS of
+    # redis-py's before it (a registered script's check), and seqs that follow one another.
+    log, run = new_log(redis_client)
+    log.append(run, ev.make_event(ev.QUEUED))
+    pipe = redis_client.pipeline(transaction=False)
+    held = [ev.make_event(ev.SHAPES, names={}), ev.finished_event(ev.SUCCEEDED)]
+    for n, event in enumerate(held):
+        log.append_in(pipe, run, event, after=1 + n, expect=2 + n)
+    assert not pipe.scripts  # nothing for redis-py to look up first
+    answers = pipe.execute()
+    assert [ev.EventLog.appended(a)["seq"] for a in answers] == [2, 3]
+    assert log.is_finished(run)
+    # Sent again (a reply that was lost), the same events are found, not appended twice.
+    pipe = redis_client.pipeline(transaction=False)
+    for n, event in enumerate(held):
+        log.append_in(pipe, run, event, after=1 + n, expect=2 + n)
+    assert [ev.EventLog.appended(a)["seq"] for a in pipe.execute()] == [2, 3]
+    assert redis_client.xlen(ev.log_key(run)) == 3

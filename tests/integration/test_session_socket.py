@@ -66,6 +66,10 @@ def test_two_cells_on_the_session_socket_share_state_and_the_second_goes_by_the_
         assert started2["type"] == "cell_started" and started2["run"]["id"] != run["id"]
         assert in_order(second) and second.finished["status"] == ev.SUCCEEDED, second.finished
         assert second.text().strip() == "9"
+        # The cell's namespace (held by the node to go with the cell's end) comes last before
+        # its finished, in seq order.
+        assert [e["type"] for e in second.events][-2:] == [ev.SHAPES, ev.FINISHED], second.events
+        assert "x" in second.events[-2]["names"]
         cell2 = next(e for e in second.events if e["type"] == ev.STARTED)
         assert cell2["cell"] == 2 and not cell2["session_started"] and cell2["worker"] == node
         # Its node took it from its own stream, and stamped it received as a run from Celery is.
@@ -77,8 +81,15 @@ def test_two_cells_on_the_session_socket_share_state_and_the_second_goes_by_the_
                 stamps := stack_redis(stack).hgetall(f"stages:{started2['run']['id']}")):
             assert time.monotonic() < deadline, stamps
             time.sleep(0.05)
-        # The state messages came on the same socket, told apart from the cells' messages.
+        # The state messages came on the same socket, told apart from the cells' messages; the
+        # one the cell's end told says what the cell left (without asking).
         assert socket.states and all(s["type"] == "state" and s["id"] == session["id"] for s in socket.states)
+        deadline = time.monotonic() + 10
+        while not any(s["cells_run"] == 2 and s["state"] == "idle" for s in socket.states):
+            assert time.monotonic() < deadline, socket.states
+            socket.states.append(json.loads(socket.ws.recv(timeout=10)))
+        told = next(s for s in socket.states if s["cells_run"] == 2 and s["state"] == "idle")
+        assert told["running"] is None and "x" in told["names"] and told["device"] == "cpu", told
         socket.send({"op": "state"})
         while not socket.states or socket.states[-1]["cells_run"] != 2:
             socket.states.append(json.loads(socket.ws.recv(timeout=10)))
