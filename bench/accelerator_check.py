@@ -13,6 +13,8 @@ What it records, each a median where it repeats:
     article             the article's grad/jit/vmap/pmap snippet
     matmul              jaxplay.bench of an 8192² bf16 matrix product: its share of the chip's peak
     profile             a profiled run's lanes (a TPU lane)
+    profile cost        500 training steps, plain and profiled in turn: the profiled run's wall
+                        clock against the plain one's, and when its trace was ready
     session             two cells, the second compiling nothing; then the lease's end when idle
     device memory       what a 1 GiB array's run reports as its device memory peak
 
@@ -146,6 +148,25 @@ class Check:
                                    **(self.built_trace(profiled["run_id"]) if profile.get("building") else {})}
         self.results["device_memory"] = self.run("memory.py")["summary"]
 
+    def profile_cost(self, n: int) -> None:
+        """The same steps plain and profiled, in turn, one person's (the chip's runner reused):
+        the medians of each one's own wall time, their ratio, and the trace's readiness."""
+        plain, profiled, ready = [], [], []
+        for _ in range(n):
+            plain.append(self.run("steps.py", person="erin")["summary"])
+            run = self.run("steps.py", person="erin", options={"profile": True})
+            profiled.append(run["summary"])
+            event = next((e for e in run["events"] if e["type"] == "profile"), {})
+            ready.append(self.built_trace(run["run_id"]) if event.get("building") else {"error": event.get("error")})
+        walls = median(r["wall_ms"] for r in plain[1:]), median(r["wall_ms"] for r in profiled[1:])
+        self.results["profile_cost"] = {
+            "plain": plain, "profiled": profiled, "traces": ready,
+            "plain_wall_ms": walls[0], "profiled_wall_ms": walls[1],
+            "ratio": round(walls[1] / walls[0], 2) if all(walls) else None,
+            "ready_after_finished_ms": median(t.get("ready_after_finished_ms") for t in ready[1:]),
+            "lanes": next((t.get("lanes") for t in ready if t.get("lanes")), None),
+            "statuses": sorted({r["status"] for r in plain + profiled})}
+
     def session(self, idle_s: float) -> None:
         from executor import sessionstate
 
@@ -214,6 +235,10 @@ def table(results: dict) -> str:
     prof = results.get("profile", {})
     row("profiled run's lanes", f"{prof.get('status')}: {prof.get('lanes')} "
                                 f"(trace ready {prof.get('ready_after_finished_ms')} ms after finished)")
+    cost = results.get("profile_cost", {})
+    row("500 steps: plain / profiled wall (median ms), ratio, trace ready after finished (median ms)",
+        f"{cost.get('plain_wall_ms')} / {cost.get('profiled_wall_ms')}, {cost.get('ratio')}×, "
+        f"{cost.get('ready_after_finished_ms')}")
     mem = results.get("device_memory", {})
     row("1 GiB array: device_peak_bytes / host peak_memory_kb",
         f"{mem.get('device_peak_bytes')} / {mem.get('peak_memory_kb')}")
@@ -231,12 +256,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--wall", type=float, default=120)
     parser.add_argument("--session-idle-s", type=float, default=20)
-    parser.add_argument("--only", nargs="*", default=["hello", "turnaround", "once", "snippets", "session"])
+    parser.add_argument("--only", nargs="*",
+                        default=["hello", "turnaround", "once", "snippets", "profile_cost", "session"])
     args = parser.parse_args(argv)
     check = Check(args.redis, args.device, args.wall)
     steps = {"hello": lambda: check.hello_same_person(args.repeat),
              "turnaround": lambda: check.turnaround(args.repeat), "once": check.two_at_once,
-             "snippets": check.snippets, "session": lambda: check.session(args.session_idle_s)}
+             "snippets": check.snippets, "session": lambda: check.session(args.session_idle_s),
+             "profile_cost": lambda: check.profile_cost(args.repeat)}
     for name in args.only:
         t0 = time.monotonic()
         try:
