@@ -50,7 +50,7 @@ from executor import registry, shares
 
 from web.clients import client_key, is_address_key
 from web.errors import ActionError
-from web.ratelimit import check_rate, from_your_address
+from web.ratelimit import count_in, from_your_address, refuse_over
 
 from .models import run_facts
 from .redis import get_redis
@@ -119,20 +119,34 @@ def check_admit_run(who: str, device: str, run_id: str, room: str | None = None)
     on ``device``, or refuse: the run rate, the device's queue, the hourly and daily budget, then
     one of their active slots, each the person's and the room's. Returns the priority step to
     queue it at. The caller releases the slots (``release``) if the run is not made after all."""
-    limits = _limits(_kind(device))
-    with _explained(who):
-        check_rate("runs", who, settings.RUN_RATE_LIMIT_PER_MINUTE, 60, RUNS)
+    kind, now = _kind(device), time.time()
+    limits = _limits(kind)
+    # What admission reads and counts, in one round trip: the run rate (the person's, then the
+    # room's), the queue's length and the budgets used; then checked in this order.
+    per_minute = settings.RUN_RATE_LIMIT_PER_MINUTE
+    pipe = get_redis().pipeline(transaction=False)
+    counted = count_in(pipe, "runs", who, room, per_minute, 60, now)
+    queues = registry.queue_lists(device)[:-1]
+    for key in queues:
+        pipe.llen(key)
+    budgets = [(who, limits["per_hour_s"], limits["per_day_s"], False)]
     if room is not None:
-        with _explained(who, room=True):
-            check_rate("runs", room, settings.RUN_RATE_LIMIT_PER_MINUTE * settings.ROOM_SIZE, 60,
-                       from_your_address(RUNS))
-    check_queue_length(device, interactive_queue_depth(device))
-    with _explained(who):
-        check_budget(who, device)
-    if room is not None:
-        with _explained(who, room=True):
-            check_budget(room, device, per_hour_s=limits["per_hour_s"] * settings.ROOM_SIZE,
-                         per_day_s=limits["per_day_s"] * settings.ROOM_SIZE, whole_room=True)
+        budgets.append((room, limits["per_hour_s"] * settings.ROOM_SIZE, limits["per_day_s"] * settings.ROOM_SIZE,
+                        True))
+    pipe.mget([_budget_key(client, kind, window, now) for client, *_ in budgets for window in (3600, 86400)])
+    answers = pipe.execute()
+    if counted:
+        mine, rooms = answers.pop(0)
+        with _explained(who):
+            refuse_over(int(mine), per_minute, 60, RUNS, now)
+        if room is not None:
+            with _explained(who, room=True):
+                refuse_over(int(rooms), per_minute * settings.ROOM_SIZE, 60, from_your_address(RUNS), now)
+    check_queue_length(device, sum(answers[:len(queues)]))
+    used = answers[len(queues)]
+    for n, (_who, per_hour_s, per_day_s, whole_room) in enumerate(budgets):
+        with _explained(who, room=whole_room):
+            _check_used(kind, used[2 * n:2 * n + 2], per_hour_s, per_day_s, whole_room, now)
     return admit(who, device, run_id, room)
 
 
@@ -197,13 +211,17 @@ def check_budget(client: str, device: str, *, per_hour_s: float | None = None, p
     address with ``whole_room``)."""
     kind, now = _kind(device), time.time()
     limits = _limits(kind)
-    redis = get_redis()
-    for window, per, name in ((3600, limits["per_hour_s"] if per_hour_s is None else per_hour_s, "hourly_budget"),
-                              (86400, limits["per_day_s"] if per_day_s is None else per_day_s, "daily_budget")):
-        if not per:
-            continue
-        used = float(redis.get(_budget_key(client, kind, window, now)) or 0)
-        if used >= per:
+    used = get_redis().mget([_budget_key(client, kind, window, now) for window in (3600, 86400)])
+    _check_used(kind, used, limits["per_hour_s"] if per_hour_s is None else per_hour_s,
+                limits["per_day_s"] if per_day_s is None else per_day_s, whole_room, now)
+
+
+def _check_used(kind: str, used: list, per_hour_s: float, per_day_s: float, whole_room: bool, now: float) -> None:
+    """``check_budget``'s refusal, from the seconds used this hour and this day (``used``, as
+    Redis answers their keys)."""
+    for window, per, name, seconds in ((3600, per_hour_s, "hourly_budget", used[0]),
+                                       (86400, per_day_s, "daily_budget", used[1])):
+        if per and float(seconds or 0) >= per:
             raise refuse(_budget_used(window, whole_room) % {"seconds": f"{per:g}", "kind": kind}, name,
                          window - now % window)
 
@@ -226,17 +244,19 @@ def admit(client: str, device: str, run_id: str, room: str | None = None) -> int
     room_cap = limits.get("room_active", 0) if room is not None else 0
     now = time.time()
     redis = get_redis()
+    # Whose run it is, then a slot in each set it counts in: one round trip.
     pipe = redis.pipeline(transaction=False)
     pipe.set(_client_of(run_id), client, ex=KEY_TTL_S)
     if room is not None:
         pipe.set(_room_of(run_id), room, ex=KEY_TTL_S)  # its seconds count in the room's budget
-    pipe.execute()
     counted = [(key, c) for key, c in ((client, cap), (room, room_cap)) if key is not None and c]
     if not counted:
+        pipe.execute()
         return 0
     expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
-    full, count, oldest, *rest = redis.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted],
-                                            now, now - expire_s, run_id, KEY_TTL_S, *[c for _, c in counted])
+    pipe.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted], now, now - expire_s, run_id,
+              KEY_TTL_S, *[c for _, c in counted])
+    full, count, oldest, *rest = pipe.execute()[-1]
     if int(full):
         redis.delete(_client_of(run_id), _room_of(run_id))
         key, at_most = counted[int(full) - 1]

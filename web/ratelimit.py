@@ -57,6 +57,35 @@ def check_rate(bucket: str, who: str, limit: int, window_s: int, what: str, *, r
         raise _refuse(what, limit, window_s, now)
 
 
+# check_rate_in_room's counting in one call: the person's count, then, only while it is within its
+# limit (a refused attempt is not the room's), the room's. KEYS: the person's, the room's (or
+# none); ARGV: the person's limit, the window's ttl. Returns {person's count, room's or 0}.
+_COUNT_IN_ROOM = """
+local n = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if #KEYS < 2 or n > tonumber(ARGV[1]) then return {n, 0} end
+local r = redis.call('INCR', KEYS[2])
+redis.call('EXPIRE', KEYS[2], ARGV[2])
+return {n, r}
+"""
+
+
+def count_in(pipe, bucket: str, who: str, room: str | None, limit: int, window_s: int, now: float) -> bool:
+    """``check_rate_in_room``'s counting, queued on ``pipe`` (its answer goes in the caller's round
+    trip with the rest, for ``refuse_over`` to read); False, with nothing queued, for no limit."""
+    if not limit:
+        return False
+    keys = [_key(bucket, who, window_s, now), *([_key(bucket, room, window_s, now)] if room is not None else [])]
+    pipe.eval(_COUNT_IN_ROOM, len(keys), *keys, limit, window_s + 1)
+    return True
+
+
+def refuse_over(count: int, limit: int, window_s: int, what: str, now: float) -> None:
+    """``check_rate``'s refusal, for a ``count`` taken with ``count_in``."""
+    if limit and count > limit:
+        raise _refuse(what, limit, window_s, now)
+
+
 def check_rate_in_room(bucket: str, who: str, room: str | None, limit: int, window_s: int, what: str) -> None:
     """``check_rate`` for a person (``who``, a person key) and, signed out, for their room
     (``room``: everyone signed out at their address), which may have ROOM_SIZE times as many."""

@@ -18,6 +18,7 @@ from django.test import Client
 
 from playground.redis import get_redis
 from web.clients import BROWSER_COOKIE, BROWSER_SALT, browser_id
+from web.errors import ActionError
 
 from .conftest import client_of
 from .helpers import post
@@ -369,3 +370,35 @@ def test_the_editors_requests_count_per_browser_within_the_room(settings):
         assert [a.status_code for a in answers] == [200, 429, 200, 429], path
         assert "address" not in answers[1].json()["error"]  # the first browser's own
         assert "from everyone signed out at your address: at most 2 a minute" in answers[3].json()["error"]
+
+
+def test_admission_takes_two_round_trips_to_redis(settings, monkeypatch):
+    # The rates (the person's, then the room's), the queue's length and the four budgets are read
+    # and counted in one round trip, the run's owner and its slots taken in the next: where it
+    # took nine for someone signed out.
+    import threading
+
+    from redis.connection import AbstractConnection
+
+    from playground import quotas
+
+    shares(settings)
+    sent, me, original = [], threading.get_ident(), AbstractConnection.send_packed_command
+
+    def counted(self, command, check_health=True):
+        if threading.get_ident() == me:
+            sent.append(command)
+        return original(self, command, check_health)
+
+    quotas.check_admit_run("anon:warm", "cpu", str(uuid.uuid4()), room=f"room:ip:{ROOM}")  # connected
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    assert quotas.check_admit_run("anon:trips", "cpu", str(uuid.uuid4()), room=f"room:ip:{ROOM}") == 0
+    assert len(sent) == 2, sent
+    # A refusal is as it was: past the person's run rate, a 429 that counts nothing in the room.
+    settings.RUN_RATE_LIMIT_PER_MINUTE = 1
+    before = get_redis().keys("ratelimit:runs:room:*")
+    counts = {key: get_redis().get(key) for key in before}
+    with pytest.raises(ActionError) as refused:
+        quotas.check_admit_run("anon:trips", "cpu", str(uuid.uuid4()), room=f"room:ip:{ROOM}")
+    assert refused.value.status == 429 and refused.value.data["limit"] == "rate"
+    assert {key: get_redis().get(key) for key in before} == counts
