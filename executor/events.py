@@ -213,6 +213,15 @@ redis.call('EXPIRE', KEYS[2], ARGV[3])
 return {seq, body}
 """
 
+# _APPEND_LUA behind a guard: KEYS[4] (a claim) holds ARGV[7], and the hash KEYS[5] (a session's)
+# is neither stopped nor asked to stop.
+_APPEND_IF_LUA = """
+if redis.call('GET', KEYS[4]) ~= ARGV[7] or redis.call('HGET', KEYS[5], 'state') == 'stopped'
+    or redis.call('HGET', KEYS[5], 'stop') then
+  return 0
+end
+""" + _APPEND_LUA
+
 # The most events one run's log holds; the supervisor ends a run before (Limits.events), so this
 # only stops a writer that does not.
 LOG_MAX_EVENTS = 100_000
@@ -264,6 +273,15 @@ class EventLog:
         # On a pipeline as EVAL with the script's text: redis-py checks a registered script's
         # SHA (SCRIPT EXISTS) before each pipeline that holds one, a round trip more than this.
         return pipe.eval(_APPEND_LUA, len(keys), *keys, *args)
+
+    def append_if_in(self, pipe, run_id: str, event: dict[str, Any], *, claim_key: str, owner: str,
+                     session_key: str, after: int, expect: int):
+        """``append_in``, only where ``claim_key`` holds ``owner`` and the session's hash
+        (``session_key``) is neither stopped nor asked to stop: a cell's ``started``, in the
+        transaction that claims it, for a cell that will run (otherwise its answer is 0)."""
+        keys = [log_key(run_id), seq_key(run_id), done_key(run_id), claim_key, session_key]
+        return pipe.eval(_APPEND_IF_LUA, len(keys), *keys, encode(event), "0", EVENT_LOG_TTL_S, self.max_events,
+                         after, expect, owner)
 
     @staticmethod
     def appended(res) -> dict[str, Any] | None:

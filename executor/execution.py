@@ -398,6 +398,8 @@ class Executor:
                            grade: dict | None, session: dict | None = None, stdin: str = "") -> None:
         # Alive before the claim: the watchdog treats a claimed run without an alive key as lost.
         alive = ev.alive_key(run_id)
+        # A cell of a session this node holds says it started in the claim's own round trip.
+        claimed_start = self._cell_started(session) if session is not None else None
         # Compare-and-set: a cancel of the queued run may have claimed it first. One round trip
         # for both, in this order (a transaction: nothing comes between them).
         pipe = self.redis.pipeline(transaction=True)
@@ -408,6 +410,9 @@ class Executor:
             # A cell sent as its session was ended (from another tab) is not run: the session's
             # end was asked for before this claim, and the node's pass would end it only later.
             pipe.hmget(sessionstate.key(str(session.get("id"))), "state", "stop")
+            if claimed_start is not None:  # logged only if this claim holds and the session stands
+                self.log.append_if_in(pipe, run_id, claimed_start[0], claim_key=ev.claim_key(run_id), owner=self.name,
+                                      session_key=sessionstate.key(str(session.get("id"))), after=1, expect=2)
         answers = pipe.execute()
         if not answers[1]:
             log.info("run %s was claimed before it started (cancelled); skipping", run_id)
@@ -421,8 +426,10 @@ class Executor:
         try:
             if session is not None:
                 state, stop = answers[3]
+                logged = ev.EventLog.appended(answers[4]) if claimed_start is not None else None
                 self._execute_cell(run_id, code, options, requested_limits, relay, alive, session,
-                                   ended=state == b"stopped" or bool(stop))
+                                   ended=state == b"stopped" or bool(stop),
+                                   started=(claimed_start[1], logged) if logged is not None else None)
             else:
                 self._execute(run_id, code, options, requested_limits, relay, alive, grade, stdin)
         finally:
@@ -621,11 +628,26 @@ class Executor:
 
         return tick
 
+    def _cell_started(self, cell: dict) -> tuple[dict, object] | None:
+        """The ``started`` event of a cell of a session this node holds, as ``_execute_cell``
+        would log it, and the session it names; None where that is decided only once claimed (a
+        first cell, a chip's lease, a node that drains)."""
+        if self.draining or self.chips is not None:
+            return None
+        session = self.sessions.sessions.get(str(cell.get("id")))
+        if session is None:
+            return None
+        return ev.make_event(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
+                             runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session.id,
+                             cell=session.cells + 1, session_started=False,
+                             **self.device_info(session.runner.info)), session
+
     def _execute_cell(self, run_id, code, options, requested_limits, relay, alive, cell: dict,
-                      ended: bool = False) -> None:
+                      ended: bool = False, started: tuple | None = None) -> None:
         """A notebook session's cell, on the session's runner (started here for its first cell):
         a run as the API and the page see it, whose runner outlives it (executor/sessions.py).
-        ``ended``: its session's end was asked for before the cell was claimed: it is not run."""
+        ``ended``: its session's end was asked for before the cell was claimed: it is not run.
+        ``started``: (the session, its ``started`` as logged) where the claim logged it."""
         limits = self.launcher.limits.clamp(requested_limits)
         session_id = str(cell.get("id"))
         compiled: list = []
@@ -634,6 +656,8 @@ class Executor:
             if type_ == "compiled_modules" and not (options or {}).get("private_compiles"):
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
+        if started is not None:
+            relay.logged(ev.STARTED, started[1])
         started_now = session_id not in self.sessions.sessions
         left: list[dict] = []  # the state the cell left its session in (run_cell's ``tell``)
         on_wait, cancelled = self.chip_waiter(run_id, relay)
@@ -652,12 +676,13 @@ class Executor:
                 finished = protocol.finished_fields(ev.LOST, f"the session could not run this cell: {why_not}",
                                                     wall_ms=0)
             else:
-                relay.emit(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
-                           runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session_id,
-                           cell=session.cells + 1, session_started=started_now,
-                           **self.device_info(session.runner.info), **self.sessions.lease_fields(session),
-                           **({"waited_ms": session.waited_ms}
-                              if started_now and session.waited_ms is not None else {}))
+                if started is None:  # else the claim logged it
+                    relay.emit(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
+                               runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session_id,
+                               cell=session.cells + 1, session_started=started_now,
+                               **self.device_info(session.runner.info), **self.sessions.lease_fields(session),
+                               **({"waited_ms": session.waited_ms}
+                                  if started_now and session.waited_ms is not None else {}))
                 relay.stamp("handed")
                 finished = self.sessions.run_cell(
                     session, code, options, limits, relay.emit,

@@ -69,3 +69,37 @@ def test_appends_on_a_pipeline_go_in_its_one_round_trip_in_order(redis_client):
         log.append_in(pipe, run, event, after=1 + n, expect=2 + n)
     assert [ev.EventLog.appended(a)["seq"] for a in pipe.execute()] == [2, 3]
     assert redis_client.xlen(ev.log_key(run)) == 3
+
+
+def test_a_cells_started_in_its_claim_is_logged_only_for_the_claims_holder_of_a_standing_session(redis_client):
+    log = ev.EventLog(redis_client)
+    session_key = f"test:session:{uuid.uuid4()}"
+    redis_client.hset(session_key, mapping={"state": "idle"})
+
+    def claim_and_start(run: str, owner: str, holder: str | None):
+        if holder is not None:
+            redis_client.set(ev.claim_key(run), holder)
+        pipe = redis_client.pipeline(transaction=True)
+        pipe.set(ev.claim_key(run), owner, nx=True)
+        log.append_if_in(pipe, run, ev.make_event(ev.STARTED, worker=owner), claim_key=ev.claim_key(run),
+                         owner=owner, session_key=session_key, after=1, expect=2)
+        return ev.EventLog.appended(pipe.execute()[-1])
+
+    def new_run() -> str:
+        run = str(uuid.uuid4())
+        log.append(run, ev.make_event(ev.QUEUED))
+        return run
+
+    run = new_run()
+    assert claim_and_start(run, "node-a", None)["seq"] == 2  # claimed here: logged with the claim
+    other = new_run()
+    assert claim_and_start(other, "node-a", "cancelled") is None  # a cancel claimed it first
+    assert redis_client.xlen(ev.log_key(other)) == 1
+    redis_client.hset(session_key, "stop", 1)  # its end asked for (another tab)
+    asked = new_run()
+    assert claim_and_start(asked, "node-a", None) is None and redis_client.xlen(ev.log_key(asked)) == 1
+    redis_client.hdel(session_key, "stop")
+    redis_client.hset(session_key, "state", "stopped")
+    stopped = new_run()
+    assert claim_and_start(stopped, "node-a", None) is None and redis_client.xlen(ev.log_key(stopped)) == 1
+    redis_client.delete(session_key)
