@@ -89,6 +89,23 @@ end
 return {0, before, ARGV[1], last}
 """
 
+# A place in a queue, taken at admission for a run about to be queued, so that runs admitted
+# together count against RUN_QUEUE_MAX before any is pushed: the queue's lists and the places
+# taken and not yet pushed, against the cap, and a place for this run if there is room. The run's
+# push gives its place back in the same round trip (``_enqueue``); one never pushed (its web
+# process died between) lapses after PLACE_HOLD_S. KEYS: the places (a sorted set), the queue's
+# lists; ARGV: the cap, now, the lapse cutoff, the run id. Returns {0 or 1 (full), the length}.
+_PLACE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[3])
+local waiting = redis.call('ZCARD', KEYS[1])
+for i = 2, #KEYS do waiting = waiting + redis.call('LLEN', KEYS[i]) end
+if waiting >= tonumber(ARGV[1]) then return {1, waiting} end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+redis.call('EXPIRE', KEYS[1], 3600)
+return {0, waiting}
+"""
+PLACE_HOLD_S = 30.0
+
 # What a refusal adds for someone signed out: what they share, and with whom.
 ADDRESS_SHARED = gettext_lazy(
     "Signed out and without the cookie this site's pages give each browser (a script, say), you share this limit "
@@ -114,11 +131,13 @@ def refuse(message: str, limit: str, retry_s: float, status: int = 429) -> Actio
                        headers={"Retry-After": str(retry)}, data={"limit": limit, "retry_after": retry})
 
 
-def check_admit_run(who: str, device: str, run_id: str, room: str | None = None) -> int:
+def check_admit_run(who: str, device: str, run_id: str, room: str | None = None, *, queued: bool = True) -> int:
     """Admit a run a person starts (``who``: their person key; ``room``: signed out, their room)
     on ``device``, or refuse: the run rate, the device's queue, the hourly and daily budget, then
-    one of their active slots, each the person's and the room's. Returns the priority step to
-    queue it at. The caller releases the slots (``release``) if the run is not made after all."""
+    one of their active slots, each the person's and the room's, and a place in the queue
+    (``queued``: the run goes to the device's queue; a cell of a session a node holds does not).
+    Returns the priority step to queue it at. The caller releases the slots (``release``) and the
+    place (``unplace``) if the run is not made after all."""
     kind, now = _kind(device), time.time()
     limits = _limits(kind)
     # What admission reads and counts, in one round trip: the run rate (the person's, then the
@@ -147,7 +166,7 @@ def check_admit_run(who: str, device: str, run_id: str, room: str | None = None)
     for n, (_who, per_hour_s, per_day_s, whole_room) in enumerate(budgets):
         with _explained(who, room=whole_room):
             _check_used(kind, used[2 * n:2 * n + 2], per_hour_s, per_day_s, whole_room, now)
-    return admit(who, device, run_id, room)
+    return admit(who, device, run_id, room, queue_max=limits["queue_max"] if queued else 0)
 
 
 @contextmanager
@@ -199,9 +218,12 @@ def regrade_queue_depth(device: str) -> int:
 def check_queue_length(device: str, queue_length: int) -> None:
     cap = _limits(_kind(device))["queue_max"]
     if cap and queue_length >= cap:
-        raise refuse(_("the %(device)s queue is full (%(waiting)s runs waiting)")
-                     % {"device": device, "waiting": queue_length}, "queue_length",
-                     settings.RUN_LIMITS["wall_s"], status=503)
+        raise queue_full(device, queue_length)
+
+
+def queue_full(device: str, waiting: int) -> ActionError:
+    return refuse(_("the %(device)s queue is full (%(waiting)s runs waiting)") % {"device": device, "waiting": waiting},
+                  "queue_length", settings.RUN_LIMITS["wall_s"], status=503)
 
 
 def check_budget(client: str, device: str, *, per_hour_s: float | None = None, per_day_s: float | None = None,
@@ -235,10 +257,22 @@ def _budget_used(window: int, whole_room: bool) -> str:
             _("you have used this day's %(seconds)s s of %(kind)s executor time"))
 
 
-def admit(client: str, device: str, run_id: str, room: str | None = None) -> int:
+def place_key(device: str) -> str:
+    """The places taken in ``device``'s queue (a route: ``registry.route``) by runs admitted and
+    not yet pushed."""
+    return f"quota:queue-places:{device}"
+
+
+def unplace(device: str, run_id: str, redis=None) -> None:
+    """Give back the run's place in ``device``'s queue (on ``redis``: a client, or a pipeline the
+    caller sends)."""
+    (redis or get_redis()).zrem(place_key(device), run_id)
+
+
+def admit(client: str, device: str, run_id: str, room: str | None = None, *, queue_max: int = 0) -> int:
     """Take one of the client's active slots for ``run_id``, and one of its room's, or refuse
-    (429). Returns the run's priority step: 0 for a client with nothing queued or running, later
-    steps for more."""
+    (429); with ``queue_max``, a place in ``device``'s queue too, or refuse (503). Returns the
+    run's priority step: 0 for a client with nothing queued or running, later steps for more."""
     limits = _limits(_kind(device))
     cap = limits["address_active"] if is_address_key(client) else limits["active"]
     room_cap = limits.get("room_active", 0) if room is not None else 0
@@ -250,15 +284,28 @@ def admit(client: str, device: str, run_id: str, room: str | None = None) -> int
     if room is not None:
         pipe.set(_room_of(run_id), room, ex=KEY_TTL_S)  # its seconds count in the room's budget
     counted = [(key, c) for key, c in ((client, cap), (room, room_cap)) if key is not None and c]
+    if counted:
+        expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
+        pipe.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted], now, now - expire_s, run_id,
+                  KEY_TTL_S, *[c for _, c in counted])
+    if queue_max:
+        lists = registry.queue_lists(device)[:-1]
+        pipe.eval(_PLACE, 1 + len(lists), place_key(device), *lists, queue_max, now, now - PLACE_HOLD_S, run_id)
+    answers = pipe.execute()
+    if queue_max:
+        placed, waiting = answers.pop()
+        if int(placed):  # full: the slots just taken are given back
+            shares.release(redis, run_id)
+            raise queue_full(device, int(waiting))
     if not counted:
-        pipe.execute()
         return 0
-    expire_s = settings.RUN_QUEUE_TIMEOUT_S + settings.RUN_LIMITS["wall_s"] + 60
-    pipe.eval(_ADMIT, len(counted), *[_active_key(key) for key, _ in counted], now, now - expire_s, run_id,
-              KEY_TTL_S, *[c for _, c in counted])
-    full, count, oldest, *rest = pipe.execute()[-1]
+    full, count, oldest, *rest = answers[-1]
     if int(full):
-        redis.delete(_client_of(run_id), _room_of(run_id))
+        pipe = redis.pipeline(transaction=False)
+        pipe.delete(_client_of(run_id), _room_of(run_id))
+        if queue_max:
+            unplace(device, run_id, pipe)
+        pipe.execute()
         key, at_most = counted[int(full) - 1]
         # A slot frees when one of these runs ends, which for most runs is within a second or
         # two (the wall clock bounds it): asking again soon costs a request, asking late a wait.

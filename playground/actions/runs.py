@@ -89,7 +89,8 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     options = check_options(payload.get("options"))
     who = client.person
     run_id = run_id or uuid.uuid4()
-    priority = quotas.check_admit_run(who, registry.route(device, runtime), str(run_id), room=client.room)
+    route = registry.route(device, runtime)
+    priority = quotas.check_admit_run(who, route, str(run_id), room=client.room, queued=node is None)
     admitted = stages.now()
     if parsed is not None:
         stages.stamp(run_id, "parsed", parsed)
@@ -100,6 +101,7 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
                            stdin=stdin, node=node)
     except BaseException:
         quotas.release(str(run_id))
+        quotas.unplace(route, str(run_id))
         raise
     run_started.send(sender=Run, run=run, payload=payload, who=who)
     run.runtime_note = note  # a retired id: the answer says where it runs instead
@@ -201,6 +203,7 @@ def _enqueue(run: Run, queued: dict, limits: dict | None = None, grade: dict | N
         sessionstate.send_cell_in(pipe, node, message)
     else:
         submit.send_run(pipe, route, message, priority)
+    quotas.unplace(route, str(run.id), pipe)  # pushed: counted in the queue's list now, not apart
     logged = ev.EventLog.appended(pipe.execute()[0])
     assert logged is not None and logged["seq"] == 1, logged
     stages.stamp(run.id, "queued")

@@ -321,6 +321,39 @@ def test_twelve_browsers_behind_one_address_get_exactly_the_rooms_runs(stack):
     _cancel(stack, answers, address(31), cookies)
 
 
+QUEUE = 3
+
+
+def test_twelve_addresses_at_once_get_exactly_the_queues_places(stack):
+    """RUN_QUEUE_MAX: with both of the node's slots busy, twelve scripts from twelve addresses
+    start a run at once. Each has run slots to spare, so only the queue can refuse: exactly its
+    places are admitted (taken at admission, before any run is pushed), the rest answered 503,
+    and every admitted run runs once the slots free."""
+    import redis
+
+    from playground.quotas import place_key
+
+    with web_with(stack, RUN_QUEUE_MAX=QUEUE):
+        busy = [(address(n), running_run(stack, address(n))) for n in (120, 121)]
+        deadline = time.monotonic() + 30
+        while any(stack.get(f"/api/runs/{run['id']}")["status"] != "running" for _, run in busy):
+            assert time.monotonic() < deadline, "the slots did not fill"
+            time.sleep(0.05)
+        requests = [{"method": "POST", "path": "/api/runs", "body": {"code": f"print({n})"}, "client": address(n)}
+                    for n in range(122, 134)]
+        answers = together(stack, requests)
+        assert statuses(answers) == [201] * QUEUE + [503] * (len(requests) - QUEUE), answers
+        assert_refusals_say_why(answers, {201}, 503, "queue_length")
+        # Pushed, each gave its place back: the queue's list counts them now, once.
+        assert redis.Redis.from_url(stack.env["REDIS_URL"]).zcard(place_key("cpu")) == 0
+        assert registry.queue_depth(redis.Redis.from_url(stack.env["REDIS_URL"]), "cpu") == QUEUE
+        for client, run in busy:
+            together(stack, [{"method": "POST", "path": f"/api/runs/{run['id']}/cancel", "client": client}])
+        for status, run, _h in answers:
+            if status == 201:
+                assert stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
+
+
 def _cancel(stack, answers, client, cookies=None) -> None:
     for i, (status, run, _h) in enumerate(answers):
         if status == 201:
