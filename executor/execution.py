@@ -637,10 +637,15 @@ class Executor:
         session = self.sessions.sessions.get(str(cell.get("id")))
         if session is None:
             return None
-        return ev.make_event(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
-                             runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session.id,
-                             cell=session.cells + 1, session_started=False,
-                             **self.device_info(session.runner.info)), session
+        return ev.make_event(ev.STARTED, **self._cell_started_fields(session, started_now=False)), session
+
+    def _cell_started_fields(self, session, started_now: bool) -> dict:
+        """What a cell's ``started`` says: where it runs, and which cell of its session."""
+        return dict(worker=self.name, kind=settings.KIND, device=self.device, runtime=settings.RUNTIME.id,
+                    sandboxed=self.launcher.sandboxed, session=session.id, cell=session.cells + 1,
+                    session_started=started_now, **self.device_info(session.runner.info),
+                    **self.sessions.lease_fields(session),
+                    **({"waited_ms": session.waited_ms} if started_now and session.waited_ms is not None else {}))
 
     def _execute_cell(self, run_id, code, options, requested_limits, relay, alive, cell: dict,
                       ended: bool = False, started: tuple | None = None) -> None:
@@ -677,19 +682,14 @@ class Executor:
                                                     wall_ms=0)
             else:
                 if started is None:  # else the claim logged it
-                    relay.emit(ev.STARTED, worker=self.name, kind=settings.KIND, device=self.device,
-                               runtime=settings.RUNTIME.id, sandboxed=self.launcher.sandboxed, session=session_id,
-                               cell=session.cells + 1, session_started=started_now,
-                               **self.device_info(session.runner.info), **self.sessions.lease_fields(session),
-                               **({"waited_ms": session.waited_ms}
-                                  if started_now and session.waited_ms is not None else {}))
+                    relay.emit(ev.STARTED, **self._cell_started_fields(session, started_now))
                 relay.stamp("handed")
                 finished = self.sessions.run_cell(
                     session, code, options, limits, relay.emit,
                     should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
                     tick=self._ticker(run_id, relay, alive), on_message=on_message,
                     lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                    keep_profile=relay.profile, run_id=run_id, hold=relay.hold, tell=left.append)
+                    keep_profile=relay.profile, hold=relay.hold, tell=left.append)
                 # The session's state and its freedom for the next cell go with the cell's end
                 # (below), or it ended with the cell (told then).
                 given_back = True

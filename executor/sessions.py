@@ -477,13 +477,12 @@ class SessionHost:
         return len(held)
 
     def run_cell(self, session: LiveSession, code: str, options: dict, limits: Limits, emit, *,
-                 should_cancel, tick, on_message, lookup, keep_profile=None, run_id: str | None = None,
-                 hold=None, tell=None) -> dict:
-        """Run one cell; the ``finished`` fields. The session's state is told as it changes, and
-        the session is free for its next cell (``run_id``'s given back) before this returns;
-        with ``tell``, the state its cell left it in is handed to ``tell(fields)`` instead, for
-        the caller to tell with the cell's end (``sessionstate.cell_over``), unless the session
-        ended with the cell. ``hold``: where the cell's ``shapes`` goes (``RunRelay.hold``)."""
+                 should_cancel, tick, on_message, lookup, keep_profile=None, hold=None, tell=None) -> dict:
+        """Run one cell; the ``finished`` fields. The session's state is told as it changes; the
+        state the cell left it in is told here, or with ``tell``, handed to ``tell(fields)`` for
+        the caller to tell with the cell's end and the session's freedom for the next
+        (``sessionstate.cell_over``), unless the session ended with the cell. ``hold``: where the
+        cell's ``shapes`` goes (``RunRelay.hold``)."""
         with session.lock:
             session.last_used = time.monotonic()
             supervision = CellSupervision(
@@ -510,10 +509,7 @@ class SessionHost:
                 tell(fields)
                 return finished
             try:
-                if run_id is None:
-                    sessionstate.update(self.redis, session.id, **fields)
-                else:  # its state and its freedom for the next cell in one round trip (a cell's end waits on it)
-                    sessionstate.cell_over(self.redis, session.id, run_id, **fields)
+                sessionstate.update(self.redis, session.id, **fields)
             except redis.exceptions.RedisError:
                 log.warning("could not tell session %s's state", session.id)
         return finished

@@ -203,14 +203,6 @@ def admit_regrade(who: str, run_id: str) -> int:
     return REGRADE_STEP
 
 
-def interactive_queue_depth(device: str) -> int:
-    """Runs of people waiting in the device's queue (every step but the regrade's)."""
-    pipe = get_redis().pipeline(transaction=False)
-    for key in registry.queue_lists(device)[:-1]:
-        pipe.llen(key)
-    return sum(pipe.execute())
-
-
 def regrade_queue_depth(device: str) -> int:
     return get_redis().llen(registry.queue_lists(device)[-1])
 

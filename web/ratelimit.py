@@ -88,10 +88,16 @@ def refuse_over(count: int, limit: int, window_s: int, what: str, now: float) ->
 
 def check_rate_in_room(bucket: str, who: str, room: str | None, limit: int, window_s: int, what: str) -> None:
     """``check_rate`` for a person (``who``, a person key) and, signed out, for their room
-    (``room``: everyone signed out at their address), which may have ROOM_SIZE times as many."""
-    check_rate(bucket, who, limit, window_s, what)
-    if room is not None and limit:
-        check_rate(bucket, room, limit * settings.ROOM_SIZE, window_s, from_your_address(what))
+    (``room``: everyone signed out at their address), which may have ROOM_SIZE times as many:
+    both counted in one script (``count_in``), the person's refusal first."""
+    now = time.time()
+    pipe = get_redis().pipeline(transaction=False)
+    if not count_in(pipe, bucket, who, room, limit, window_s, now):
+        return
+    mine, rooms = pipe.execute()[0]
+    refuse_over(mine, limit, window_s, what, now)
+    if room is not None:
+        refuse_over(rooms, limit * settings.ROOM_SIZE, window_s, from_your_address(what), now)
 
 
 def from_your_address(what: str) -> str:
