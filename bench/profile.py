@@ -8,12 +8,13 @@ pane's drawing of 100,000 events in Chromium (bench/profile_page.py), in one run
 1. **Overhead.** The gallery's pmap and shard_map examples (playground/examples/07, 08), each
    sample run plain and profiled, interleaved (plain, profiled, plain, ...), after a warm-up of
    each that left their modules in the node's compile cache: the run's own wall clock and CPU
-   seconds (its ``finished``: the sandbox's counters, so the profiler's work and stopping it are
-   in them), and from the POST to ``finished`` on the socket. Medians, and profiled / plain; and
+   seconds (its ``finished``: the sandbox's counters, so the profiler's work while the code runs
+   is in them; the run ends with its code, and the profiler is stopped after), and from the POST
+   to ``finished`` on the socket. Medians, and profiled / plain; and
    how long after ``finished`` the trace, built by the node after the run, was ready at its URL.
 2. **Weight.** Each profiled run's trace: its compressed bytes (what the URL sends), uncompressed
-   bytes, events, lanes, and what stopping the profiler cost the run (``profile_ms``); the time
-   to GET it from the URL once recorded (from the database).
+   bytes, events, lanes, and how long after the run's end it was ready (the profiler stops after
+   the run has ended); the time to GET it from the URL once recorded (from the database).
 3. **The page** (``--no-page`` skips it): bench.profile_page's time to first draw and frame times
    while panning a synthetic 100,000-event trace over 8 devices in the Timeline pane.
 """
@@ -135,15 +136,15 @@ def report(results: dict) -> None:
                   f"{beside(BENCH, f'{name} trace ready ms', statistics.median(built), 0)} ms, "
                   f"the longest {max(built):.0f} ms")
     print("\nThe trace (medians of the profiled runs)")
-    print(f"{'example':<10} {'gzip KiB':>9} {'raw KiB':>9} {'events':>8} {'lanes':>6} {'build ms':>9} {'GET ms':>7}")
+    print(f"{'example':<10} {'gzip KiB':>9} {'raw KiB':>9} {'events':>8} {'lanes':>6} {'ready ms':>9} {'GET ms':>7}")
     for name, r in results.items():
         p = [run["profile"] for run in r["profiled"]]
         print(f"{name:<10} {statistics.median(x['bytes'] for x in p) / 1024:>9.0f} "
               f"{statistics.median(x['raw_bytes'] for x in p) / 1024:>9.0f} "
               f"{statistics.median(x['events'] for x in p):>8.0f} {len(p[0]['lanes']):>6} "
-              f"{statistics.median(x['profile_ms'] for x in p):>9.0f} {med(r['fetched'], 'get_ms'):>7.1f}")
-    print("(build ms: what the run itself spent on its profile after its code, now stopping the profiler and "
-          "handing the raw profile over)")
+              f"{statistics.median(x['ready_ms'] for x in p):>9.0f} {med(r['fetched'], 'get_ms'):>7.1f}")
+    print("(ready ms: from the run's finished on its socket to its trace at its URL: the profiler stopped after "
+          "the run's end, its raw profile handed over, the trace built)")
 
 
 def recorded_table(results: dict) -> str:

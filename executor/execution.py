@@ -489,6 +489,12 @@ class Executor:
 
         tick = self._ticker(run_id, relay, alive)
         relay.stamp("runner")
+        # A profiled run ends at its code's end, before its profiler has stopped (supervisor.py):
+        # its end is logged then, once, and whose run it was kept for the compile cache.
+        ended_early: list = []
+
+        def end_early(finished: dict) -> None:
+            ended_early.append(self._end(run_id, relay, finished))
 
         # From here the runner goes back to the pool whatever happens (even a "started" that
         # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
@@ -504,19 +510,8 @@ class Executor:
                 **held,
             )
             relay.stamp("handed")
-            if as_cell:
-                finished, ended = self._run_as_cell(run_id, runner, code, options, limits, relay, tick, on_message)
-                keep[0] = ended is None
-            else:
-                finished = supervise(
-                    runner, self.launcher, run_request(code, options, stdin), limits, relay.emit,
-                    should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
-                    tick=tick,
-                    grading=grading,
-                    on_message=on_message,
-                    lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
-                    keep_profile=relay.profile,
-                )
+            finished, keep[0] = self._supervise(run_id, runner, code, options, stdin, limits, relay, tick,
+                                                on_message, grading, as_cell, end_early)
         except Exception as exc:  # an executor fault is not the snippet's
             log.exception("supervising run %s failed", run_id)
             finished = protocol.finished_fields(ev.LOST, ev.ended("executor_failed", error=str(exc)))
@@ -528,11 +523,32 @@ class Executor:
         try:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
-            client = self._end(run_id, relay, finished)
+            client = ended_early[0] if ended_early else self._end(run_id, relay, finished)
         finally:
             release(runner)
         if compiled and self.compile_cache is not None:
             self.compile_cache.submit(compiled, reporter=client or run_id)
+
+    def _supervise(self, run_id, runner, code, options, stdin, limits, relay, tick, on_message, grading, as_cell,
+                   end_early) -> tuple[dict, bool]:
+        """The run on its runner: its ``finished`` fields, and whether the runner lives on for its
+        person's next run (a chip's, run as a cell). A graded run never ends early: its end is
+        its grade's."""
+        end_early = end_early if grading is None else None
+        if as_cell:
+            finished, ended = self._run_as_cell(run_id, runner, code, options, limits, relay, tick, on_message,
+                                                end_early)
+            return finished, ended is None
+        return supervise(
+            runner, self.launcher, run_request(code, options, stdin), limits, relay.emit,
+            should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id),
+            tick=tick,
+            grading=grading,
+            on_message=on_message,
+            lookup=self.compile_cache.lookups() if self.compile_cache is not None else None,
+            keep_profile=relay.profile,
+            end_early=end_early,
+        ), False
 
     def person_of(self, run_id: str) -> str:
         """Whose run it is, as the web side admitted it (its share's client: a person, or a guest's
@@ -563,7 +579,8 @@ class Executor:
         runner, held = self._take_chips(run_id, options, relay, reusable)
         return runner, held, reusable and "," not in held["chips"]
 
-    def _run_as_cell(self, run_id, runner, code, options, limits, relay, tick, on_message) -> tuple[dict, str | None]:
+    def _run_as_cell(self, run_id, runner, code, options, limits, relay, tick, on_message,
+                     end_early=None) -> tuple[dict, str | None]:
         """A plain run on a chip's runner that lives on: a cell in a namespace of its own
         (runner/session.py), so that the runner can be kept for its person's next run. The
         ``finished`` fields, and why the runner cannot be kept (None: it can)."""
@@ -579,7 +596,7 @@ class Executor:
         supervision = CellSupervision(
             runner, self.launcher, limits, relay.emit,
             should_cancel=lambda: relay.ended_elsewhere or self._cancelled(run_id), tick=tick, tick_every_s=0.2,
-            on_message=on_message, lookup=None, keep_profile=relay.profile,
+            on_message=on_message, lookup=None, keep_profile=relay.profile, end_early=end_early,
             cpu_s=limits.cpu_s, should_end=lambda: False)
         return supervision.run_cell({"code": code, "options": options, "fresh": True})
 

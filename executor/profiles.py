@@ -3,6 +3,8 @@ a thread of the executor worker's that only waits for the build's process.
 
     supervisor ── keep_profile.later(raw) ──▶ ProfileKeeper    (the run's "profile" event: its URL,
                                                                 "building": true; Redis: building)
+      (a run that ends at its code's end, before the profiler has stopped: ``reserve`` at its
+       "ended", then ``give(raw)`` or ``fail(why)`` once the runner has handed it over or not)
     executor, once "finished" is logged ──▶ Builder.submit ──▶ python -m executor.tracebuild
                                                              ──▶ Redis: the trace; ready, with
                                                                  what it holds (its summary)
@@ -37,21 +39,40 @@ class ProfileKeeper:
     def __init__(self, executor, run_id: str):
         self.executor, self.run_id = executor, run_id
         self.bundle: bytes | None = None
+        self.stop_ms: float | None = None  # what stopping the profiler took, after an early end
 
     def __call__(self, trace: bytes) -> str:
         return self.executor.keep_profile(self.run_id, trace)
 
     def later(self, bundle: bytes) -> str:
+        url = self.reserve()
+        self.give(bundle)
+        return url
+
+    def reserve(self) -> str:
+        """The trace's URL, answering 202 ("building") from now until it is built or failed."""
         if self.executor.profile_builder.waiting() >= MAX_WAITING:
             raise RuntimeError(f"{MAX_WAITING} traces are waiting to be built on this node")
         self.executor.redis.set(ev.profile_state_key(self.run_id), BUILDING, ex=ev.EVENT_LOG_TTL_S)
-        self.bundle = bundle
         return f"/api/runs/{self.run_id}/profile"
+
+    def give(self, bundle: bytes, stop_ms: float | None = None) -> None:
+        """The raw profile behind a reserved URL, built once the run has ended (``build``);
+        ``stop_ms``: what stopping the profiler took, where the run had ended before it."""
+        self.bundle, self.stop_ms = bundle, stop_ms
+
+    def fail(self, state: dict) -> None:
+        """A reserved URL's trace will not come: it answers why ({"error", "error_parts"?})."""
+        self.bundle = None
+        try:
+            self.executor.redis.set(ev.profile_state_key(self.run_id), json.dumps(state), ex=ev.EVENT_LOG_TTL_S)
+        except Exception:  # noqa: BLE001 - Redis away: the URL answers 202 until the state lapses
+            log.warning("run %s: why its trace is missing could not be kept", self.run_id)
 
     def build(self) -> None:
         """After the run's ``finished``: its raw profile, if any, to the builder."""
         if self.bundle is not None:
-            self.executor.profile_builder.submit(self.run_id, self.bundle)
+            self.executor.profile_builder.submit(self.run_id, self.bundle, self.stop_ms)
             self.bundle = None
 
 
@@ -65,22 +86,22 @@ class Builder:
     def waiting(self) -> int:
         return self.queue.qsize()
 
-    def submit(self, run_id: str, bundle: bytes) -> None:
+    def submit(self, run_id: str, bundle: bytes, stop_ms: float | None = None) -> None:
         with self.lock:
             if self.thread is None:
                 self.thread = threading.Thread(target=self._loop, name="trace-builder", daemon=True)
                 self.thread.start()
-        self.queue.put((run_id, bundle))
+        self.queue.put((run_id, bundle, stop_ms))
 
     def _loop(self) -> None:
         while True:
-            run_id, bundle = self.queue.get()
+            run_id, bundle, stop_ms = self.queue.get()
             try:
-                self.build(run_id, bundle)
+                self.build(run_id, bundle, stop_ms)
             except Exception:  # the next run's trace is still built
                 log.exception("run %s: building its trace failed", run_id)
 
-    def build(self, run_id: str, bundle: bytes) -> None:
+    def build(self, run_id: str, bundle: bytes, stop_ms: float | None = None) -> None:
         from . import tracebuild
         from .supervisor import bounded_profile, check_trace
 
@@ -101,6 +122,8 @@ class Builder:
         held = bounded_profile({k: info.get(k) for k in ("events", "lanes", "devices", "summary", "cut", "cut_parts",
                                                           "raw_bytes", "build_ms")})
         held["bytes"] = len(trace)
+        if stop_ms is not None:
+            held["profile_ms"] = stop_ms  # the profiler's stop, after the run's end
         pipe = redis.pipeline()
         pipe.set(ev.profile_key(run_id), trace, ex=ev.EVENT_LOG_TTL_S)
         pipe.set(ev.profile_state_key(run_id), json.dumps({"ready": True, "info": held}), ex=ev.EVENT_LOG_TTL_S)

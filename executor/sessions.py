@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import os
 import platform
-import select
 import signal
 import threading
 import time
@@ -142,12 +141,7 @@ class CellSupervision(Supervision):
     def read_output_left(self) -> None:
         """What the cell printed before its "cell_done" is in the pipes already: read it now, so
         that it is this cell's and not the next one's."""
-        outputs = [fd for fd, kind in self.fds.items() if kind != "event"]
-        while outputs and select.select(outputs, [], [], 0)[0]:
-            if not self.read_ready(outputs, 0):
-                break
-            outputs = [fd for fd, kind in self.fds.items() if kind != "event"]
-        self.flush_output(draining=True)
+        self.read_output()
         self.handle_event_lines(draining=True)
 
     def on_output(self, kind: str, data: bytes) -> None:
@@ -186,7 +180,7 @@ class CellSupervision(Supervision):
 
     def run_cell(self, request: dict) -> tuple[dict, str | None]:
         """The cell's ``finished`` fields, and why its session ended with it (None: it lives on)."""
-        t0 = time.monotonic()
+        t0 = self.t0 = time.monotonic()
         self.deadline = t0 + self.limits.wall_s
         self.cpu_at_start = self.launcher.cpu_seconds(self.proc)
         kill: _Kill | None = None
@@ -212,13 +206,20 @@ class CellSupervision(Supervision):
                     kill = _Kill(kill.status, ev.ended("session_ended_by", reason=kill.message))
                 self.launcher.stop(self.proc)
         if self.exited() or ended is not None:
-            return self._ended(kill, t0, ended), ended or "its runner ended"
-        finished = self._finished_alive(kill, t0)
-        self.launcher.read_live(self.proc)  # the next cell's counters, and the idle watch's, are live
-        return finished, None
+            finished, ended = self._ended(kill, t0, ended), ended or "its runner ended"
+        else:
+            finished = self._finished_alive(kill, t0)
+            self.launcher.read_live(self.proc)  # the next cell's counters, and the idle watch's, are live
+        if self.early is not None:  # ended at its "ended"; what came after was its profile's stop
+            self.profile_not_kept(kill)
+            finished = self.early
+        return finished, ended
 
-    def _finished_alive(self, kill: _Kill | None, t0: float) -> dict:
-        done = self.cell_done or {}
+    def finished_early(self, said: dict) -> dict:
+        return self._finished_alive(None, self.t0, said)
+
+    def _finished_alive(self, kill: _Kill | None, t0: float, done: dict | None = None) -> dict:
+        done = (self.cell_done or {}) if done is None else done
         if kill is not None:
             status, message = kill.status, kill.message
         elif done.get("stopped_by") == "cpu":
@@ -228,7 +229,7 @@ class CellSupervision(Supervision):
             status, message = ev.CANCELLED, ev.ended("interrupted")
         else:
             status, message = done.get("status", ev.FAILED), ""
-        return self._fields(status, message, t0)
+        return self._fields(status, message, t0, done)
 
     def _ended(self, kill: _Kill | None, t0: float, ended: str | None) -> dict:
         """The runner is gone: the status from what was seen (the sandbox's report first)."""
@@ -249,22 +250,24 @@ class CellSupervision(Supervision):
             message = ev.ended("session_ended_with", reason=message)
         return self._fields(status, message, t0)
 
-    def _fields(self, status: str, message: str, t0: float) -> dict:
+    def _fields(self, status: str, message: str, t0: float, done: dict | None = None) -> dict:
+        """``done``: the runner's word on the cell ("cell_done", or a profiled cell's "ended")."""
+        done = (self.cell_done or {}) if done is None else done
         cpu_ms = None
         cpu = self.launcher.cpu_seconds(self.proc)
         if cpu is not None and self.cpu_at_start is not None:
             cpu_ms = round((cpu - self.cpu_at_start) * 1000, 1)
-        elif not self.launcher.sandboxed and self.cell_done:
-            cpu_ms = self.cell_done.get("cpu_ms")  # no counters but the runner's own (a reused chip's run)
+        elif not self.launcher.sandboxed and done:
+            cpu_ms = done.get("cpu_ms")  # no counters but the runner's own (a reused chip's run)
         peak = self.launcher.peak_memory_bytes(self.proc)
-        if peak is None and not self.launcher.sandboxed and (self.cell_done or {}).get("host_peak_kb"):
+        if peak is None and not self.launcher.sandboxed and done.get("host_peak_kb"):
             # Unsandboxed, the runner's own reading, without a device's mappings (runner/common.py).
-            peak = self.cell_done["host_peak_kb"] * 1024
+            peak = done["host_peak_kb"] * 1024
         return protocol.finished_fields(status, message, wall_ms=round((time.monotonic() - t0) * 1000, 1),
                                         cpu_ms=cpu_ms, peak_memory_kb=peak // 1024 if peak else None,
                                         output_bytes=self.output_bytes, events=self.budget.count + 1,
                                         truncated=self.truncated,
-                                        device_peak_bytes=(self.cell_done or {}).get("device_peak_bytes"))
+                                        device_peak_bytes=done.get("device_peak_bytes"))
 
 
 TICK_S = 0.1

@@ -10,6 +10,11 @@ clock, the output cap and cancellation, and decide the terminal status.
                                       the run's events → its log; "exit"; a graded run's messages
                                       → graded_run.GradedRun; the compile cache's → the executor
 
+A profiled run ends when its code does: the runner says "ended" before it stops the profiler, and
+with ``end_early`` the run's ``finished`` goes out then (``on_ended``), its trace's URL answering
+202 until the node has built it; the runner is followed on, for its raw profile alone, until it
+exits (PROFILE_STOP_S at most).
+
 The runner is untrusted once user code runs in it: its events are checked against
 ``RUNNER_EVENT_TYPES``, malformed lines are dropped, and the terminal status is decided here from
 what the supervisor itself saw (its own kill reason, the sandbox's limit report, the exit code).
@@ -58,6 +63,10 @@ MAX_PROTOCOL_NOTES = 5
 LINES_PER_PUMP = 256
 # After the end (exit or kill), how long what is still in the pipes is read.
 DRAIN_S = 0.5
+# After a profiled run's "ended" (its ``finished`` out), how long its runner has to stop the
+# profiler and hand over what it recorded, within the run's wall clock; then it is stopped as a
+# run at its wall clock is, and its trace says why there is none.
+PROFILE_STOP_S = 15.0
 
 
 @dataclass
@@ -416,6 +425,7 @@ def supervise(
     on_message: Callable[[str, dict], None] | None = None,
     lookup: Callable[[str], dict] | None = None,
     keep_profile: Callable[[bytes], str | None] | None = None,
+    end_early: Callable[[dict], None] | None = None,
 ) -> dict:
     """Run ``request`` on ``runner`` and return the fields of the ``finished`` event.
 
@@ -428,11 +438,14 @@ def supervise(
     ``on_message(type, fields)`` gets the compile cache's messages (COMPILE_MESSAGES), and
     ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups, through
     compilecache.RunLookups). ``keep_profile(trace)`` keeps a profiled run's trace (gzipped
-    bytes, checked here) and answers its URL (``on_profile``).
+    bytes, checked here) and answers its URL (``on_profile``); one that can build a raw profile
+    after the run (``reserve``, ``later``, ``fail``: executor/profiles.py) lets a profiled run end
+    at its code's end, with ``end_early(finished)`` called then, from this thread: the fields
+    returned are the same, and are not to be logged twice (``on_ended``).
     """
     return Supervision(runner, launcher, limits, emit, should_cancel=should_cancel, tick=tick,
                        tick_every_s=tick_every_s, grading=grading, on_message=on_message,
-                       lookup=lookup, keep_profile=keep_profile).run(request)
+                       lookup=lookup, keep_profile=keep_profile, end_early=end_early).run(request)
 
 
 class Supervision:
@@ -452,10 +465,16 @@ class Supervision:
                  should_cancel: Callable[[], bool], tick: Callable[[], None], tick_every_s: float,
                  grading: GradedRun | None = None, on_message: Callable[[str, dict], None] | None = None,
                  lookup: Callable[[str], dict] | None = None,
-                 keep_profile: Callable[[bytes], str | None] | None = None):
+                 keep_profile: Callable[[bytes], str | None] | None = None,
+                 end_early: Callable[[dict], None] | None = None):
         self.grading = grading
         self.on_message = on_message
         self.keep_profile = keep_profile
+        self.end_early = end_early
+        # The ``finished`` fields sent at a profiled run's "ended" (``on_ended``); from then on
+        # nothing more is logged, and the runner is followed for its raw profile alone.
+        self.early: dict | None = None
+        self.profile_kept = False  # after the early end: its raw profile was handed to the keeper
         self.wants_profile = False  # the run asked for one (options.profile)
         self.profiled = False  # a run keeps one trace
         # A profiled run's events may weigh its trace more (``send_request``).
@@ -465,6 +484,7 @@ class Supervision:
         # any other type is an event of the run (``on_event``).
         self.handlers: dict[str, Callable[[str, dict, bytes, bool], None]] = {
             "exit": self.on_exit,
+            "ended": self.on_ended,
             "warmed": _ignore,  # the pool asked for a warm-up that ended after the run began: not the run's
             "compile_lookup": self.on_lookup,
             **dict.fromkeys(GRADED_RUN_MESSAGES, self.on_graded_message),
@@ -499,12 +519,17 @@ class Supervision:
         self.since = self.last = 0.0  # when pending output began, when it last grew
         self.pending_chars = 0
         self.exit_info: tuple[int, float, int] | None = None
+        self.t0 = 0.0  # when the request went (the run's wall clock counts from it)
+        self.cpu_at_start: float | None = None
 
     # -- sending ---------------------------------------------------------------------------------
 
     def send(self, type_: str, *, draining: bool = False, **fields) -> None:
         """Every event of the run but ``finished`` goes out through here, counted. One slot is
-        kept for ``finished``; while draining after the end, what does not fit is dropped."""
+        kept for ``finished``; while draining after the end, what does not fit is dropped. After
+        an early end (``on_ended``) the run's log is closed: nothing is sent."""
+        if self.early is not None:
+            return
         if self.budget.count >= self.limits.events - 1:
             self.truncated = True
             if draining:
@@ -653,6 +678,64 @@ class Supervision:
             self.runner_exit = exit_["status"]
             self.runner_usage = {k: v for k, v in exit_.items() if k != "status" and v is not None}
 
+    def on_ended(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
+        """A profiled run's code has ended, and its runner stops the profiler next: the run ends
+        now for whoever waits on it. Its output so far is sent, then its ``profile`` event (the
+        trace's URL, answering 202 until the node has built it), and ``end_early`` is given the
+        ``finished`` fields as of now. The runner is then followed for its raw profile alone
+        (``on_profile``), within PROFILE_STOP_S. Where the run cannot end so (no ``end_early``,
+        a keeper that builds in place, a graded run, one already ended), this changes nothing:
+        its "exit" or "cell_done" ends it, as any run's."""
+        said = protocol.rebuild(type_, message, self.problems, spec=protocol.RUNNER_MESSAGES)
+        if not said or said["status"] not in (ev.SUCCEEDED, ev.FAILED):
+            self.drop()
+            return
+        reserve = getattr(self.keep_profile, "reserve", None)
+        if (self.early is not None or self.end_early is None or reserve is None or not self.wants_profile
+                or self.profiled or self.grading is not None):
+            return
+        self.read_output()
+        try:
+            event = {"url": reserve(), "building": True}
+        except Exception as exc:  # noqa: BLE001 - the keeper's own fault (Redis, its queue): the run stands
+            event = {"error": f"the trace could not be kept: {exc}"}
+            self.profile_kept = True  # nothing to hand over
+        self.send(ev.PROFILE, draining=True, **event)
+        self.early = self.finished_early(said)
+        self.launcher.read_live(self.proc)  # the sandbox's report is read afresh at the runner's exit
+        self.deadline = min(self.deadline, time.monotonic() + PROFILE_STOP_S)
+        self.end_early(self.early)
+
+    def finished_early(self, said: dict) -> dict:
+        """A run's ``finished`` fields at its "ended": the runner's word on its status, what it
+        used so far (the sandbox's counters where it has them, else the runner's own)."""
+        launcher, proc = self.launcher, self.proc
+        cpu_ms = said.get("cpu_ms")
+        if (cpu_now := launcher.cpu_seconds(proc)) is not None and self.cpu_at_start is not None:
+            cpu_ms = round((cpu_now - self.cpu_at_start) * 1000, 1)
+        elif cpu_ms is not None and self.cpu_at_start is not None:
+            cpu_ms = round(cpu_ms - self.cpu_at_start * 1000, 1)
+        peak = launcher.peak_memory_bytes(proc)
+        return protocol.finished_fields(
+            said["status"], "", wall_ms=round((time.monotonic() - self.t0) * 1000, 1), cpu_ms=cpu_ms,
+            peak_memory_kb=peak // 1024 if peak is not None else said.get("host_peak_kb"),
+            output_bytes=self.output_bytes, events=self.budget.count + 1, truncated=self.truncated,
+            device_peak_bytes=said.get("device_peak_bytes"))
+
+    def hand_over(self, fields: dict) -> None:
+        """After an early end, the runner's profile: its raw profile to the keeper, built once the
+        runner has gone; or why there is none, where the trace's URL answers it."""
+        self.profile_kept = True
+        raw, problem = fields.get("raw"), None
+        if raw is not None and fields.get("data") is None and not fields.get("error"):
+            bundle, problem = check_bundle(raw)
+            if bundle is not None:
+                self.keep_profile.give(bundle, fields.get("profile_ms"))
+                return
+        self.keep_profile.fail(bounded_profile(
+            {"error": problem} if problem else
+            {"error": fields.get("error") or "the run sent no raw profile", "error_parts": fields.get("error_parts")}))
+
     def on_lookup(self, type_: str, message: dict, line: bytes, draining: bool) -> None:
         """A runner about to compile asks for the compile cache's entry of a key: answered on its
         stdin (compilecache.RunLookups), except while a graded run's checks ask theirs there. Once
@@ -692,6 +775,9 @@ class Supervision:
         # to EVENT_BYTES_CAP without it.
         self.event_bytes -= len(line)
         self.event_bytes_cap = EVENT_BYTES_CAP
+        if self.early is not None:
+            self.hand_over(fields)
+            return
         if self.budget.count >= self.limits.events - 1:
             return  # no room left to say where it is: not kept either
         data = fields.pop("data", None)
@@ -785,6 +871,16 @@ class Supervision:
                 return
             self.handle_event_line(self.event_lines.popleft(), draining)
 
+    def read_output(self) -> None:
+        """What the code printed before the runner said it ended is in the pipes already: read it
+        and send it now, ahead of what comes after (the end, a session's next cell)."""
+        outputs = [fd for fd, kind in self.fds.items() if kind != "event"]
+        while outputs and select.select(outputs, [], [], 0)[0]:
+            if not self.read_ready(outputs, 0):
+                break
+            outputs = [fd for fd, kind in self.fds.items() if kind != "event"]
+        self.flush_output(draining=True)
+
     def read_ready(self, readable: list[int], timeout: float) -> bool:
         """Read what of ``readable`` becomes readable within ``timeout``; False if nothing did."""
         ready, _, _ = select.select(readable, [], [], max(timeout, 0))
@@ -853,7 +949,7 @@ class Supervision:
 
     def run(self, request: dict) -> dict:
         proc, launcher = self.proc, self.launcher
-        t0 = time.monotonic()
+        t0 = self.t0 = time.monotonic()
         self.deadline = t0 + self.limits.wall_s
         if self.grading is not None:
             self.grading.start()
@@ -862,7 +958,7 @@ class Supervision:
         exit_fd = proc.exit_fd()
         kill: _Kill | None = None
         # The sandbox's CPU counter includes the warm-up; the run's share is what it adds from here.
-        cpu_at_start = launcher.cpu_seconds(proc)
+        cpu_at_start = self.cpu_at_start = launcher.cpu_seconds(proc)
         try:
             launcher.restrict(proc, self.limits)
             self.send_request(request)
@@ -874,7 +970,25 @@ class Supervision:
         self.drain()
         if self.grading is not None:
             self.grading.on_student_ended(cancelled=kill is not None and kill.status == ev.CANCELLED)
+        if self.early is not None:
+            self.runner.close()
+            self.profile_not_kept(kill)
+            return self.early
         return self.finished(kill, t0, cpu_at_start)
+
+    def profile_not_kept(self, kill: _Kill | None) -> None:
+        """After an early end, a runner that went without handing its profile over: why, where
+        its trace's URL answers."""
+        if self.profile_kept:
+            return
+        self.profile_kept = True
+        if kill is not None and kill.status == ev.TIMED_OUT:
+            why = f"stopping the profiler took over {PROFILE_STOP_S:g} s or the run's wall clock"
+        elif kill is not None:
+            why = f"the profiler's stop was ended: {kill.message}"
+        else:
+            why = "the runner ended before it handed its profile over"
+        self.keep_profile.fail({"error": why})
 
     def send_request(self, request: dict) -> None:
         """The runner's one request line (protocol.request). The wall clock goes with it, so that
@@ -926,7 +1040,7 @@ class Supervision:
         """Every ``tick_every_s``: the caller's tick, then a _Kill if the run was cancelled or the
         sandbox says a limit of its own should end it now."""
         self.tick()
-        if self.should_cancel():
+        if self.early is None and self.should_cancel():  # a run that has ended is not cancelled
             raise _Kill(ev.CANCELLED, ev.ended("cancelled"))
         if (hit := self.launcher.limit_hit(self.proc)) is not None:
             raise _Kill(hit[0], ev.recognised(hit[1], ev.SANDBOX_ENDINGS))

@@ -194,9 +194,10 @@ def error_event(exc: BaseException) -> dict:
     return dict(event, **explain.explanation_fields(explain.deep_recursion(exc, depth)))
 
 
-def run_snippet(source: str, channel: EventChannel, namespace: dict | None = None) -> str:
-    """Run the snippet as ``__main__``; return "succeeded" or "failed". A crash in user code is
-    a result, never an exception out of here."""
+def run_snippet(source: str, channel: EventChannel, namespace: dict | None = None):
+    """Run the snippet as ``__main__``; return "succeeded" or "failed", and its profile when the
+    run asked for one (still running: ``end_profile`` stops it after the run's end is said). A
+    crash in user code is a result, never an exception out of here."""
     linecache.cache[SNIPPET_FILENAME] = (len(source), None, source.splitlines(True), SNIPPET_FILENAME)
     status = "succeeded"
     if namespace is None:
@@ -219,9 +220,19 @@ def run_snippet(source: str, channel: EventChannel, namespace: dict | None = Non
         interrupted = isinstance(exc, KeyboardInterrupt)
         flush_user_streams()
         channel.send("error", **error_event(exc))
+    if profile is not None and interrupted:
+        profile.finish(channel, interrupted=True)  # let go of, not read
+        profile = None
+    return status, profile
+
+
+def end_profile(channel: EventChannel, profile, said: dict) -> None:
+    """A profiled run's end: "ended" first (the code's end, with what it used: the run's
+    ``finished`` goes out now, executor/supervisor.py), then the profiler stopped and what it
+    recorded handed over, outside the run's wall clock. Nothing without a profile."""
     if profile is not None:
-        profile.finish(channel, interrupted=interrupted)
-    return status
+        channel.send("ended", **said)
+        profile.finish(channel)
 
 
 # The confinement still to set, where it waits for the backend (a deferred one: see ``confine``).
@@ -356,7 +367,7 @@ def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
 
         serve_questions = server(namespace, channel, stdin)
     hide_runner()
-    status = run_snippet(source, channel, namespace)
+    status, profile = run_snippet(source, channel, namespace)
     hooks.finish()  # figures left open
     flush_user_streams()
     if not graded:
@@ -369,7 +380,9 @@ def serve_snippet(request: dict, channel: EventChannel, stdin) -> None:
     if graded:
         compilecache.listen(None)  # stdin carries the checks' questions now
         serve_questions(status)
-    channel.send("exit", status=status, **common.usage())
+    said = {"status": status, **common.usage()}
+    end_profile(channel, profile, said)
+    channel.send("exit", **said)
     common.leave(channel.fd, 0 if status == "succeeded" else 1)
 
 
@@ -408,7 +421,7 @@ def serve_session(request: dict, channel: EventChannel, stdin) -> None:
     from .session import serve_session as serve
 
     hide_runner()
-    serve(request, channel, stdin, run_snippet)
+    serve(request, channel, stdin, run_snippet, end_profile)
 
 
 ROLES = {"run": serve_snippet, "check": serve_check, "compile": serve_compile, "analyse": serve_analyst,

@@ -214,6 +214,12 @@ RUNNER_MESSAGES: dict[str, Event] = {
                   "supervisor takes where the sandbox has no counters of its own.",
                   {"status": STR, "cpu_ms": NUM, "host_peak_kb": INT, "device_peak_bytes": INT},
                   required=("status",)),
+    "ended": Event("A profiled run's or cell's code has ended (the fields of the \"exit\" or \"cell_done\" that "
+                   "follows it): the run's \"finished\" may go out now, its profile (\"profile_trace\") and then "
+                   "that \"exit\" or \"cell_done\" come after, once the profiler has stopped.",
+                   {"status": STR, "stopped_by": STR, "memory_bytes": INT, "device_peak_bytes": INT,
+                    "host_peak_kb": INT, "cpu_ms": NUM},
+                   required=("status",)),
     "cell_done": Event("A session's cell ended and the runner waits for the next: succeeded or failed, "
                        "\"interrupted\" or \"cpu\" when a KeyboardInterrupt or its CPU limit stopped it, and "
                        "the process's resident memory, the accelerator's peak memory so far, and the CPU "

@@ -3,6 +3,8 @@
     supervisor ──stdin: request("session"), then request("cell", code, options, wall_s, cpu_s)
                  lines, one at a time (the next only after this one's "cell_done")──▶ runner
     runner ──event fd: the cell's events, then "cell_done" {status, stopped_by, memory_bytes}
+                 (a profiled cell: "ended" with the same fields first, then its profile, then
+                 "cell_done")
 
 Each cell runs as a snippet does (``main.run_snippet``: notebook magics, a trailing expression's
 value, errors mapped to the cell's lines) in the one ``__main__`` namespace every cell shares, so
@@ -67,7 +69,7 @@ def _resident_bytes() -> int | None:
         return None
 
 
-def serve_session(request: dict, channel, stdin, run_snippet) -> None:
+def serve_session(request: dict, channel, stdin, run_snippet, end_profile) -> None:
     """Run each cell line in one namespace until stdin ends, each as ``run_snippet`` (main's)
     runs a snippet; never returns."""
     from .notebook import transform
@@ -98,11 +100,15 @@ def serve_session(request: dict, channel, stdin, run_snippet) -> None:
         source = cell["code"]
         _Cell.running, _Cell.stopped_by = True, None
         cpu_at_start = common.cpu_ms()
+        profile = None
         try:
-            status = run_snippet(source, channel, namespace)
+            status, profile = run_snippet(source, channel, namespace)
             hooks.finish()
         except KeyboardInterrupt:  # between the code's end and the figures' flush
             status = "failed"
+            if profile is not None:
+                profile.finish(channel, interrupted=True)
+                profile = None
         finally:
             _Cell.running = False
         compilecache.listen(None)
@@ -113,4 +119,6 @@ def serve_session(request: dict, channel, stdin, run_snippet) -> None:
                 "host_peak_kb": common.host_peak_kb(), "cpu_ms": round(common.cpu_ms() - cpu_at_start, 1)}
         if _Cell.stopped_by:
             done["stopped_by"] = _Cell.stopped_by
-        channel.send("cell_done", **{k: v for k, v in done.items() if v is not None})
+        done = {k: v for k, v in done.items() if v is not None}
+        end_profile(channel, profile, done)  # the cell's end said before its profile stops
+        channel.send("cell_done", **done)

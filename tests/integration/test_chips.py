@@ -143,3 +143,35 @@ def test_one_persons_next_run_reuses_the_runner_on_their_chip_and_another_gets_a
     # Bob: a fresh process, never Alice's.
     _, started, bobs = run_as(bob, pid)
     assert not started.get("reused") and bobs.split()[0] != out.split()[0]
+
+
+def test_a_profiled_run_on_a_kept_runner_ends_with_its_code_and_the_runner_serves_the_next(
+        live_stack, standin_tpu, django_user_model):
+    """On a chip, a person's next run is a cell on the runner their last one left: a profiled one
+    ends at its code's end, its trace built after; the runner, once its profiler has stopped, is
+    kept for the run after."""
+    (alice,) = people(django_user_model, "chip-profiler")
+    wait_ready_chip(live_stack)
+    code = "import jax, jax.numpy as jnp\nprint(float(jax.jit(lambda x: (x * 2).sum())(jnp.arange(8.0))))\n"
+    ids = []
+    for options in ({}, {"profile": True}, {}):
+        answer = alice.post("/api/runs", {"code": code, "device": STANDIN, "options": options},
+                            content_type="application/json")
+        assert answer.status_code == 201, answer.content
+        ids.append(answer.json()["id"])
+        detail = live_stack.wait_finished(ids[-1])
+        assert detail["status"] == "succeeded", detail
+    runs = [live_stack.wait_finished(run_id) for run_id in ids]
+    assert [bool(of_type(r, "started")[0].get("reused")) for r in runs] == [False, True, True]
+    types = [e["type"] for e in runs[1]["events"]]
+    assert types[-2:] == ["profile", "finished"], types
+    profile = of_type(runs[1], "profile")[0]
+    assert profile["building"] is True and "profile_ms" not in profile, profile
+    # Its trace, built after the run: 202 while it is, then the trace, with the chip's lane.
+    deadline = time.monotonic() + 60
+    while True:
+        answer = alice.get(profile["url"])
+        if answer.status_code != 202 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert answer.status_code == 200, answer.content[:300]

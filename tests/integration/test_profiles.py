@@ -74,10 +74,10 @@ def test_a_profiled_pmap_gives_a_trace_with_a_lane_per_device(live_stack):
     assert not profile.get("error"), profile
     assert profile["url"] == f"/api/runs/{run['id']}/profile"
     devices = [f"TFRT_CPU_{i}" for i in range(8)]
-    # The trace is built after the run's end, outside its wall clock: the event says where it
-    # will be; the run paid only for stopping the profiler.
+    # The run ends with its code: the profiler is stopped and its trace built after the run's
+    # end, outside its wall clock; the event says where the trace will be.
     assert profile["building"] is True and "summary" not in profile and "lanes" not in profile
-    assert 0 < profile["profile_ms"] < watched.finished["wall_ms"]
+    assert "profile_ms" not in profile
 
     trace = trace_of(live_stack, profile["url"])
     assert sorted(lanes(trace).values()) == sorted(["Host", *devices])

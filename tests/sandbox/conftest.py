@@ -10,6 +10,8 @@ worker or another test session using the default one (60000+) on the same machin
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,8 @@ import pytest
 from executor.local import RunResult
 from tests.sandboxed import skip_unless_sandbox
 
-from executor.sandbox import Launcher, Limits, get_launcher
+from executor.sandbox import Launcher, Limits, get_launcher, launcher as launcher_module
+from executor.supervisor import Runner
 
 # Every runner these tests start ends at a message the protocol does not declare (runner/main.py's
 # EventChannel), as the executor's do under EXECUTOR_CHECK_PROTOCOL.
@@ -153,3 +156,15 @@ def then_a_normal_run_succeeds(neighbour):
         assert (result.status, result.stdout) == ("succeeded", "10\n"), result
 
     return check
+
+
+def fake_runner(script: str) -> Runner:
+    """A process that speaks as a runner does on its event pipe (fd 3), for what no real runtime
+    here can do: fail to open a chip, or take seconds to tear down after the code ended."""
+    r, w = os.pipe()
+    proc = launcher_module.RunnerPopen(
+        [sys.executable, "-c", script, str(w)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, pass_fds=(w,), start_new_session=True)
+    os.close(w)
+    proc.event_fd = r
+    return Runner(proc=proc, slot=0)

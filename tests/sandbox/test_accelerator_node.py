@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -18,9 +16,9 @@ import pytest
 
 from executor.local import RunResult, run_local
 from executor.sandbox import DirectLauncher, Limits, get_launcher, launcher as launcher_module
-from executor.supervisor import Runner, RunnerStartError, run_request, supervise, wait_ready
+from executor.supervisor import RunnerStartError, run_request, supervise, wait_ready
 
-from .conftest import BACKEND, LIMITS, UID_BASE
+from .conftest import BACKEND, LIMITS, UID_BASE, fake_runner
 
 # A character device standing in for a TPU chip's node (/dev/accel<n>): the kernel's zero device,
 # made under /dev by the test and removed after it.
@@ -94,18 +92,6 @@ def test_where_the_kernel_has_no_pidfd_open_runs_still_end(monkeypatch):
     assert result.status == "succeeded" and result.stdout == "True\n", result
     assert launcher_module._NO_PIDFD == [38]
     assert time.monotonic() - t0 < 30
-
-
-def fake_runner(script: str) -> Runner:
-    """A process that speaks as a runner does on its event pipe (fd 3), for what no real runtime
-    here can do: fail to open a chip, or take seconds to tear down after the code ended."""
-    r, w = os.pipe()
-    proc = launcher_module.RunnerPopen(
-        [sys.executable, "-c", script, str(w)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, pass_fds=(w,), start_new_session=True)
-    os.close(w)
-    proc.event_fd = r
-    return Runner(proc=proc, slot=0)
 
 
 HELD = ("import sys; sys.stderr.write('RuntimeError: Unable to initialize backend \\'tpu\\': ABORTED: Internal "
