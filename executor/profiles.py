@@ -70,7 +70,9 @@ class ProfileKeeper:
             log.warning("run %s: why its trace is missing could not be kept", self.run_id)
 
     def build(self) -> None:
-        """After the run's ``finished``: its raw profile, if any, to the builder."""
+        """After the run's ``finished``: its raw profile, if any, to the builder (once: the
+        supervisor calls it as soon as a run that ended early hands its profile over, the
+        executor after every run)."""
         if self.bundle is not None:
             self.executor.profile_builder.submit(self.run_id, self.bundle, self.stop_ms)
             self.bundle = None

@@ -439,7 +439,7 @@ def supervise(
     ``lookup(key)`` answers the runner's ``compile_lookup`` (CompileCache.lookups, through
     compilecache.RunLookups). ``keep_profile(trace)`` keeps a profiled run's trace (gzipped
     bytes, checked here) and answers its URL (``on_profile``); one that can build a raw profile
-    after the run (``reserve``, ``later``, ``fail``: executor/profiles.py) lets a profiled run end
+    after the run (``reserve``, ``give``, ``build``, ``fail``: executor/profiles.py) lets a profiled run end
     at its code's end, with ``end_early(finished)`` called then, from this thread: the fields
     returned are the same, and are not to be logged twice (``on_ended``).
     """
@@ -731,6 +731,7 @@ class Supervision:
             bundle, problem = check_bundle(raw)
             if bundle is not None:
                 self.keep_profile.give(bundle, fields.get("profile_ms"))
+                self.keep_profile.build()  # its run's end is logged: built now, not after the runner's exit
                 return
         self.keep_profile.fail(bounded_profile(
             {"error": problem} if problem else

@@ -36,6 +36,7 @@ costs the run neither wall clock nor CPU."""
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import zlib
 import heapq
@@ -214,8 +215,9 @@ def _instruction_kind(name: str, opcode: str, line: str, opcodes: dict[str, list
     return "fusion"
 
 
+@functools.lru_cache(maxsize=8192)
 def name_kind(name: str) -> str:
-    """An op's kind from its name alone."""
+    """An op's kind from its name alone (a pmap's 30,000 ops have a few dozen names)."""
     lower = name.lower()
     for pattern, kind in _NAME_KINDS:
         if pattern.search(lower):

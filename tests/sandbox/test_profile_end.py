@@ -70,6 +70,9 @@ class Keeper:
     def give(self, bundle: bytes, stop_ms=None) -> None:
         self.told.append(("give", bundle, stop_ms, time.monotonic()))
 
+    def build(self) -> None:
+        self.told.append(("build", time.monotonic()))
+
     def fail(self, state: dict) -> None:
         self.told.append(("fail", state, time.monotonic()))
 
@@ -126,7 +129,7 @@ def test_a_profiled_run_ends_with_its_code_and_its_profile_is_handed_over_after(
     assert finished["cpu_ms"] == 12.5 and finished["peak_memory_kb"] == 2048
     # The raw profile went to the keeper after the end, with what its stop took.
     kinds = [t[0] for t in keeper.told]
-    assert kinds == ["reserve", "give"], keeper.told
+    assert kinds == ["reserve", "give", "build"], keeper.told
     assert keeper.told[1][1] == RAW and keeper.told[1][2] == 1500
     assert keeper.told[1][3] > ended_at[0][0]
 
@@ -169,5 +172,5 @@ def test_a_second_ended_is_ignored():
     finished, events, _, keeper, _, ended_at = run_scripted(scripted(twice))
     assert len(ended_at) == 1 and finished["status"] == "succeeded"
     assert [e["type"] for e in events].count("finished") == 1
-    assert [t[0] for t in keeper.told] == ["reserve", "give"]
+    assert [t[0] for t in keeper.told] == ["reserve", "give", "build"]
     assert json.dumps(events)  # plain data, as the log takes it
