@@ -1,7 +1,9 @@
+import functools
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
+from django.db.models.fields import AutoFieldMixin
 
 from executor import events as ev
 from executor import runtimes
@@ -111,3 +113,24 @@ class RunEvent(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "seq"], name="run_event_seq_unique")]
         ordering = ["seq"]
+
+
+@functools.cache
+def _insert_of(model: type[models.Model]) -> tuple[str, list]:
+    """The INSERT of one ``model`` row (its fields but a database-made key), built once."""
+    fields = [f for f in model._meta.concrete_fields if not isinstance(f, AutoFieldMixin)]
+    quote = connection.ops.quote_name
+    return (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))})"), fields
+
+
+def insert_new(*rows: models.Model) -> None:
+    """New rows, in order, each one INSERT built once per model (``_insert_of``): the ORM's
+    ``create`` builds and compiles its statement for every row, half the cost of storing a run
+    with its "queued". Fields are prepared as ``save`` prepares them (defaults, ``auto_now_add``);
+    no signal is sent, and a database-made key is not read back."""
+    with connection.cursor() as cursor:
+        for row in rows:
+            sql, fields = _insert_of(type(row))
+            cursor.execute(sql, [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields])
+            row._state.adding, row._state.db = False, connection.alias

@@ -22,7 +22,7 @@ from web.api import plain_text
 from web.clients import Client
 from web.errors import ActionError
 
-from ..models import Run, RunEvent, RunProfile, run_facts
+from ..models import Run, RunEvent, RunProfile, insert_new, run_facts
 from ..signals import run_cancelling, run_started, run_status_changed
 from .. import devices, metrics, quotas, runtimes, stages
 from ..redis import get_event_log, get_redis
@@ -162,10 +162,10 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     ahead = 0 if node else registry.queue_depth(get_redis(), registry.route(device, runtime))
     queued = ev.make_event(ev.QUEUED, position=ahead + 1)
     queued["seq"] = 1
+    run = Run(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,
+              options=options or {}, session=session, stdin=stdin)
     with transaction.atomic():
-        run = Run.objects.create(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,
-                                 options=options or {}, session=session, stdin=stdin)
-        RunEvent.objects.create(run=run, seq=1, type=ev.QUEUED, data=queued)
+        insert_new(run, RunEvent(run=run, seq=1, type=ev.QUEUED, data=queued))
         transaction.on_commit(lambda: _enqueue(run, queued, limits, grade, priority, node))
     return run
 
