@@ -490,11 +490,12 @@ class Executor:
         tick = self._ticker(run_id, relay, alive)
         relay.stamp("runner")
         # A profiled run ends at its code's end, before its profiler has stopped (supervisor.py):
-        # its end is logged then, once, and whose run it was kept for the compile cache.
+        # its end is logged then, once, and its share held until the runner has gone.
         ended_early: list = []
 
         def end_early(finished: dict) -> None:
-            ended_early.append(self._end(run_id, relay, finished))
+            self._end(run_id, relay, finished, hold=True)
+            ended_early.append(time.monotonic())
 
         # From here the runner goes back to the pool whatever happens (even a "started" that
         # cannot be logged because Redis stays away): a runner kept would hold its slot forever.
@@ -523,7 +524,7 @@ class Executor:
         try:
             if grading is not None:
                 self._send_grade(run_id, grading.finish(finished))
-            client = ended_early[0] if ended_early else self._end(run_id, relay, finished)
+            client = self._end_after(run_id, relay, finished, ended_early[0] if ended_early else None)
         finally:
             release(runner)
         if compiled and self.compile_cache is not None:
@@ -770,19 +771,24 @@ class Executor:
             self.pool.release(runner)
         return entries, status
 
-    def _end(self, run_id: str, relay: RunRelay, finished: dict, first=None) -> str | None:
+    def _end(self, run_id: str, relay: RunRelay, finished: dict, first=None, hold: bool = False) -> str | None:
         """``first(redis_or_pipeline)`` (a cell's: its session free for the next), the run's
         share given back, the events it held, then its ``finished`` logged: in this order (free
         before anyone hears it ended), in one round trip. Should that fail, each again on its own
         (all are idempotent: a session given back or a share released finds nothing the second
-        time, an append its own event). Whose run it was, as ``_give_share_back`` says."""
+        time, an append its own event). Whose run it was, as ``_give_share_back`` says. ``hold``:
+        the run ended before its runner (a profiled run's early end): its share is held, not
+        given back, until ``_give_share_back(held=True)`` once the runner has gone."""
         held, relay.held = relay.held, []
         events = [*held, ev.make_event(ev.FINISHED, **finished)]
         try:
             pipe = self.redis.pipeline(transaction=False)
             if first is not None:
                 first(pipe)
-            shares.release_in(pipe, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
+            if hold:
+                shares.hold_in(pipe, run_id)
+            else:
+                shares.release_in(pipe, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
             for n, event in enumerate(events):
                 self.log.append_in(pipe, run_id, event, after=relay.last_seq + n, expect=relay.last_seq + n + 1)
             answers = pipe.execute()
@@ -793,16 +799,32 @@ class Executor:
                     first(self.redis)
                 except redis.exceptions.RedisError as again:
                     log.warning("run %s: its session could not be given back (%s)", run_id, again)
-            client = self._give_share_back(run_id, finished)
+            if hold:  # as below: the end is logged after (without it, the recorder's release frees it)
+                try:
+                    shares.hold_in(self.redis, run_id)
+                except redis.exceptions.RedisError as again:
+                    log.warning("run %s: its share could not be held for its runner's tail (%s)", run_id, again)
+                client = None
+            else:
+                client = self._give_share_back(run_id, finished)
             relay.held = held
             relay.emit(ev.FINISHED, **finished)
             return client
         answers = answers[1:] if first is not None else answers
         for event, appended in zip(events, answers[1:], strict=True):
             relay.logged(event["type"], ev.EventLog.appended(appended))
-        return shares.released(answers[0])
+        return None if hold else shares.released(answers[0])
 
-    def _give_share_back(self, run_id: str, finished: dict) -> str | None:
+    def _end_after(self, run_id: str, relay: RunRelay, finished: dict, ended_at: float | None) -> str | None:
+        """Once the runner has gone: the run's end (``_end``); or, for a run that ended before
+        (``ended_at``: its early end), its share alone, held since, given back and billed the
+        runner's whole time."""
+        if ended_at is None:
+            return self._end(run_id, relay, finished)
+        tail_ms = (time.monotonic() - ended_at) * 1000
+        return self._give_share_back(run_id, {"wall_ms": (finished.get("wall_ms") or 0) + tail_ms}, held=True)
+
+    def _give_share_back(self, run_id: str, finished: dict, held: bool = False) -> str | None:
         """The person's share of the executors is theirs again now that the run has ended, not
         when the recorder stores it (which may trail under a burst): before its ``finished`` is
         logged, so that a script that starts its next run when it reads this one's end is never
@@ -810,7 +832,7 @@ class Executor:
         Returns whose run it was, if this call released it (the compile cache takes each
         person's reports in turn)."""
         try:
-            return shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND)
+            return shares.release(self.redis, run_id, wall_ms=finished.get("wall_ms"), kind=settings.KIND, held=held)
         except redis.exceptions.RedisError as exc:
             log.warning("run %s: its share is given back when the recorder stores its end (%s)", run_id, exc)
             return None

@@ -30,6 +30,10 @@ log = logging.getLogger("executor")
 # Raw profiles waiting for their build, at most (each some megabytes of the worker's memory).
 MAX_WAITING = 8
 BUILDING = b"building"
+# How long a trace's URL says "building" before its state lapses (then: no profile) should its
+# node never say more (it died while the runner stopped the profiler, or with builds waiting):
+# MAX_WAITING builds of tracebuild.BUILD_WALL_S each, after the runner's tail, fit in it.
+BUILDING_TTL_S = 15 * 60
 
 
 class ProfileKeeper:
@@ -40,6 +44,7 @@ class ProfileKeeper:
         self.executor, self.run_id = executor, run_id
         self.bundle: bytes | None = None
         self.stop_ms: float | None = None  # what stopping the profiler took, after an early end
+        self.waiting = False  # its URL was reserved, and neither a raw profile nor why not came
 
     def __call__(self, trace: bytes) -> str:
         return self.executor.keep_profile(self.run_id, trace)
@@ -53,17 +58,18 @@ class ProfileKeeper:
         """The trace's URL, answering 202 ("building") from now until it is built or failed."""
         if self.executor.profile_builder.waiting() >= MAX_WAITING:
             raise RuntimeError(f"{MAX_WAITING} traces are waiting to be built on this node")
-        self.executor.redis.set(ev.profile_state_key(self.run_id), BUILDING, ex=ev.EVENT_LOG_TTL_S)
+        self.executor.redis.set(ev.profile_state_key(self.run_id), BUILDING, ex=BUILDING_TTL_S)
+        self.waiting = True
         return f"/api/runs/{self.run_id}/profile"
 
     def give(self, bundle: bytes, stop_ms: float | None = None) -> None:
         """The raw profile behind a reserved URL, built once the run has ended (``build``);
         ``stop_ms``: what stopping the profiler took, where the run had ended before it."""
-        self.bundle, self.stop_ms = bundle, stop_ms
+        self.bundle, self.stop_ms, self.waiting = bundle, stop_ms, False
 
     def fail(self, state: dict) -> None:
         """A reserved URL's trace will not come: it answers why ({"error", "error_parts"?})."""
-        self.bundle = None
+        self.bundle, self.waiting = None, False
         try:
             self.executor.redis.set(ev.profile_state_key(self.run_id), json.dumps(state), ex=ev.EVENT_LOG_TTL_S)
         except Exception:  # noqa: BLE001 - Redis away: the URL answers 202 until the state lapses
@@ -76,6 +82,8 @@ class ProfileKeeper:
         if self.bundle is not None:
             self.executor.profile_builder.submit(self.run_id, self.bundle, self.stop_ms)
             self.bundle = None
+        elif self.waiting:  # the run's supervision failed between its end and its profile
+            self.fail({"error": "the node lost the run's profile before it was handed over"})
 
 
 class Builder:

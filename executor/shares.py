@@ -8,6 +8,12 @@ person who reads that end and starts the next run is never refused for it, nor f
 recorder has not stored yet), and by the recorder once it stores the end, as the backstop for an
 executor that died. One script takes both keys and does the rest, so the two are one release:
 whichever comes first gives the slots back and counts the run's seconds; the other finds nothing.
+
+A run that ended before its runner did (a profiled run: its ``finished`` goes out at its code's
+end, its profiler stops after) keeps its share until the runner has gone: ``hold_in`` with that
+early end, and only the executor's ``release(..., held=True)`` at the runner's end gives it back
+(billed the runner's whole time); the recorder's release meanwhile finds it held and does
+nothing. A hold lapses after HOLD_S, should its node die.
 """
 
 from __future__ import annotations
@@ -31,6 +37,21 @@ def room_key(run_id: str) -> str:
     return f"quota:room:{run_id}"
 
 
+def hold_key(run_id: str) -> str:
+    return f"quota:held:{run_id}"
+
+
+# How long a share is held for a run whose runner outlived its end, at most: its runner's tail
+# (supervisor.PROFILE_STOP_S) with room to spare.
+HOLD_S = 120
+
+
+def hold_in(redis, run_id: str) -> None:
+    """The run has ended but its runner has not: its share stays taken until ``release(...,
+    held=True)``, whatever else releases it meanwhile."""
+    redis.set(hold_key(run_id), "1", ex=HOLD_S)
+
+
 def budget_key(client: str, kind: str, window: int, now: float) -> str:
     return f"{SECONDS_PREFIX}{client}:{kind}:{window}:{int(now // window)}"
 
@@ -38,19 +59,21 @@ def budget_key(client: str, kind: str, window: int, now: float) -> str:
 BUDGET_WINDOWS = (3600, 86400)
 
 
-def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None) -> str | None:
+def release(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None,
+            held: bool = False) -> str | None:
     """The run ended: its slots are free and its seconds are counted, once, in one script (a
-    run's person key gone means its slots are free). Whose run it was (the person key it was
-    admitted for) if this call did, else None."""
-    return released(release_in(redis, run_id, wall_ms=wall_ms, kind=kind))
+    run's person key gone means its slots are free), unless its share is held (``hold_in``);
+    ``held``: this is the holder's release, which lifts the hold. Whose run it was (the person
+    key it was admitted for) if this call did, else None."""
+    return released(release_in(redis, run_id, wall_ms=wall_ms, kind=kind, held=held))
 
 
-def release_in(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None):
+def release_in(redis, run_id: str, *, wall_ms: float | None = None, kind: str | None = None, held: bool = False):
     """``release``'s script on ``redis``, a client (its answer) or a pipeline (its answer comes
     with the pipeline's, for ``released`` to read)."""
     seconds = f"{wall_ms / 1000:.6f}" if wall_ms and kind else ""
-    return redis.eval(_RELEASE_LUA, 2, client_key(run_id), room_key(run_id), run_id, seconds, kind or "",
-                      f"{time.time():.6f}")
+    return redis.eval(_RELEASE_LUA, 3, client_key(run_id), room_key(run_id), hold_key(run_id), run_id, seconds,
+                      kind or "", f"{time.time():.6f}", "1" if held else "")
 
 
 def released(answer) -> str | None:
@@ -61,10 +84,16 @@ def released(answer) -> str | None:
     return client or None
 
 
-# KEYS: the run's person key and room key; ARGV: the run id, its seconds ("" to count none), the
-# device kind, the time. Whichever release comes first takes both keys and does the rest; the
-# other finds nothing. Returns the person key ("" when only a room was held), false when none.
+# KEYS: the run's person key, room key and hold key; ARGV: the run id, its seconds ("" to count
+# none), the device kind, the time, "1" for the holder's release. Whichever release comes first
+# takes both keys and does the rest; the other finds nothing. A held share is released only by
+# its holder. Returns the person key ("" when only a room was held), false when none.
 _RELEASE_LUA = f"""
+if ARGV[5] == '1' then
+  redis.call('DEL', KEYS[3])
+elseif redis.call('EXISTS', KEYS[3]) == 1 then
+  return false
+end
 local client = redis.call('GET', KEYS[1])
 local room = redis.call('GET', KEYS[2])
 if not client and not room then return false end

@@ -513,7 +513,7 @@ class Supervision:
         self.budget = _Budget(limits.events_per_s, limits.events)
         self.problems = protocol.Problems()
         self.notes = 0
-        self.event_buffer = runner.event_buffer
+        self.event_buffer = bytearray(runner.event_buffer)
         self.event_lines: deque[bytes] = deque()
         self.pending: list[list] = []  # [kind, [texts], chars]
         self.since = self.last = 0.0  # when pending output began, when it last grew
@@ -597,9 +597,14 @@ class Supervision:
             self.event_bytes += len(data)
             if self.event_bytes > self.event_bytes_cap:
                 raise _Kill(ev.LIMIT_EXCEEDED, ev.ended("event_bytes", size=human_bytes(self.event_bytes_cap)))
+        # A line's pieces are gathered, and split only once its end has come: a profile's line of
+        # tens of megabytes, read 64 KiB at a time, is not copied and scanned again for each.
         self.event_buffer += data
-        *lines, self.event_buffer = self.event_buffer.split(b"\n")
-        self.event_lines.extend(line for line in lines if line.strip())
+        if b"\n" not in data:
+            return
+        *lines, rest = self.event_buffer.split(b"\n")
+        self.event_buffer = bytearray(rest)
+        self.event_lines.extend(bytes(line) for line in lines if line.strip())
 
     def note_problems(self, before: int) -> None:
         """One stderr line for what one runner message got wrong; at most MAX_PROTOCOL_NOTES."""
@@ -777,7 +782,8 @@ class Supervision:
         self.event_bytes -= len(line)
         self.event_bytes_cap = EVENT_BYTES_CAP
         if self.early is not None:
-            self.hand_over(fields)
+            if not self.profile_kept:  # its URL could not be kept at the end: nothing to hand over to
+                self.hand_over(fields)
             return
         if self.budget.count >= self.limits.events - 1:
             return  # no room left to say where it is: not kept either

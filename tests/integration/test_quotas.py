@@ -190,3 +190,37 @@ def test_a_clients_first_run_goes_before_anothers_second(quota_stack):
     assert [a[0] for a in (first, second, other)] == [201, 201, 201]
     assert started_at(quota_stack, other[1]["id"]) < started_at(quota_stack, second[1]["id"])
     assert started_at(quota_stack, first[1]["id"]) < started_at(quota_stack, other[1]["id"])
+
+
+# A profiled run whose code writes the runner's "ended" itself, then runs on: its end goes out at
+# once (supervisor.py's early end), and its runner lives on until the code ends.
+FORGES_ITS_END = """
+import gc, json, os, time
+channel = next(o for o in gc.get_objects() if type(o).__name__ == "EventChannel")
+os.write(channel.fd, json.dumps({"type": "ended", "status": "succeeded"}).encode() + b"\\n")
+time.sleep(6)
+"""
+
+
+def test_a_run_that_ended_before_its_runner_holds_its_share_and_is_billed_the_runners_time(quota_stack):
+    import redis
+
+    from executor import shares
+    from playground.quotas import _client_of
+
+    client = redis.Redis.from_url(quota_stack.env["REDIS_URL"])
+    t0 = time.monotonic()
+    status, run, _ = quota_stack.post_as("198.51.100.7", "/api/runs",
+                                         {"code": FORGES_ITS_END, "options": {"profile": True}}, timeout=30)
+    assert status == 201, run
+    detail = quota_stack.wait_finished(run["id"], timeout=60)
+    ended_after = time.monotonic() - t0
+    assert detail["status"] == "succeeded" and ended_after < 5, (ended_after, detail["status"])
+    # Its end is stored, and the recorder's release with it, yet the share is still taken.
+    assert client.exists(_client_of(run["id"])), "its share was given back with its end"
+    assert client.exists(shares.hold_key(run["id"]))
+    # Given back once its runner has gone (6 s in), and billed for all of it: 3 s an hour is spent.
+    released(quota_stack, run["id"])
+    assert time.monotonic() - t0 >= 6
+    status, body, _ = post_run(quota_stack, "198.51.100.7", "print(1)")
+    assert status == 429 and body["limit"] == "hourly_budget", body

@@ -174,3 +174,31 @@ def test_a_second_ended_is_ignored():
     assert [e["type"] for e in events].count("finished") == 1
     assert [t[0] for t in keeper.told] == ["reserve", "give", "build"]
     assert json.dumps(events)  # plain data, as the log takes it
+
+
+class FullKeeper(Keeper):
+    """A keeper whose node has MAX_WAITING traces waiting to be built: ``reserve`` refuses."""
+
+    def reserve(self) -> str:
+        self.told.append(("reserve refused",))
+        raise RuntimeError("8 traces are waiting to be built on this node")
+
+
+def test_a_trace_refused_at_the_early_end_is_not_given_to_the_keeper_after(monkeypatch):
+    monkeypatch.setitem(globals(), "Keeper", FullKeeper)  # run_scripted's keeper
+    finished, events, ended_after, keeper, _, _ = run_scripted(scripted(hand_over(0.2)))
+    assert finished["status"] == "succeeded" and ended_after is not None
+    profile = [e for e in events if e["type"] == "profile"]
+    assert profile and "could not be kept" in profile[0]["error"], events
+    assert [t[0] for t in keeper.told] == ["reserve refused"], keeper.told
+
+
+def test_a_profile_line_of_tens_of_megabytes_is_read_in_a_moment():
+    """The event pipe's line is split once its end has come, not at every 64 KiB read: a 48 MiB
+    raw profile (base64: 64 MiB) took 15 s to read when each read copied and scanned the line."""
+    big = 'say({"type": "profile_trace", "raw": "QUFB" * (15 * 1024**2)})'  # 45 MiB of "AAA"
+    finished, events, ended_after, keeper, took, _ = run_scripted(scripted(big))
+    assert finished["status"] == "succeeded" and ended_after < 1.0
+    assert [t[0] for t in keeper.told] == ["reserve", "give", "build"], keeper.told
+    assert keeper.told[1][1] == b"AAA" * (15 * 1024**2)
+    assert took < 10, took
