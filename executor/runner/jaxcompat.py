@@ -412,6 +412,13 @@ def profiler_start(python_tracer: bool = True):
         _stderr_on(saved)
 
 
+def trace_annotation(name: str):
+    """A host event of the running profile's, named ``name``, for as long as the ``with`` lasts."""
+    from jax.profiler import TraceAnnotation
+
+    return TraceAnnotation(name)
+
+
 class _Profiling:
     """A started profiler session, which ``profiler_stop`` stops and lets go of while fd 2 is
     quiet (JAX 0.6's logs "Profiler session tear down." as it goes). ``quiet``: stopping it writes

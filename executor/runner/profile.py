@@ -47,7 +47,7 @@ import threading
 import time
 from collections import defaultdict
 
-from . import common, jaxcompat, protocol
+from . import common, jaxcompat, protocol, pylane
 from .common import SNIPPET_FILENAME
 
 # What a profile says when its trace was cut or not built: templates with named args, sent beside
@@ -134,10 +134,12 @@ _COMPILE = re.compile(r"[Cc]ompile")
 # frame (file's last part, line, function, whether it is the snippet's). A Python frame is kept
 # when it is the snippet's own or one the snippet called (a library's inner frames are left
 # out: what the code called is what its author can change).
-_SKIPPED, _OTHER = object(), object()
+_SKIPPED, _OTHER, _CLOCK = object(), object(), object()
 
 
 def _name_kind(name: str):
+    if name == pylane.CLOCK_MARK:
+        return _CLOCK
     if _SKIP.match(name):
         return _SKIPPED
     if not name.startswith("$"):
@@ -228,23 +230,39 @@ def name_kind(name: str) -> str:
 class Profile:
     """One run's profile, from ``start`` (before the snippet) to ``finish`` (after it)."""
 
-    def __init__(self, session):
+    def __init__(self, session, lane=None, mark_ns: int | None = None):
         self.session = session
         self.python_stopped: str | None = None  # why the Python tracer was stopped early
         self.done = threading.Event()
+        self.lane = lane  # the snippet's own Python lane (runner/pylane.py), where it is recorded so
+        self.mark_ns = mark_ns  # its clock's mark (pylane.CLOCK_MARK)
 
     @classmethod
     def start(cls) -> Profile | str:
-        """A running profile, or why there is none (a sentence for the page)."""
+        """A running profile, or why there is none (a sentence for the page). Its Python lane is
+        the snippet's own frames and calls (runner/pylane.py) where this Python can record them
+        so, else JAX's Python tracer's (every call of the process, read and dropped after)."""
+        lane = None
+        if pylane.available():
+            lane = pylane.SnippetLane()
+            if not lane.start():
+                lane = None
         try:
-            session = jaxcompat.profiler_start()
+            session = jaxcompat.profiler_start(python_tracer=lane is None)
         # A JAX without a profiler (ImportError, AttributeError), or one already running
         # (RuntimeError, XLA's own errors among them).
         except (ImportError, AttributeError, RuntimeError, ValueError) as exc:
+            if lane is not None:
+                lane.stop()
             return f"the profiler could not start: {exc}"
-        profile = cls(session)
+        mark_ns = None
+        if lane is not None:
+            with jaxcompat.trace_annotation(pylane.CLOCK_MARK):
+                mark_ns = time.perf_counter_ns()
+        profile = cls(session, lane, mark_ns)
         _active.append(profile)
-        profile.watch_memory()
+        if lane is None:
+            profile.watch_memory()
         return profile
 
     def watch_memory(self) -> None:
@@ -280,6 +298,8 @@ class Profile:
         t0 = time.perf_counter()
         _active.clear()
         self.done.set()
+        if self.lane is not None:
+            self.lane.stop()
         deadline = common.deadline()
         left = None if deadline is None else deadline - time.monotonic()
         if interrupted:
@@ -299,7 +319,11 @@ class Profile:
                 _no_trace(channel, protocol.Templated(TOO_LITTLE_LEFT, seconds=f"{max(left, 0):.1f}"))
                 return
             stopped = self.python_stopped
+            lane = self.lane_of()
+            if lane and lane["stopped_ns"] is not None:
+                stopped = protocol.Templated(PYTHON_STOPPED, seconds=f"{lane['stopped_ns'] / 1e9:.1f}")
             data = bundle(space, {
+                "python_lane": lane,
                 "device_names": jaxcompat.device_names(),
                 "executables": [[program, list(devices)] for program, devices in _executables().items()],
                 "kinds": _KIND_OF_OP, "jax_version": jaxcompat.jax_version(), "platform": jaxcompat.platform(),
@@ -320,6 +344,20 @@ class Profile:
             return
         channel.send("profile_trace", raw=base64.b64encode(data).decode("ascii"),
                      profile_ms=round((time.perf_counter() - t0) * 1000, 1))
+
+
+    def lane_of(self) -> dict | None:
+        """The snippet's own Python lane for the bundle: its longest MAX_PYTHON_EVENTS calls (the
+        trace keeps no more), how many there were, and the clock's mark."""
+        lane = self.lane
+        if lane is None:
+            return None
+        calls = lane.calls
+        count = len(calls)
+        if count > MAX_PYTHON_EVENTS:
+            calls = heapq.nlargest(MAX_PYTHON_EVENTS, calls, key=lambda c: c[4] - c[3])
+        stopped = lane.stopped_at_ns - lane.started_ns if lane.stopped_at_ns is not None else None
+        return {"calls": calls, "count": count, "mark_ns": self.mark_ns, "stopped_ns": stopped}
 
 
 def _executables() -> dict:
@@ -369,7 +407,8 @@ def build_bundle(data: bytes, max_bytes: int, deadline: float | None = None) -> 
             _read_space(space, bool(context.get("profile_data"))), device_names=names,
             jax_version=str(context.get("jax_version") or "unknown"),
             platform=str(context.get("platform") or "unknown"),
-            executables=(lambda modules: executables) if executables else None, deadline=deadline)
+            executables=(lambda modules: executables) if executables else None, deadline=deadline,
+            python_lane=context.get("python_lane"))
     finally:
         _KIND_OF_OP.clear()
     stopped = context.get("python_stopped")
@@ -575,6 +614,7 @@ class _Builder:
         self.python: list[tuple] = []
         self.python_calls = 0
         self.names: dict[str, object] = {}  # what each event name is (_name_kind)
+        self.clock_mark: float | None = None  # pylane.CLOCK_MARK's start
         self.modules: list[tuple[int, dict]] = []  # (pid, event): each executable's run on a device
         self.host: list[tuple[str, dict]] = []  # (row, event): dispatches and compilations
 
@@ -626,7 +666,7 @@ class _Builder:
         stack: list[tuple[float, bool]] = []  # Python's frames open here: (end, the snippet's)
         # What each name is, read once: a line's 80,000 events have a few thousand names, and
         # matching each event's against the patterns was a quarter of a build.
-        names, python_call, push, pop = self.names, self.python_call, stack.append, stack.pop
+        names, pop = self.names, stack.pop
         for position, event in enumerate(line.events):
             if not position & 0x7FFF and self.deadline is not None and time.monotonic() > self.deadline:
                 raise OutOfTime()
@@ -639,12 +679,8 @@ class _Builder:
             start, dur = event.start_ns, event.duration_ns
             while stack and stack[-1][0] <= start:
                 pop()
-            if known is not _OTHER:  # a Python frame: (file, line, function, the snippet's)
-                mine = known[3]
-                if mine or (stack and stack[-1][1]):
-                    python_call(known[2] if mine else f"{known[2]} ({known[0]})", start, dur,
-                                {"file": known[0], "line": known[1]})
-                push((start + dur, mine))
+            if known is not _OTHER:  # a Python frame, or the snippet's own lane's clock mark
+                self.python_frame(known, start, dur, stack)
                 continue
             if open_op is not None and start < open_op["end"]:
                 if start + dur <= open_op["end"] + 1:
@@ -770,6 +806,32 @@ class _Builder:
 
     # -- Python -------------------------------------------------------------------------------
 
+    def python_frame(self, known, start: float, dur: float, stack: list) -> None:
+        """One of JAX's Python tracer's frames (file, line, function, the snippet's), kept when it
+        is the snippet's or one the snippet called; or the mark of the snippet's own lane's clock
+        (pylane.CLOCK_MARK: where it is on this one's)."""
+        if known is _CLOCK:
+            self.clock_mark = start
+            return
+        mine = known[3]
+        if mine or (stack and stack[-1][1]):
+            self.python_call(known[2] if mine else f"{known[2]} ({known[0]})", start, dur,
+                             {"file": known[0], "line": known[1]})
+        stack.append((start + dur, mine))
+
+    def python_lane(self, lane: dict) -> None:
+        """The snippet's own Python lane (runner/pylane.py), on this profile's clock: each frame of
+        the snippet's, and each call it made ("name (its file)")."""
+        offset = pylane.clock_offset(self.clock_mark, lane.get("mark_ns"))
+        if offset is None:
+            return
+        for name, file, line, start, end, mine in lane.get("calls") or ():
+            where = str(file).rsplit("/", 1)[-1]
+            own = mine or where == SNIPPET_FILENAME  # a frame of the snippet's, or a wrapper of one (jitted)
+            self.python_call(str(name) if own else f"{name} ({where})", start + offset, max(end - start, 0),
+                             {"file": where, "line": int(line)})
+        self.python_calls += max(int(lane.get("count") or 0) - len(lane.get("calls") or ()), 0)
+
     def python_call(self, name: str, start: float, dur: float, args: dict) -> None:
         self.python_calls += 1
         item = (dur, self.python_calls, name, start, args)
@@ -874,7 +936,7 @@ def _us(ns: float) -> float:
 
 def build_trace(space, device_names: dict[int, str] | None = None, jax_version: str = "",
                 platform: str = "", executables=None, use_ordinals: bool = True,
-                deadline: float | None = None) -> tuple[dict, dict]:
+                deadline: float | None = None, python_lane: dict | None = None) -> tuple[dict, dict]:
     """(the Chrome trace, what the ``profile_trace`` message says of it) from a profile's planes
     (jaxlib's ProfileData, or runner/xspace.py's reading of an older JAX's XSpace).
     ``executables(module names)``: {program id: its devices' ordinals}, for the ops that do not
@@ -891,6 +953,8 @@ def build_trace(space, device_names: dict[int, str] | None = None, jax_version: 
             for n, line in enumerate(host):
                 b.host_line(line, n)
             b.resolve(host, executables)
+    if python_lane:
+        b.python_lane(python_lane)
     b.collective_waits()
     summary = b.summary()
     # The bound's share of each: the Python the snippet's author wrote, then the host's, then the

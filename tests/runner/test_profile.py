@@ -71,3 +71,31 @@ def test_a_python_loop_under_the_profiler_ends_well_and_says_what_was_cut(run):
     # ... with the sentences it was made from, which the supervisor vouched for.
     assert event["cut_parts"][0]["template"] == profile.PYTHON_STOPPED
     assert "; ".join(part["template"].format(**part["args"]) for part in event["cut_parts"]) == event["cut"]
+
+
+def test_the_snippets_python_lane_is_on_the_devices_clock(launcher):
+    """The snippet's own Python lane (runner/pylane.py, Python 3.12) is timed apart from the
+    profiler and placed on its clock by a mark: each call of the pmapped function holds the start
+    of what it ran on the devices, and the module's frame holds all of it."""
+    from executor.local import run_local
+
+    kept = {}
+    events = run_local(PMAP, launcher=launcher, options={"profile": True},
+                       keep_profile=lambda trace: kept.setdefault("trace", trace) and "kept")
+    assert next(e for e in events if e["type"] == "finished")["status"] == "succeeded"
+    trace = json.loads(gzip.decompress(kept["trace"]))
+    timed = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    python = [e for e in timed if e.get("cat") == "python"]
+    # The code's frames: its body, then its last line apart (a trailing expression's value is shown).
+    modules = [e for e in python if e["name"] == "<module>"]
+    begin, end = min(e["ts"] for e in modules), max(e["ts"] + e["dur"] for e in modules)
+    steps = sorted((e for e in python if e["name"] == "step"), key=lambda e: e["ts"])
+    assert len(steps) == 2, sorted({e["name"] for e in python})
+    device = [e for e in timed if e["pid"] >= 10 and "hlo_op" in e["args"]]
+    assert device
+    slack = 1000.0  # µs
+    for e in device:
+        assert begin - slack <= e["ts"] <= end + slack, (e, begin, end)
+    # The last step's ops start inside it or after it began (dispatch is asynchronous), never before.
+    last = [e for e in device if e["ts"] >= steps[1]["ts"] - slack]
+    assert last and min(e["ts"] for e in last) <= steps[1]["ts"] + steps[1]["dur"] + slack

@@ -165,6 +165,12 @@ def test_a_profiled_pmap_has_a_lane_per_device(runtime_launcher):
     for lane, events_ in ops.items():
         assert all(e["name"] == e["args"]["hlo_op"] and e["args"]["device"] == lane for e in events_)
         assert any(e["cat"] == "collective" for e in events_), (lane, [e["name"] for e in events_])
+    # The snippet's own Python lane (runner/pylane.py) on every runtime: its frame and its 3 calls
+    # of the pmapped function, on the profile's clock (within the trace's span).
+    python = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") == "python"]
+    assert any(e["name"] == "<module>" and e["args"]["file"] == "<snippet>" for e in python), python[:5]
+    assert sum(1 for e in python if e["name"] == "<lambda>" and e["args"]["file"] == "<snippet>") >= 3, python
+    assert all(e["ts"] >= 0 for e in python)
 
 
 CHECKS = """\
