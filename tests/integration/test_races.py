@@ -235,7 +235,8 @@ def test_ten_addresses_at_once_get_exactly_the_nodes_sessions_which_all_run(stac
                               "client": client} for sid, client, _cookie in made])
     assert [status for status, *_ in cells] == [201] * NODE_SESSIONS, cells
     for _status, run, _h in cells:
-        assert stack.wait_finished(run["id"], timeout=60)["status"] == "succeeded"
+        detail = stack.wait_finished(run["id"], timeout=60)
+        assert detail["status"] == "succeeded", (detail["message"], detail["events"][-3:])
     for sid, client, _cookie in made:
         status, session = stack.call("GET", f"/api/sessions/{sid}", client=client)
         assert session["state"] == "idle" and session["cells_run"] == 1, session
