@@ -21,6 +21,8 @@ import logging
 import queue
 import threading
 
+import redis
+
 from . import events as ev
 from . import settings
 from .submit import PROFILE_TASK, task_reprs
@@ -72,7 +74,7 @@ class ProfileKeeper:
         self.bundle, self.waiting = None, False
         try:
             self.executor.redis.set(ev.profile_state_key(self.run_id), json.dumps(state), ex=ev.EVENT_LOG_TTL_S)
-        except Exception:  # noqa: BLE001 - Redis away: the URL answers 202 until the state lapses
+        except redis.exceptions.RedisError:  # the URL answers 202 until its "building" lapses
             log.warning("run %s: why its trace is missing could not be kept", self.run_id)
 
     def build(self) -> None:

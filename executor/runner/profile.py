@@ -345,7 +345,6 @@ class Profile:
         channel.send("profile_trace", raw=base64.b64encode(data).decode("ascii"),
                      profile_ms=round((time.perf_counter() - t0) * 1000, 1))
 
-
     def lane_of(self) -> dict | None:
         """The snippet's own Python lane for the bundle: its longest MAX_PYTHON_EVENTS calls (the
         trace keeps no more), how many there were, and the clock's mark."""

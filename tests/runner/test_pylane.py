@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from executor.runner import pylane
 from executor.runner.common import SNIPPET_FILENAME
-
-pytestmark = pytest.mark.skipif(not pylane.available(), reason="sys.monitoring is Python 3.12's")
 
 CODE = """\
 import json
