@@ -20,6 +20,7 @@ from . import compilecache, logs, registry, sessionstate, settings, shares, stag
 from .chips import Cancelled, ChipPool, count_chips
 from .compilecache import CompileCache
 from .profiles import Builder, ProfileKeeper
+from .pulse import Pulse
 from .submit import GRADE_TASK, queued_key, send_batch, task_reprs
 from .pool import RunnerPool, runner_for
 from .runner import protocol
@@ -224,6 +225,8 @@ class Executor:
         self.draining = False
         self.compile_cache: CompileCache | None = None
         self.profile_builder = Builder(self)
+        # The runs' pulse while they wait for a runner, a session's or a chip's (pulse.py).
+        self.pulse = Pulse(redis, name)
 
     def _on_fault(self, code: str | None, reason: str | None) -> None:
         """The pool's runners fail to start (``code``, ``reason``), or start again (None): said
@@ -336,6 +339,7 @@ class Executor:
         if self._stop.is_set():
             return
         self._stop.set()
+        self.pulse.stop()
         self.pool.changed.set()
         # The last beat first, so that none lands after the goodbye and keeps the node listed.
         if self._heartbeat is not None:
@@ -465,7 +469,8 @@ class Executor:
                 compiled.extend(fields["modules"][:compilecache.MAX_REPORTED - len(compiled)])
 
         try:
-            runner, held, as_cell = self._runner_for_run(run_id, code, options, relay, grading, stdin)
+            with self.pulse.meanwhile(run_id):
+                runner, held, as_cell = self._runner_for_run(run_id, code, options, relay, grading, stdin)
         except Cancelled:  # while it waited for a chip
             finished = protocol.finished_fields(ev.CANCELLED, ev.ended("cancelled_before_start"), wall_ms=0)
             if grading is not None:
@@ -684,9 +689,10 @@ class Executor:
         started_now = session_id not in self.sessions.sessions
         left: list[dict] = []  # the state the cell left its session in (run_cell's ``tell``)
         on_wait, cancelled = self.chip_waiter(run_id, relay)
-        session, why_not = (None, "its node is stopping") if self.draining else (None, None) if ended else \
-            self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits,
-                                      person=lambda: self.person_of(run_id), on_wait=on_wait, cancelled=cancelled)
+        with self.pulse.meanwhile(run_id):
+            session, why_not = (None, "its node is stopping") if self.draining else (None, None) if ended else \
+                self.sessions.session_for(session_id, cell.get("idle_s") or 0, limits,
+                                          person=lambda: self.person_of(run_id), on_wait=on_wait, cancelled=cancelled)
         relay.stamp("runner")
         given_back = False
         try:

@@ -13,6 +13,8 @@ import time
 import pytest
 from django.test import Client
 
+from executor import events as ev
+
 from tests.conftest import STANDIN
 from tests.conftest import STANDIN_OPEN_MS as OPEN_MS
 
@@ -88,7 +90,7 @@ def test_a_run_asking_for_more_chips_than_the_node_has_is_told_why(live_stack, s
     assert answer.status_code == 400 and "number of chips" in answer.json()["error"]
 
 
-def test_a_session_leases_the_chip_and_a_run_waits_until_the_lease_ends(live_stack, standin_tpu):
+def test_a_session_leases_the_chip_and_a_run_waits_until_the_lease_ends(live_stack, standin_tpu, redis_client):
     wait_ready_chip(live_stack)
     session = live_stack.new_session(device=STANDIN)
     run, watched = live_stack.run_cell(session, "x = 41\nprint(x + 1)")
@@ -106,6 +108,11 @@ def test_a_session_leases_the_chip_and_a_run_waits_until_the_lease_ends(live_sta
             break
         time.sleep(0.2)
     assert detail["status"] == "queued" and of_type(detail, "waiting")
+    # Its pulse goes on while it waits: a wait for a chip may outlast the alive key's own
+    # ALIVE_TTL_S, and the watchdog would take the run as lost. Set at the claim and not again,
+    # the key would have under ALIVE_TTL_S - 4 s left by now.
+    time.sleep(2 * ev.ALIVE_EVERY_S + 0.5)
+    assert redis_client.ttl(ev.alive_key(waiting)) >= ev.ALIVE_TTL_S - ev.ALIVE_EVERY_S - 1
     status, state = live_stack.call("GET", session["url"])
     assert state["lease"]["waiting"] >= 1  # the session's page says someone waits
     # ... a second cell runs in the same runner, its state kept ...

@@ -253,13 +253,16 @@ def test_bench_agrees_with_timeit_in_a_plain_process(run):
     # one process, 4000×4000) is the benchmark's.
     # Best runs, not medians: the least sensitive to the other processes on this machine. Now
     # and then a whole process is 5-10x slower here, in a run under either launcher as in the
-    # plain process (the host's memory management): both are measured again, up to twice.
+    # plain process (the host's memory management): both are measured again, up to three times.
+    # The bounds still catch what this test is for: a timing that did not block (a few µs, under
+    # 0.1x) or that counted the compile (tens of ms, over 10x); a CI run once saw the plain
+    # process at 2.7x the run's best for all three of its tries, beside the suite's other worker.
     best, reference_ms = bench["min_ms"], plain_ms()
-    for _ in range(2):
-        if 0.4 < best / reference_ms < 2.5:
+    for _ in range(3):
+        if 0.25 < best / reference_ms < 4:
             break
         best, reference_ms = min(best, run_ms()), min(reference_ms, plain_ms())
-    assert 0.4 < best / reference_ms < 2.5, (best, reference_ms)
+    assert 0.25 < best / reference_ms < 4, (best, reference_ms)
 
 
 def test_figures_come_back_as_png(run):
