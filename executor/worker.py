@@ -49,7 +49,10 @@ LAUNCHER = build_launcher()
 sys.setswitchinterval(0.001)
 
 share_redis_clients()
-app = Celery("executor", broker=broker_url(settings.REDIS_URL))
+# No fix-ups: Celery's Django one, on wherever DJANGO_SETTINGS_MODULE is set (a shared env file),
+# would set up Django, import every view and run its system checks in this process, which never
+# touches the database, while its run threads already take runs (an idle node: 114 MB against 65).
+app = Celery("executor", broker=broker_url(settings.REDIS_URL), fixups=[])
 app.conf.update(COMMON, task_default_queue=settings.QUEUE)
 
 _executor: Executor | None = None
@@ -154,13 +157,12 @@ def _on_after_setup(sender=None, instance=None, **_):
 logs.name_runs_in_task_logs()
 
 
-# With prefetch off (celeryconf) a worker whose slots are all busy stops reading its queue, and its
-# event loop looks again only when something wakes it: with no timer due that is a second later,
-# so a freed slot sat idle for up to a second (the flood of bench.fairness took 26 s instead of
-# 15). So a run's end wakes the loop, which looks again once the slot is marked free (the task's
-# thread does that just after the end: REFILL_AFTER_S), and a tick every REFILL_TICK_S is the
-# fallback should that look come too early.
-REFILL_TICK_S = 0.02
+# With prefetch off (celeryconf) a worker whose task slots are all busy stops reading its queue,
+# and its event loop looks again only when something wakes it: so the end of a task Celery
+# handed over (a cell on the node's sessions queue, the one queue its consumer takes) wakes the
+# loop, which looks again once the slot is marked free (the task's thread does that just after
+# the end: REFILL_AFTER_S). Runs and the page's cells come through the node's own threads, so
+# nothing else needs the loop awake (a tick 50 times a second cost an idle node 2% of a core).
 REFILL_AFTER_S = 0.001
 _hub = None
 
@@ -170,8 +172,6 @@ def _on_worker_ready(sender=None, **_):
     global _hub
     get_executor(getattr(sender, "hostname", None)).start_heartbeat()
     _hub = getattr(sender, "hub", None)
-    if _hub is not None:
-        _hub.call_repeatedly(REFILL_TICK_S, _tick)
 
 
 def _tick() -> None:

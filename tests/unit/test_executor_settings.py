@@ -35,3 +35,18 @@ def test_it_starts_unsandboxed_only_when_allowed_and_warns_loudly():
     result = start_worker(EXECUTOR_SANDBOX="none", EXECUTOR_ALLOW_UNSANDBOXED="1")
     assert result.returncode == 0, result.stderr
     assert "WITHOUT A SANDBOX" in result.stderr
+
+
+def test_it_never_sets_up_django_even_where_its_settings_module_is_in_the_environment():
+    # A shared env file gives every process DJANGO_SETTINGS_MODULE; Celery's Django fix-up would
+    # then set Django up in the executor as its worker starts (its apps, every view, the checks).
+    # (kombu's JSON imports django.utils.functional where Django is installed: a module, no setup.)
+    probe = ("import sys, executor.worker as w; w.app.loader.init_worker(); w.app.loader.import_default_modules(); "
+             "print(sorted(m for m in sys.modules if m.startswith(('django.apps', 'django.db', 'django.urls', "
+             "'django.core.checks', 'playground', 'web.'))))")
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "EXECUTOR_SANDBOX": "none", "EXECUTOR_ALLOW_UNSANDBOXED": "1",
+             "DJANGO_SETTINGS_MODULE": "web.settings", "DEBUG": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
