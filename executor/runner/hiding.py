@@ -1,6 +1,7 @@
-"""The runner's own modules, out of the snippet's reach by name: called once a runner knows it will
-run a snippet (a run's or a notebook session's), after everything it needs was captured and
-before the first line of the snippet runs.
+"""The runner's own modules, out of the snippet's reach by name: done once by the runner template
+(runner/template.py), whose runners are forked with their modules hidden already, or, where a
+runner is started on its own (``python -m executor.runner``, no template), once it knows it will
+run a snippet (a run's or a notebook session's), before the first line of the snippet runs.
 
     before                                      after
     sys.modules["runner.answers"]               sys.modules["<runner 5f0c...>.answers"]
@@ -11,7 +12,8 @@ before the first line of the snippet runs.
 The modules are renamed, not dropped: the runner's own relative imports (``from .explain import
 ...`` inside a function, matplotlib's backend named in ``MPLBACKEND``) resolve against the new
 package name, so the runner keeps working; the name is not an identifier and differs per
-process, so no ``import`` statement spells it.
+template (each renaming in the runners would cost each of them a millisecond of copied pages), so
+no ``import`` statement spells it.
 
 This raises the bar; it is no wall. Code in the same process can still find these modules among
 ``sys.modules``' values or with ``gc``: which is why the answering code holds what it calls in
@@ -47,8 +49,8 @@ def hide(package: str) -> str:
     """Rename ``package`` (this runner's, e.g. "runner") and its loaded submodules in
     ``sys.modules`` to a name no import statement can spell, drop its folder from ``sys.path``
     and refuse its names from now on. Returns the new name. Idempotent per process."""
-    if package not in sys.modules:
-        return package  # done already (a session's later cells)
+    if package not in sys.modules or package.startswith("<runner "):
+        return package  # done already (by the template, or for a session's earlier cell)
     hidden = f"<runner {os.urandom(6).hex()}>"
     top = sys.modules[package]
     # Compared without touching the disk: a realpath of each entry cost about 20 ms a run (0.5 ms so).

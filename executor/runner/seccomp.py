@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import platform
 import struct
 
@@ -228,20 +229,39 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
+@functools.lru_cache(maxsize=4)
+def _program(machine: str, allow: tuple[str, ...]) -> tuple[bytes, int, int]:
+    """The filter as the kernel reads it (its instructions packed), how many, and the seccomp
+    call's number: built once a process; the runner template builds its runners' before it forks
+    them (``prepare``), so that each runner only installs it."""
+    program = build_filter(machine, allow)
+    return b"".join(struct.pack("=HBBI", *insn) for insn in program), len(program), syscall_number("seccomp", machine)
+
+
+@functools.lru_cache(maxsize=1)
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def prepare(allow: tuple[str, ...] = ()) -> None:
+    """Build now what ``install(allow=allow)`` installs: in a process that forks the installers."""
+    _program(platform.machine(), tuple(allow))
+    _libc()
+
+
 def install(machine: str | None = None, allow: tuple[str, ...] = ()) -> None:
     """Install the filter on every thread of this process. Raises SeccompError on failure: a
     runner that cannot confine itself must not run a snippet."""
-    machine = machine or platform.machine()
-    program = build_filter(machine, allow)
-    raw = b"".join(struct.pack("=HBBI", *insn) for insn in program)
+    raw, count, seccomp_nr = _program(machine or platform.machine(), tuple(allow))
     buf = ctypes.create_string_buffer(raw, len(raw))
-    fprog = _SockFprog(len(program), ctypes.cast(buf, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
+    fprog = _SockFprog(count, ctypes.cast(buf, ctypes.c_void_p))
+    libc = _libc()
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise SeccompError(f"prctl(NO_NEW_PRIVS): {ctypes.get_errno()}")
     result = libc.syscall(
-        ctypes.c_long(syscall_number("seccomp", machine)),
+        ctypes.c_long(seccomp_nr),
         ctypes.c_long(SECCOMP_SET_MODE_FILTER),
         ctypes.c_long(SECCOMP_FILTER_FLAG_TSYNC),
         ctypes.byref(fprog),

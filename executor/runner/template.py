@@ -125,26 +125,34 @@ def _drop_capability_bounding_set() -> None:
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
 
 
-def _blas_threads() -> None:
-    """The template imported numpy with one OpenBLAS thread; a runner gets one per core, as a
-    process started afresh would."""
-    os.environ.pop("OPENBLAS_NUM_THREADS", None)
+def _blas_setter():
+    """numpy's OpenBLAS thread count setter, found once in the template (its library opened by
+    name, its symbol looked up: half a millisecond a runner); None where numpy has none."""
     try:
         import numpy
 
-        lib = None
         libs = os.path.join(os.path.dirname(os.path.dirname(numpy.__file__)), "numpy.libs")
         for name in sorted(os.listdir(libs)) if os.path.isdir(libs) else ():
             if "openblas" in name:
                 lib = ctypes.CDLL(os.path.join(libs, name))
-        if lib is not None:
-            for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
-                           "openblas_set_num_threads"):
-                if hasattr(lib, symbol):
-                    getattr(lib, symbol)(len(os.sched_getaffinity(0)))
-                    break
+                for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_",
+                               "openblas_set_num_threads"):
+                    if hasattr(lib, symbol):
+                        return getattr(lib, symbol)
     except OSError:
         pass  # only slower: numpy's BLAS stays on one thread
+    return None
+
+
+_SET_BLAS_THREADS = None  # the template's _blas_setter(), for its runners
+
+
+def _blas_threads() -> None:
+    """The template imported numpy with one OpenBLAS thread; a runner gets one per core, as a
+    process started afresh would."""
+    os.environ.pop("OPENBLAS_NUM_THREADS", None)
+    if _SET_BLAS_THREADS is not None:
+        _SET_BLAS_THREADS(len(os.sched_getaffinity(0)))
 
 
 # The runner's modules that every run imports, loaded in the template so that every runner shares
@@ -184,8 +192,7 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float, c
 
     for name, soft, hard in spec["rlimits"]:
         resource.setrlimit(getattr(resource, name), (soft, hard))
-    _drop_capability_bounding_set()
-    os.setgroups([])
+    os.setgroups([])  # (the capability bounding set is empty: the template emptied its own)
     os.setresgid(spec["gid"], spec["gid"], spec["gid"])
     os.setresuid(spec["uid"], spec["uid"], spec["uid"])  # clears every capability
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # a change of uid clears it
@@ -203,7 +210,10 @@ def become_runner(spec: dict, fds: list[int], ready_info: dict, t_fork: float, c
     _blas_threads()
     import numpy
 
-    numpy.random.seed()  # the template's global state would otherwise repeat in every run
+    # The template's global state would otherwise repeat in every run. Seeded from a whole
+    # state's worth of the kernel's entropy (624 words, MT19937's), which costs a tenth of
+    # seed()'s hashing of 128 bits (0.2 ms).
+    numpy.random.seed(numpy.frombuffer(os.urandom(2496), dtype=numpy.uint32))
 
     from . import hooks, main, seccomp
 
@@ -411,7 +421,7 @@ def main(argv: list[str]) -> None:
     if args.lean is None:
         import jax  # noqa: F401 - loaded here so that every run shares it (after prepare_cpu_devices)
 
-    from . import hooks, seccomp
+    from . import hiding, hooks, seccomp
 
     if args.lean is None:
         if args.cpu_devices:
@@ -434,7 +444,21 @@ def main(argv: list[str]) -> None:
         info["font_cache"] = args.font_cache
     if args.compile_cache:
         info["compile_cache"] = args.compile_cache
+    # What every runner would otherwise work out anew after the fork, in memory it copies.
+    global _SET_BLAS_THREADS
+    _SET_BLAS_THREADS = _blas_setter()
+    seccomp.prepare()
+    # The runner's modules, hidden here once rather than in each runner (runner/hiding.py). This
+    # module runs as __main__ (python -m runner.template): its own relative imports follow them.
+    hidden = hiding.hide(__package__)
+    globals()["__package__"] = hidden
+    if __spec__ is not None:
+        __spec__.name = f"{hidden}.template"
     info["huge_bytes"] = collapse_heap()  # last: what the imports and the probe allocated
+    # No capability can come back through an execve, in the template or in any runner it forks
+    # (the bounding set is inherited; the template keeps its own effective ones for the runners'
+    # namespaces and mounts).
+    _drop_capability_bounding_set()
     seccomp.install(allow=seccomp.TEMPLATE_ALLOWS)
     if (threads := thread_count()) != 1:
         raise SystemExit(f"template has {threads} threads after its imports; it must be single-threaded")
