@@ -9,8 +9,10 @@
         "session"  be a notebook's session: run each "cell" line in one namespace (runner/session.py)
     runner ──event fd: JSON lines (ready, warmed, events, exit...)──▶ supervisor
 
-Before a snippet's first line (a run's, a session's first cell) the runner hides its own modules
-from it (``hide_runner``, runner/hiding.py); a graded run's answering code is built before that.
+The runner's own modules are hidden from the snippet (runner/hiding.py): a runner forked from the
+template is born with them hidden (the template did it once); one started on its own hides them
+before a snippet's first line (``hide_runner``: a run's, a session's first cell). A graded run's
+answering code is built before the snippet runs, holding what it calls in closures.
 
 A runner never runs two snippets, a session's cells aside (they share one namespace on purpose,
 and one person's): it leaves with ``os._exit`` so that nothing the snippet did
