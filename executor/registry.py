@@ -134,15 +134,22 @@ def executors_key(device: str) -> str:
     return f"executors:{device.partition('@')[0]}"
 
 
+# The workers of a kind seen since ARGV[1], and what each said last (its executor:<name> key).
+_ONLINE_LUA = """
+local names = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], '+inf')
+if #names == 0 then return {} end
+for i = 1, #names do names[i] = ARGV[2] .. names[i] end
+return redis.call('MGET', unpack(names))
+"""
+
+
 def online_workers(redis, device: str, window: float | None = None) -> list[dict]:
     """What each online worker of a kind (``gpu``) or specific kind (``gpu:h200``) said last;
     of a route (``cpu@jax-0.4.38``), only those serving its runtime."""
     window = ONLINE_WINDOW_S if window is None else window
     device, _, runtime = device.partition("@")
-    names = redis.zrangebyscore(executors_key(device), time.time() - window, "+inf")
-    if not names:
-        return []
-    infos = redis.mget([f"executor:{n.decode() if isinstance(n, bytes) else n}" for n in names])
+    # The names and what each said, in one round trip (every run's start asks).
+    infos = redis.eval(_ONLINE_LUA, 1, executors_key(device), f"{time.time() - window:.6f}", "executor:")
     workers = [json.loads(i) for i in infos if i]
     if runtime:
         workers = [w for w in workers if w.get("runtime", runtimes.FIRST) == runtime]

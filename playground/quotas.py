@@ -131,13 +131,16 @@ def refuse(message: str, limit: str, retry_s: float, status: int = 429) -> Actio
                        headers={"Retry-After": str(retry)}, data={"limit": limit, "retry_after": retry})
 
 
-def check_admit_run(who: str, device: str, run_id: str, room: str | None = None, *, queued: bool = True) -> int:
+def check_admit_run(who: str, device: str, run_id: str, room: str | None = None, *, queued: bool = True,
+                    seen: dict | None = None) -> int:
     """Admit a run a person starts (``who``: their person key; ``room``: signed out, their room)
     on ``device``, or refuse: the run rate, the device's queue, the hourly and daily budget, then
     one of their active slots, each the person's and the room's, and a place in the queue
     (``queued``: the run goes to the device's queue; a cell of a session a node holds does not).
     Returns the priority step to queue it at. The caller releases the slots (``release``) and the
-    place (``unplace``) if the run is not made after all."""
+    place (``unplace``) if the run is not made after all. ``seen``: told what admission read of
+    the device's queue (``"waiting"``: the runs in its lists, regrades aside), for the run's
+    position in it."""
     kind, now = _kind(device), time.time()
     limits = _limits(kind)
     # What admission reads and counts, in one round trip: the run rate (the person's, then the
@@ -161,7 +164,10 @@ def check_admit_run(who: str, device: str, run_id: str, room: str | None = None,
         if room is not None:
             with _explained(who, room=True):
                 refuse_over(int(rooms), per_minute * settings.ROOM_SIZE, 60, from_your_address(RUNS), now)
-    check_queue_length(device, sum(answers[:len(queues)]))
+    waiting = sum(answers[:len(queues)])
+    if seen is not None:
+        seen["waiting"] = waiting
+    check_queue_length(device, waiting)
     used = answers[len(queues)]
     for n, (_who, per_hour_s, per_day_s, whole_room) in enumerate(budgets):
         with _explained(who, room=whole_room):

@@ -90,7 +90,8 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     who = client.person
     run_id = run_id or uuid.uuid4()
     route = registry.route(device, runtime)
-    priority = quotas.check_admit_run(who, route, str(run_id), room=client.room, queued=node is None)
+    seen: dict = {}
+    priority = quotas.check_admit_run(who, route, str(run_id), room=client.room, queued=node is None, seen=seen)
     admitted = stages.now()
     if parsed is not None:
         stages.stamp(run_id, "parsed", parsed)
@@ -98,7 +99,7 @@ def check_start_run(payload, *, client: Client, owner=None, run_id: uuid.UUID | 
     try:
         run = do_start_run(code, device, owner=owner if owner is not None and owner.is_authenticated else None,
                            run_id=run_id, priority=priority, runtime=runtime, options=options, session=session,
-                           stdin=stdin, node=node)
+                           stdin=stdin, node=node, ahead=seen.get("waiting"))
     except BaseException:
         quotas.release(str(run_id))
         quotas.unplace(route, str(run_id))
@@ -145,7 +146,7 @@ def check_stdin(stdin) -> str:
 def do_start_run(code: str, device: str, *, owner=None, options: dict | None = None,
                  limits: dict | None = None, grade: dict | None = None, run_id: uuid.UUID | None = None,
                  priority: int = 0, runtime: str | None = None, session=None, stdin: str = "",
-                 node: str | None = None) -> Run:
+                 node: str | None = None, ahead: int | None = None) -> Run:
     """``limits`` narrows RUN_LIMITS for this run (an assignment's); ``grade`` makes it a graded
     run: ``{"checks": source}``, hidden checks the executor sends into the sandbox once the code
     has ended. They travel only in the task message, never in the run's row or events.
@@ -154,12 +155,17 @@ def do_start_run(code: str, device: str, *, owner=None, options: dict | None = N
     ``runtime``: a checked runtime id (None: the default); it goes to that runtime's queue.
     ``session``: a notebook session's cell, which goes to the node holding the session's runner.
     ``stdin``: what the snippet reads as its standard input (checked: ``check_stdin``). ``node``: the
-    node holding a session's runner, when the caller read it (else it is read at the queueing)."""
+    node holding a session's runner, when the caller read it (else it is read at the queueing).
+    ``ahead``: the runs waiting in its queue, as its admission read them a moment ago (else read
+    here); a regrade's, queued last, are never ahead of it."""
     # A new run's log is empty, so its "queued" event is seq 1: stored with the run in one
     # transaction, appended to the log (where it gets that same seq) once committed.
     runtime = runtimes.current(runtime)  # a retired id (an assignment's, say) runs on its successor
     # A cell for a node's session waits behind nothing (a session runs one at a time): not the kind's queue.
-    ahead = 0 if node else registry.queue_depth(get_redis(), registry.route(device, runtime))
+    if node:
+        ahead = 0
+    elif ahead is None:
+        ahead = registry.queue_depth(get_redis(), registry.route(device, runtime))
     queued = ev.make_event(ev.QUEUED, position=ahead + 1)
     queued["seq"] = 1
     run = Run(id=run_id or uuid.uuid4(), code=code, device=device, runtime=runtime, owner=owner,

@@ -65,6 +65,21 @@ class TestRouting:
         assert on_cpu["worker"].startswith("cpu-executor@")
         assert detail["ran_on"] == "cpu:cpu"
 
+    def test_runs_queued_behind_a_busy_worker_are_told_their_place_in_line(self, live_stack, posing_gpu_worker):
+        # The posing worker has one slot: a run that sleeps holds it, and those sent after wait.
+        holder = post_run("import time\nprint('holding', flush=True)\ntime.sleep(4)\n", POSING)
+        assert holder.status_code == 201, holder.content
+        deadline = time.monotonic() + 60
+        while not [e for e in live_stack.get(f"/api/runs/{holder.json()['id']}")["events"] if e["type"] == "stdout"]:
+            assert time.monotonic() < deadline, "the holder never started"
+            time.sleep(0.1)
+        waiting = [post_run(f"print({n})\n", POSING) for n in range(3)]
+        assert [w.status_code for w in waiting] == [201] * 3
+        positions = [next(e["position"] for e in live_stack.get(f"/api/runs/{w.json()['id']}")["events"]
+                          if e["type"] == "queued") for w in waiting]
+        assert positions == [1, 2, 3], positions
+        assert all(live_stack.wait_finished(w.json()["id"])["status"] == "succeeded" for w in waiting)
+
     def test_limits_follow_the_kind(self, live_stack, posing_gpu_worker, settings):
         """RUN_LIMITS_BY_KIND: a GPU run asks for the GPU's wall clock, a CPU run for the CPU's."""
         settings.RUN_LIMITS_BY_KIND = {**settings.RUN_LIMITS_BY_KIND,
