@@ -53,6 +53,7 @@ from .common import SNIPPET_FILENAME
 # What a profile says when its trace was cut or not built: templates with named args, sent beside
 # the English (``cut_parts``, ``error_parts``) so that a page says them in its reader's language.
 PYTHON_STOPPED = "its Python lane stops {seconds} s in: the calls it recorded were filling the run's memory"
+PYTHON_BOUNDED = "its Python lane stops {seconds} s in, after {calls} calls: as many as a run's lane records"
 UNKNOWN_DEVICE = ("the device of {unknown} of {runs} runs of an executable on a CPU device is not in this JAX's "
                   "profile: their ops are on the lane of the thread that ran them (XLA thread n)")
 DEVICE_OPS_CUT = "its device ops were {events} events: the first {kept} are kept"
@@ -65,7 +66,7 @@ TOO_LITTLE_LEFT = "the run's wall clock had {seconds} s left, too little to buil
 WALL_RAN_OUT = "the run's wall clock ran out while its trace was built"
 MEMORY_FULL = "the run's memory was too full to build its trace"
 NOT_BUILT = "the trace could not be built: {error}"
-TEMPLATES = (PYTHON_STOPPED, UNKNOWN_DEVICE, DEVICE_OPS_CUT, HOST_CUT, PYTHON_CUT, OVER_SIZE_PYTHON,
+TEMPLATES = (PYTHON_STOPPED, PYTHON_BOUNDED, UNKNOWN_DEVICE, DEVICE_OPS_CUT, HOST_CUT, PYTHON_CUT, OVER_SIZE_PYTHON,
              OVER_SIZE_EVENTS, INTERRUPTED, TOO_LITTLE_LEFT, WALL_RAN_OUT, MEMORY_FULL, NOT_BUILT)
 
 # The trace's bounds: events, the Python lane's share of them, and its size before and after gzip
@@ -321,7 +322,8 @@ class Profile:
             stopped = self.python_stopped
             lane = self.lane_of()
             if lane and lane["stopped_ns"] is not None:
-                stopped = protocol.Templated(PYTHON_STOPPED, seconds=f"{lane['stopped_ns'] / 1e9:.1f}")
+                stopped = protocol.Templated(PYTHON_BOUNDED, seconds=f"{lane['stopped_ns'] / 1e9:.1f}",
+                                             calls=f"{pylane.MAX_CALLS:,}")
             data = bundle(space, {
                 "python_lane": lane,
                 "device_names": jaxcompat.device_names(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from executor.runner import profile
+from executor.runner import profile, pylane
 
 PMAP = """\
 import jax, jax.numpy as jnp
@@ -57,9 +57,9 @@ def test_a_profile_of_code_without_jax_still_has_its_python(launcher):
 
 
 def test_a_python_loop_under_the_profiler_ends_well_and_says_what_was_cut(run):
-    """JAX's Python tracer keeps every call until it stops: a tight loop of calls would fill the
-    run's memory and kill it. It is taken off in time, the run ends as it would have, and the
-    trace says where its Python lane stops."""
+    """A tight loop of calls would fill the run's memory with its Python lane: the snippet's own
+    lane (Python 3.12) stops at its bound of calls, the run ends as it would have, and the trace
+    says where its Python lane stops and why."""
     result = run("import jax, time\ndef g(i):\n    return i\nt = time.time()\nn = 0\n"
                  "while time.time() - t < 4:\n    for i in range(1000):\n        g(i)\n    n += 1\nprint(n > 0)\n",
                  options={"profile": True})
@@ -67,9 +67,10 @@ def test_a_python_loop_under_the_profiler_ends_well_and_says_what_was_cut(run):
     assert result.stdout.strip() == "True"
     [event] = result.of("profile")
     assert not event.get("error"), event
-    assert "its Python lane stops" in event["cut"] and "filling the run's memory" in event["cut"]
+    assert "its Python lane stops" in event["cut"] and "after 200,000 calls" in event["cut"], event["cut"]
     # ... with the sentences it was made from, which the supervisor vouched for.
-    assert event["cut_parts"][0]["template"] == profile.PYTHON_STOPPED
+    assert event["cut_parts"][0]["template"] == profile.PYTHON_BOUNDED
+    assert event["cut_parts"][0]["args"]["calls"] == f"{pylane.MAX_CALLS:,}"
     assert "; ".join(part["template"].format(**part["args"]) for part in event["cut_parts"]) == event["cut"]
 
 
