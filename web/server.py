@@ -162,6 +162,23 @@ def unsent_bytes(transport) -> int | None:
         return None
 
 
+def drop_received(queue) -> int:
+    """Take back what a client sent that its consumer has not taken yet (its socket is closed for
+    sending faster than it is answered): none of it is acted on, where the last of a flood of cells
+    was admitted once the session it waited for was free, seconds after the close. What else waits
+    (the connect, the disconnect to come) stays, in order. How many were dropped."""
+    kept, dropped = [], 0
+    while not queue.empty():
+        message = queue.get_nowait()
+        if message.get("type") == "websocket.receive":
+            dropped += 1
+        else:
+            kept.append(message)
+    for message in kept:
+        queue.put_nowait(message)
+    return dropped
+
+
 class LimitedWebSocketProtocol(WebSocketProtocol):
     """daphne's websocket with bounds on what waits on either side of it (WS_MAX_PENDING_MESSAGES
     and WS_MAX_PENDING_BYTES of what the client sent and its consumer has not taken: the socket
@@ -183,6 +200,7 @@ class LimitedWebSocketProtocol(WebSocketProtocol):
                 log.warning("closed a websocket from %s with %d messages (%d bytes) waiting to be answered",
                             self.client_addr, len(waiting), held)
                 self.sendClose(code=PENDING_CLOSE, reason=PENDING_REASON)
+                drop_received(queue)
                 return
         super().onMessage(payload, isBinary)
 

@@ -96,7 +96,12 @@ AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practi
 
 
 def axe_violations(page: Page) -> list[str]:
-    """axe-core's violations on the page as it is now, one line per element."""
+    """axe-core's violations on the page as it is now, one line per element: once what was
+    changing has settled (a colour scheme just switched reaches the editor's theme through a media
+    listener, a frame or two later, and a transition runs its course; checked mid-way, the
+    toolbar's text of one scheme stood on the editor's background of the other)."""
+    page.evaluate("""() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() =>
+        Promise.all(document.getAnimations().map(a => a.finished.catch(() => null))).then(done))))""")
     if not page.evaluate("() => typeof window.axe === 'object'"):
         # Evaluated by the test harness, not loaded by the page: the page's CSP stays as it is.
         page.evaluate(AXE.read_text())
