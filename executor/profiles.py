@@ -57,10 +57,14 @@ class ProfileKeeper:
         return url
 
     def reserve(self) -> str:
-        """The trace's URL, answering 202 ("building") from now until it is built or failed."""
+        """The trace's URL, answering 202 ("building") from now until it is built or failed.
+        RuntimeError, saying why, where it cannot be: too many waiting, or Redis unreachable."""
         if self.executor.profile_builder.waiting() >= MAX_WAITING:
             raise RuntimeError(f"{MAX_WAITING} traces are waiting to be built on this node")
-        self.executor.redis.set(ev.profile_state_key(self.run_id), BUILDING, ex=BUILDING_TTL_S)
+        try:
+            self.executor.redis.set(ev.profile_state_key(self.run_id), BUILDING, ex=BUILDING_TTL_S)
+        except redis.exceptions.RedisError as exc:
+            raise RuntimeError(f"Redis could not be told: {exc}") from exc
         self.waiting = True
         return f"/api/runs/{self.run_id}/profile"
 

@@ -702,7 +702,7 @@ class Supervision:
         self.read_output()
         try:
             event = {"url": reserve(), "building": True}
-        except Exception as exc:  # noqa: BLE001 - the caller's keeper (Redis, a full queue), as in on_profile: the run stands
+        except RuntimeError as exc:  # the keeper's why not (reserve's contract): the run stands without it
             event = {"error": f"the trace could not be kept: {exc}"}
             self.profile_kept = True  # nothing to hand over
         self.send(ev.PROFILE, draining=True, **event)

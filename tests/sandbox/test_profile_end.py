@@ -202,3 +202,23 @@ def test_a_profile_line_of_tens_of_megabytes_is_read_in_a_moment():
     assert [t[0] for t in keeper.told] == ["reserve", "give", "build"], keeper.told
     assert keeper.told[1][1] == b"AAA" * (15 * 1024**2)
     assert took < 10, took
+
+
+def test_a_keeper_that_cannot_reach_redis_says_why_as_a_refused_reservation(monkeypatch):
+    """``reserve``'s contract, which the early end relies on: RuntimeError, saying why, for a
+    Redis that cannot be reached as for a full queue; the run then stands without its trace."""
+    import types
+
+    import redis
+
+    from executor.profiles import ProfileKeeper
+
+    class Down:
+        def set(self, *args, **kwargs):
+            raise redis.exceptions.ConnectionError("Connection refused")
+
+    executor = types.SimpleNamespace(redis=Down(), profile_builder=types.SimpleNamespace(waiting=lambda: 0))
+    keeper = ProfileKeeper(executor, "r-down")
+    with pytest.raises(RuntimeError, match="Redis could not be told: Connection refused"):
+        keeper.reserve()
+    assert keeper.waiting is False
